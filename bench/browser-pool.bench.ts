@@ -1,0 +1,189 @@
+/**
+ * Browser lifecycle through the real stack: `POST /browsers` → 201 alone, and create → connect
+ * over CDP (puppeteer, through the proxy) → goto a local page → stop, sequential and at 4
+ * concurrent; p50/p95. Run against a warm pool and against a pool of size 0 (every browser
+ * launched on demand) in the same run, next to a bare Chromium launch as the baseline.
+ * "Paced" figures start each sample with the pool refilled (1.5 s apart); back-to-back ones
+ * show what a 2-core machine does while it refills.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import puppeteer from 'puppeteer-core';
+import { createLogger } from '../services/common/src/logger.js';
+import { LiveBrowser } from '../services/browser-pool/src/live-browser.js';
+import { startFixtureSite, type FixtureSite } from '../services/browser-pool/src/testing/fixture-site.js';
+import { startStackFixture, type StackFixture } from '../test/support/stack-fixture.js';
+
+export interface Stats {
+  n: number;
+  p50: number;
+  p95: number;
+  min: number;
+  max: number;
+}
+
+export interface PoolFigures {
+  warmSize: number;
+  /** POST /browsers → 201, each started with the pool refilled. */
+  provisionMs: Stats;
+  /** create → connect → goto → stop, each started with the pool refilled. */
+  lifecycleMs: Stats;
+  /** The same cycle back to back (the pool refills while the next cycles run). */
+  lifecycleBackToBackMs: Stats;
+  /** The same cycle run by 4 clients at once (per-cycle latency). */
+  lifecycle4Ms: Stats;
+  errors: number;
+}
+
+export interface BrowserPoolFigures {
+  warm: PoolFigures;
+  cold: PoolFigures;
+  /** Chromium launched and prepared in-process, no service around it. */
+  bareLaunchMs: Stats;
+  /** warm p50 / cold p50. */
+  provisionRatio: number;
+  lifecycleRatio: number;
+}
+
+export interface BrowserPoolBenchOptions {
+  rounds: number;
+  warmSize?: number;
+  mode?: 'dist' | 'tsx';
+}
+
+function stats(xs: number[]): Stats {
+  const s = [...xs].sort((a, b) => a - b);
+  const at = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))] ?? NaN;
+  const r = (v: number) => Math.round(v * 10) / 10;
+  return { n: s.length, p50: r(at(0.5)), p95: r(at(0.95)), min: r(s[0] ?? NaN), max: r(s[s.length - 1] ?? NaN) };
+}
+
+const ms = (t0: bigint) => Number(process.hrtime.bigint() - t0) / 1e6;
+
+async function measurePool(warmSize: number, o: BrowserPoolBenchOptions, site: FixtureSite): Promise<PoolFigures> {
+  const f: StackFixture = await startStackFixture({
+    mode: o.mode ?? 'dist',
+    projects: ['bench'],
+    env: { LOG_LEVEL: 'warn', POOL_WARM_SIZE: String(warmSize), MAX_ACTIVE_BROWSERS_PER_PROJECT: '50' },
+  });
+  const { key } = f.projects.bench!;
+  let errors = 0;
+  const create = async () => {
+    const res = await f.api('/api/v1/browsers', { method: 'POST', key, headers: { 'content-type': 'application/json' }, body: '{}' });
+    if (res.status !== 201) throw new Error(`POST /browsers: ${res.status} ${await res.text()}`);
+    return (await res.json()) as { id: string; cdpUrl: string };
+  };
+  const stop = async (id: string) => {
+    const res = await f.api(`/api/v1/browsers/${id}/stop`, { method: 'POST', key });
+    await res.arrayBuffer();
+    if (res.status !== 200) throw new Error(`stop: ${res.status}`);
+  };
+  const cycle = async () => {
+    const t0 = process.hrtime.bigint();
+    const b = await create();
+    const client = await puppeteer.connect({ browserWSEndpoint: b.cdpUrl, defaultViewport: null });
+    const [page] = await client.pages();
+    await page!.goto(`${site.origin}/index.html`);
+    if ((await page!.title()) !== 'Fixture home') throw new Error('page not loaded');
+    await client.disconnect();
+    await stop(b.id);
+    return ms(t0);
+  };
+  const settle = () => new Promise((r) => setTimeout(r, 1500)); // lets the pool refill (launches run in the background)
+  try {
+    await settle();
+    await cycle(); // warm-up: first connections, code paths
+    await settle();
+    const provision: number[] = [];
+    for (let i = 0; i < o.rounds; i++) {
+      const t0 = process.hrtime.bigint();
+      const b = await create();
+      provision.push(ms(t0));
+      await stop(b.id);
+      await settle();
+    }
+    const lifecycle: number[] = [];
+    for (let i = 0; i < o.rounds; i++) {
+      try {
+        lifecycle.push(await cycle());
+      } catch {
+        errors++;
+      }
+      await settle();
+    }
+    const backToBack: number[] = [];
+    for (let i = 0; i < o.rounds; i++) {
+      try {
+        backToBack.push(await cycle());
+      } catch {
+        errors++;
+      }
+    }
+    await settle();
+    const lifecycle4: number[] = [];
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        for (let i = 0; i < Math.max(2, Math.ceil(o.rounds / 4)); i++) {
+          try {
+            lifecycle4.push(await cycle());
+          } catch {
+            errors++;
+          }
+        }
+      }),
+    );
+    return { warmSize, provisionMs: stats(provision), lifecycleMs: stats(lifecycle), lifecycleBackToBackMs: stats(backToBack), lifecycle4Ms: stats(lifecycle4), errors };
+  } finally {
+    await f.stop();
+  }
+}
+
+async function bareLaunches(rounds: number, dir: string): Promise<Stats> {
+  const logger = createLogger('bench', 'silent');
+  const times: number[] = [];
+  try {
+    for (let i = 0; i < rounds; i++) {
+      const t0 = process.hrtime.bigint();
+      const b = await LiveBrowser.launch({
+        executable: '/usr/bin/chromium',
+        rootDir: dir,
+        id: `brw_bench${i}`,
+        width: 1280,
+        height: 800,
+        noSandbox: process.getuid?.() === 0,
+        logger,
+        screencast: { quality: 60, everyNthFrame: 1, maxWidth: 0, maxHeight: 0 },
+      });
+      times.push(ms(t0));
+      await b.shutdown();
+      await b.chromium.removed;
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  return stats(times);
+}
+
+/** Runs the benchmark; `make bench` prints and stores the figures. */
+export async function browserPoolBench(o: BrowserPoolBenchOptions): Promise<BrowserPoolFigures> {
+  const site = await startFixtureSite();
+  try {
+    const warm = await measurePool(o.warmSize ?? 2, o, site);
+    const cold = await measurePool(0, o, site);
+    const bareLaunchMs = await bareLaunches(Math.min(o.rounds, 10), path.join(process.env.TMPDIR ?? '/tmp', `ats-bench-launch-${process.pid}`));
+    return {
+      warm,
+      cold,
+      bareLaunchMs,
+      provisionRatio: Math.round((warm.provisionMs.p50 / cold.provisionMs.p50) * 100) / 100,
+      lifecycleRatio: Math.round((warm.lifecycleMs.p50 / cold.lifecycleMs.p50) * 100) / 100,
+    };
+  } finally {
+    await site.close();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const figures = await browserPoolBench({ rounds: Number(process.env.BENCH_ROUNDS ?? 20), mode: (process.env.BENCH_MODE as 'dist' | 'tsx') ?? 'tsx' });
+  process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
+}

@@ -1,0 +1,123 @@
+/**
+ * The gateway's Express app (does not listen): request ids, health, OpenAPI, then /api/v1 with
+ * key auth, JSON parsing with a size cap, validation from the route table, and one error handler.
+ */
+import { randomUUID } from 'node:crypto';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { redactUrl, type Logger } from '../../services/common/src/logger.js';
+import type { ApiKeyAuthenticator } from './auth.js';
+import type { Clients } from './clients.js';
+import { checkHealth } from './health.js';
+import { HttpError, errorMiddleware } from './http-errors.js';
+import { buildOpenApi } from './openapi.js';
+import { agentRoutes, type AgentSource } from './routes/agents.routes.js';
+import { browserRoutes } from './routes/browsers.routes.js';
+import { fileRoutes } from './routes/files.routes.js';
+import type { RouteDef } from './routes/route.js';
+import { runRoutes } from './routes/runs.routes.js';
+import { AGENT_NAMES } from './schemas.js';
+import { RequestValidationError, coerceQuery, validate, validator } from './validation.js';
+
+export const API_VERSION = '0.1.0';
+
+export interface GatewayDeps {
+  logger: Logger;
+  clients: Clients;
+  auth: ApiKeyAuthenticator;
+  bodyLimitBytes: number;
+  healthDeadlineMs?: number;
+  /** Overrides where GET /agents reads the registry (benchmark baseline). */
+  agentSource?: AgentSource;
+}
+
+/** Every public route, in the order they are matched. */
+export function allRoutes(agentSource?: AgentSource): RouteDef[] {
+  return [...agentRoutes(agentSource), ...runRoutes(), ...fileRoutes(), ...browserRoutes()];
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
+
+function requestIds(req: Request, res: Response, next: NextFunction): void {
+  const given = req.get('x-request-id');
+  const id = given && REQUEST_ID.test(given) ? given : randomUUID();
+  res.locals.requestId = id;
+  res.set('X-Request-Id', id);
+  next();
+}
+
+function accessLog(logger: Logger) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const started = process.hrtime.bigint();
+    res.on('finish', () => {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      logger.debug({ requestId: res.locals.requestId, method: req.method, path: redactUrl(req.originalUrl), status: res.statusCode, ms }, 'request');
+    });
+    next();
+  };
+}
+
+/** A body is required when the route declares one; a non-JSON body is refused with 415. */
+function readBody(def: RouteDef, req: Request): unknown {
+  if (!def.body) return undefined;
+  const hasContent = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
+  if (hasContent && !req.is('application/json')) throw new HttpError(415, 'Content-Type must be application/json');
+  if (req.body === undefined) throw new RequestValidationError([{ type: 'missing', loc: ['body'], msg: 'Field required', input: null }]);
+  return validate(def.body, req.body, 'body');
+}
+
+export function createApp(deps: GatewayDeps): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(requestIds);
+  app.use(accessLog(deps.logger));
+
+  const routes = allRoutes(deps.agentSource);
+  // Compile every validator now: a schema mistake stops the start, not a request.
+  for (const r of routes) for (const schema of [r.body, r.query]) if (schema) validator(schema);
+  const openapi = buildOpenApi(routes, API_VERSION);
+
+  app.get('/livez', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/healthz', async (_req, res) => {
+    const report = await checkHealth(deps.clients, deps.healthDeadlineMs ?? 1000);
+    res.status(report.status === 'ok' ? 200 : 503).json(report);
+  });
+  app.get('/openapi.json', (_req, res) => {
+    res.json(openapi);
+  });
+
+  const api = express.Router();
+  api.use(deps.auth.middleware());
+  api.use(express.json({ limit: deps.bodyLimitBytes, strict: false }));
+  api.param('agent', (_req, _res, next, agent: string) => {
+    if (!(AGENT_NAMES as readonly string[]).includes(agent)) return next(new HttpError(404, 'Agent not found'));
+    return next();
+  });
+  for (const def of routes) {
+    api[def.method](def.path, async (req: Request, res: Response) => {
+      const body = readBody(def, req);
+      const query = def.query ? validate(def.query, coerceQuery(def.query, req.query as Record<string, unknown>), 'query') : {};
+      const out = await def.handler({
+        projectId: res.locals.projectId as string,
+        requestId: res.locals.requestId as string,
+        params: req.params as Record<string, string>,
+        body,
+        query,
+        clients: deps.clients,
+        req,
+        res,
+      });
+      if (res.headersSent) return;
+      if (out === undefined) res.status(def.success.status).end();
+      else res.status(def.success.status).json(out);
+    });
+  }
+  app.use('/api/v1', api);
+  app.use((_req, res) => {
+    res.status(404).json({ detail: 'Not Found' });
+  });
+  app.use(errorMiddleware(deps.logger));
+  return app;
+}

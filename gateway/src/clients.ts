@@ -1,0 +1,42 @@
+/** One promise client per downstream service; every unary call carries a deadline. */
+import { createServiceClient, type ServiceClient } from '../../services/common/src/grpc.js';
+import { RunServiceService } from '../../gen/ats/run/v1/run.js';
+import { BrowserPoolServiceService } from '../../gen/ats/browserpool/v1/browser_pool.js';
+import { FileStorageServiceService } from '../../gen/ats/filestorage/v1/file_storage.js';
+import { LiveViewServiceService } from '../../gen/ats/liveview/v1/live_view.js';
+
+export interface Clients {
+  run: ServiceClient<typeof RunServiceService>;
+  browserPool: ServiceClient<typeof BrowserPoolServiceService>;
+  fileStorage: ServiceClient<typeof FileStorageServiceService>;
+  liveView: ServiceClient<typeof LiveViewServiceService>;
+}
+
+export interface ClientAddresses {
+  runAddr: string;
+  browserPoolAddr: string;
+  fileStorageAddr: string;
+  liveViewAddr: string;
+  grpcDeadlineMs: number;
+}
+
+/** The full gRPC service names, as their health services report them. */
+export const SERVICE_NAMES: Record<keyof Clients, string> = {
+  run: 'ats.run.v1.RunService',
+  browserPool: 'ats.browserpool.v1.BrowserPoolService',
+  fileStorage: 'ats.filestorage.v1.FileStorageService',
+  liveView: 'ats.liveview.v1.LiveViewService',
+};
+
+export function createClients(a: ClientAddresses): Clients {
+  return {
+    run: createServiceClient(RunServiceService, a.runAddr, a.grpcDeadlineMs),
+    browserPool: createServiceClient(BrowserPoolServiceService, a.browserPoolAddr, a.grpcDeadlineMs),
+    fileStorage: createServiceClient(FileStorageServiceService, a.fileStorageAddr, a.grpcDeadlineMs),
+    liveView: createServiceClient(LiveViewServiceService, a.liveViewAddr, a.grpcDeadlineMs),
+  };
+}
+
+export function closeClients(c: Clients): void {
+  for (const client of Object.values(c)) client.close();
+}

@@ -1,0 +1,93 @@
+/**
+ * gRPC status → HTTP, per google/rpc/code.proto, in one table, and the error middleware that
+ * renders `{"detail": …}`. A 500 never echoes internals: the log holds them under the request id.
+ */
+import type { NextFunction, Request, Response } from 'express';
+import { AppError, RemoteError, ResourceExhaustedError, Status } from '../../services/common/src/errors.js';
+import type { Logger } from '../../services/common/src/logger.js';
+import { RequestValidationError, jsonInvalid } from './validation.js';
+
+export const HTTP_STATUS: Record<Status, number> = {
+  [Status.OK]: 200,
+  [Status.CANCELLED]: 499,
+  [Status.UNKNOWN]: 500,
+  [Status.INVALID_ARGUMENT]: 400,
+  [Status.DEADLINE_EXCEEDED]: 504,
+  [Status.NOT_FOUND]: 404,
+  [Status.ALREADY_EXISTS]: 409,
+  [Status.PERMISSION_DENIED]: 403,
+  [Status.RESOURCE_EXHAUSTED]: 429,
+  [Status.FAILED_PRECONDITION]: 400,
+  [Status.ABORTED]: 409,
+  [Status.OUT_OF_RANGE]: 400,
+  [Status.UNIMPLEMENTED]: 501,
+  [Status.INTERNAL]: 500,
+  [Status.UNAVAILABLE]: 503,
+  [Status.DATA_LOSS]: 500,
+  [Status.UNAUTHENTICATED]: 401,
+};
+
+/** Messages for statuses whose own message may carry internals (addresses, stack text). */
+const GENERIC: Partial<Record<Status, string>> = {
+  [Status.UNAVAILABLE]: 'Service unavailable, try again shortly',
+  [Status.DEADLINE_EXCEEDED]: 'Upstream service timed out',
+  [Status.UNIMPLEMENTED]: 'Not implemented yet',
+  [Status.CANCELLED]: 'Request cancelled',
+};
+
+/** A plain HTTP error raised inside the gateway. */
+export class HttpError extends Error {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  constructor(status: number, message: string, headers: Record<string, string> = {}) {
+    super(message);
+    this.name = this.constructor.name;
+    this.status = status;
+    this.headers = headers;
+  }
+}
+
+interface Rendered {
+  status: number;
+  detail: unknown;
+  headers?: Record<string, string>;
+}
+
+function render(err: unknown): Rendered | undefined {
+  if (err instanceof RequestValidationError) return { status: 422, detail: err.issues };
+  if (err instanceof HttpError) return { status: err.status, detail: err.message, headers: err.headers };
+  const e = err as { type?: string; status?: number; limit?: number };
+  if (e?.type === 'entity.parse.failed') return { status: 422, detail: [jsonInvalid(err as Error)] };
+  if (e?.type === 'entity.too.large') return { status: 413, detail: `Request body is too large (limit ${e.limit} bytes)` };
+  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') return { status: 415, detail: 'Unsupported request body encoding' };
+  if (err instanceof RemoteError) {
+    const status = HTTP_STATUS[err.code] ?? 500;
+    if (status >= 500 && status !== 501 && status !== 503 && status !== 504) return undefined;
+    const headers = err.retryAfterSeconds !== undefined ? { 'Retry-After': String(err.retryAfterSeconds) } : undefined;
+    return { status, detail: err.publicMessage ?? GENERIC[err.code] ?? 'Request failed', ...(headers ? { headers } : {}) };
+  }
+  if (err instanceof AppError) {
+    const status = HTTP_STATUS[err.code] ?? 500;
+    if (status === 500) return undefined;
+    const headers = err instanceof ResourceExhaustedError && err.retryAfterSeconds !== undefined ? { 'Retry-After': String(err.retryAfterSeconds) } : undefined;
+    return { status, detail: err.message, ...(headers ? { headers } : {}) };
+  }
+  return undefined;
+}
+
+/** The last middleware: every error becomes `{"detail": …}` with the right status. */
+export function errorMiddleware(logger: Logger) {
+  return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const requestId = res.locals.requestId as string | undefined;
+    const r = render(err);
+    if (!r) {
+      logger.error({ err, requestId, method: req.method, route: req.route?.path }, 'request failed');
+      if (!res.headersSent) res.status(500).json({ detail: `Internal server error (request id ${requestId})` });
+      return;
+    }
+    if (r.status >= 500) logger.warn({ requestId, status: r.status, err: (err as Error).message }, 'upstream error');
+    if (res.headersSent) return;
+    if (r.headers) res.set(r.headers);
+    res.status(r.status).json({ detail: r.detail });
+  };
+}

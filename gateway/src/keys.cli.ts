@@ -1,0 +1,56 @@
+/**
+ * `npm run keys -- create [--project P] [--name N] | list | revoke <id-or-prefix>`.
+ * Opens the gateway's database directly; with the embedded database the gateway must be
+ * stopped (its lock file says so) — or use BOOTSTRAP_API_KEY.
+ */
+import { parseArgs } from 'node:util';
+import { openDatabase } from '../../services/common/src/db.js';
+import { ApiKeyRepository, migrations } from './api-key.repository.js';
+import { loadGatewayConfig } from './config.js';
+
+const USAGE = 'usage: npm run keys -- create [--project NAME] [--name NAME] | list | revoke <key-id-or-prefix>';
+
+async function main(argv: string[]): Promise<number> {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { project: { type: 'string', default: 'default' }, name: { type: 'string', default: 'cli' } },
+  });
+  const [command, arg] = positionals;
+  if (!command || !['create', 'list', 'revoke'].includes(command) || (command === 'revoke' && !arg)) {
+    process.stderr.write(`${USAGE}\n`);
+    return 2;
+  }
+  const config = loadGatewayConfig();
+  const db = await openDatabase({ service: 'gateway', dataDir: config.dataDir, databaseUrl: config.databaseUrl, migrations });
+  try {
+    const repo = new ApiKeyRepository(db.knex);
+    if (command === 'create') {
+      const { key, info } = await repo.create(values.project!, values.name!);
+      process.stdout.write(`${key}\n`);
+      process.stderr.write(`created key ${info.id} (${info.prefix}…) for project ${info.projectName}; it is shown only once\n`);
+    } else if (command === 'list') {
+      for (const k of await repo.list()) {
+        process.stdout.write(`${k.id}\t${k.prefix}…\t${k.projectName}\t${k.name}\t${k.createdAt}\t${k.revokedAt ? `revoked ${k.revokedAt}` : 'active'}\n`);
+      }
+    } else {
+      const n = await repo.revoke(arg!);
+      if (n === 0) {
+        process.stderr.write(`no active key matches ${arg}\n`);
+        return 1;
+      }
+      process.stdout.write(`revoked ${n} key(s)\n`);
+    }
+    return 0;
+  } finally {
+    await db.stop();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: Error) => {
+    process.stderr.write(`keys: ${err.message}\n`);
+    process.exit(1);
+  },
+);

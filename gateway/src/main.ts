@@ -1,0 +1,49 @@
+/** Composition root of the gateway: config → database (keys) → gRPC clients → app → listen → signals. */
+import http from 'node:http';
+import { openDatabase } from '../../services/common/src/db.js';
+import { createLogger } from '../../services/common/src/logger.js';
+import { onShutdownSignals, runMain } from '../../services/common/src/shutdown.js';
+import { ApiKeyRepository, migrations } from './api-key.repository.js';
+import { createApp } from './app.js';
+import { ApiKeyAuthenticator } from './auth.js';
+import { closeClients, createClients } from './clients.js';
+import { loadGatewayConfig } from './config.js';
+
+runMain('gateway', async () => {
+  const config = loadGatewayConfig();
+  const logger = createLogger('gateway', config.logLevel);
+  const db = await openDatabase({ service: 'gateway', dataDir: config.dataDir, databaseUrl: config.databaseUrl, migrations, logger });
+  const keys = new ApiKeyRepository(db.knex);
+  if (config.bootstrapApiKey) {
+    await keys.register(config.bootstrapApiKey, config.bootstrapProject, 'bootstrap');
+    logger.info({ project: config.bootstrapProject }, 'bootstrap key registered');
+  }
+  const clients = createClients(config);
+  const app = createApp({ logger, clients, auth: new ApiKeyAuthenticator(keys, config.authCacheMs), bodyLimitBytes: config.bodyLimitBytes });
+  const server = http.createServer(app);
+  server.keepAliveTimeout = 65000;
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(config.port, config.host, resolve));
+  const addr = server.address();
+  logger.info({ host: config.host, port: typeof addr === 'object' && addr ? addr.port : config.port }, 'listening');
+  onShutdownSignals(
+    [
+      {
+        name: 'http',
+        stop: () =>
+          new Promise<void>((resolve) => {
+            // Finish in-flight requests; long-lived streams are cut after a grace period.
+            const force = setTimeout(() => server.closeAllConnections(), Math.floor(config.shutdownTimeoutMs / 2));
+            server.close(() => {
+              clearTimeout(force);
+              resolve();
+            });
+            server.closeIdleConnections();
+          }),
+      },
+      { name: 'grpc-clients', stop: () => closeClients(clients) },
+      { name: 'database', stop: () => db.stop() },
+    ],
+    config.shutdownTimeoutMs,
+    logger,
+  );
+});

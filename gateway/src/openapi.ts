@@ -1,0 +1,85 @@
+/** The OpenAPI 3.1 document, built from the same route table and schemas the gateway validates with. */
+import * as s from './schemas.js';
+import type { RouteDef } from './routes/route.js';
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad request',
+  401: 'Invalid or missing API key',
+  404: 'Not found',
+  409: 'Conflict with the current state',
+  413: 'Request body too large',
+  422: 'Validation error',
+  429: 'Limit reached (see Retry-After)',
+  500: 'Internal error (carries a request id)',
+  501: 'Not implemented yet',
+  503: 'A service the route needs is unavailable',
+};
+
+function pathParams(path: string): string[] {
+  return [...path.matchAll(/:([A-Za-z]+)/g)].map((m) => m[1]!);
+}
+
+export function buildOpenApi(routes: RouteDef[], version: string): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const r of routes) {
+    const oaPath = `/api/v1${r.path.replace(/:([A-Za-z]+)/g, '{$1}')}`;
+    const parameters: unknown[] = pathParams(r.path).map((name) => ({
+      name,
+      in: 'path',
+      required: true,
+      schema: name === 'agent' ? { type: 'string', enum: [...s.AGENT_NAMES] } : { type: 'string' },
+    }));
+    for (const [name, schema] of Object.entries(r.query?.properties ?? {})) {
+      parameters.push({ name, in: 'query', required: false, schema });
+    }
+    const responses: Record<string, unknown> = {
+      [String(r.success.status)]: {
+        description: r.success.description ?? 'Success',
+        ...(r.success.schema ? { content: { 'application/json': { schema: r.success.schema } } } : {}),
+        ...(r.success.contentType ? { content: { [r.success.contentType]: { schema: { type: 'string' } } } } : {}),
+      },
+    };
+    const errors = new Set([401, 500, 501, 503, ...(r.errors ?? []), ...(r.body || r.query ? [422] : [])]);
+    if (r.body) errors.add(413);
+    for (const code of [...errors].sort()) {
+      responses[String(code)] = {
+        description: STATUS_TEXT[code] ?? 'Error',
+        content: { 'application/json': { schema: code === 422 ? s.validationErrorResponse : s.errorResponse } },
+      };
+    }
+    paths[oaPath] ??= {};
+    paths[oaPath]![r.method] = {
+      operationId: r.operationId,
+      summary: r.summary,
+      tags: [r.tag],
+      ...(parameters.length ? { parameters } : {}),
+      ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: r.body } } } } : {}),
+      responses,
+    };
+  }
+  paths['/healthz'] = {
+    get: {
+      operationId: 'health',
+      summary: "Each downstream service's health (no key needed)",
+      tags: ['health'],
+      security: [],
+      responses: {
+        '200': { description: 'All services serving', content: { 'application/json': { schema: s.health } } },
+        '503': { description: 'A service is not serving', content: { 'application/json': { schema: s.health } } },
+      },
+    },
+  };
+  return {
+    openapi: '3.1.0',
+    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+    info: {
+      title: 'Agent Task Service',
+      version,
+      description: 'Runs tasks in plain language with a browser agent or a code agent; browsers over CDP; files; live view.',
+    },
+    servers: [{ url: '/' }],
+    components: { securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'X-Service-API-Key' } } },
+    security: [{ apiKey: [] }],
+    paths,
+  };
+}

@@ -1,0 +1,184 @@
+/** proto messages → the public JSON shapes of DESIGN §2 (camelCase, null for unset). */
+import { Agent, RunStatus, SessionStatus, SessionKind, WatchVerb, Capability, type AgentInfo, type Run, type RunEvent, type Session, type Step } from '../../gen/ats/run/v1/run.js';
+import { BrowserStatus, type Browser, type Download, type Profile } from '../../gen/ats/browserpool/v1/browser_pool.js';
+import { FileKind, type FileInfo, type UploadItem, type Workspace } from '../../gen/ats/filestorage/v1/file_storage.js';
+import { InternalError } from '../../services/common/src/errors.js';
+import type { AgentName } from './schemas.js';
+
+const orNull = <T>(v: T | undefined): T | null => (v === undefined || v === '' ? null : v);
+
+/** A downstream reply whose required message is missing is a bug, not a client error. */
+export function required<T>(v: T | undefined, what: string): T {
+  if (v === undefined) throw new InternalError(`downstream reply without ${what}`);
+  return v;
+}
+
+export const AGENT_BY_NAME: Record<AgentName, Agent> = {
+  'browser-agent': Agent.AGENT_BROWSER_AGENT,
+  browsercode: Agent.AGENT_BROWSERCODE,
+};
+export function agentName(a: Agent): AgentName | null {
+  return a === Agent.AGENT_BROWSER_AGENT ? 'browser-agent' : a === Agent.AGENT_BROWSERCODE ? 'browsercode' : null;
+}
+
+export const RUN_STATUS: Record<string, RunStatus> = {
+  queued: RunStatus.RUN_STATUS_QUEUED,
+  running: RunStatus.RUN_STATUS_RUNNING,
+  completed: RunStatus.RUN_STATUS_COMPLETED,
+  stopped: RunStatus.RUN_STATUS_STOPPED,
+  failed: RunStatus.RUN_STATUS_FAILED,
+};
+const RUN_STATUS_NAME = new Map(Object.entries(RUN_STATUS).map(([k, v]) => [v, k]));
+export function runStatusName(s: RunStatus): string {
+  return RUN_STATUS_NAME.get(s) ?? 'queued';
+}
+
+const CAPABILITY_NAME: Partial<Record<Capability, string>> = {
+  [Capability.CAPABILITY_BROWSER]: 'browser',
+  [Capability.CAPABILITY_CODE]: 'code',
+  [Capability.CAPABILITY_TERMINAL]: 'terminal',
+  [Capability.CAPABILITY_FILES]: 'files',
+};
+
+export function presentAgent(a: AgentInfo) {
+  return {
+    name: a.name,
+    capabilities: a.capabilities.map((c) => CAPABILITY_NAME[c]).filter(Boolean),
+    session: { kind: a.sessionKind === SessionKind.SESSION_KIND_DURABLE ? 'durable' : 'disposable' },
+    watch: a.watch === WatchVerb.WATCH_VERB_EVENTS ? 'events' : 'steps',
+    run: a.run,
+    bestFor: a.bestFor,
+    notFor: a.notFor,
+    exampleTasks: a.exampleTasks,
+  };
+}
+
+export function presentRun(r: Run) {
+  return {
+    id: r.id,
+    agent: agentName(r.agent),
+    status: runStatusName(r.status),
+    sessionId: r.sessionId,
+    browserId: orNull(r.browserId),
+    workspaceId: orNull(r.workspaceId),
+    model: r.model,
+    task: r.task,
+    result: orNull(r.result),
+    output: null,
+    error: orNull(r.error),
+    totalCostUsd: r.totalCostUsd || '0',
+    totalInputTokens: r.totalInputTokens,
+    totalOutputTokens: r.totalOutputTokens,
+    missingFileIds: r.missingFileIds,
+    createdAt: r.createdAt,
+    startedAt: orNull(r.startedAt),
+    finishedAt: orNull(r.finishedAt),
+    updatedAt: r.updatedAt,
+  };
+}
+
+export function presentRunCreated(r: Run, agent: AgentName) {
+  const base = `/api/v1/agents/${agent}/runs/${r.id}`;
+  return {
+    id: r.id,
+    status: runStatusName(r.status),
+    agent,
+    sessionId: r.sessionId,
+    workspaceId: orNull(r.workspaceId),
+    stepsUrl: `${base}/steps`,
+    eventsUrl: `${base}/events`,
+    missingFileIds: r.missingFileIds,
+  };
+}
+
+export function presentRunStatus(r: Run) {
+  return { status: runStatusName(r.status), result: orNull(r.result), output: null, totalCostUsd: r.totalCostUsd || '0' };
+}
+
+export function presentStep(s: Step) {
+  return { number: s.number, url: orNull(s.url), action: s.action, thought: orNull(s.thought), screenshotUrl: orNull(s.screenshotUrl), ts: s.ts, durationMs: s.durationMs };
+}
+
+export function presentEvent(e: RunEvent) {
+  let data: unknown = {};
+  try {
+    data = e.dataJson ? JSON.parse(e.dataJson) : {};
+  } catch {
+    data = { raw: e.dataJson };
+  }
+  return { id: e.id, runId: e.runId, ts: e.ts, type: e.type, data };
+}
+
+export function presentSession(s: Session) {
+  return {
+    id: s.id,
+    agent: agentName(s.agent),
+    status: s.status === SessionStatus.SESSION_STATUS_CLOSED ? 'closed' : 'open',
+    busy: s.busy,
+    latestRunId: orNull(s.latestRunId),
+    browserId: orNull(s.browserId),
+    workspaceId: orNull(s.workspaceId),
+    createdAt: s.createdAt,
+    updatedAt: s.updatedAt,
+  };
+}
+
+export function presentUploadItem(u: UploadItem) {
+  return { id: u.id, name: u.name, upload_url: u.uploadUrl };
+}
+
+export function presentFile(f: FileInfo) {
+  return {
+    id: f.id,
+    name: f.name,
+    kind: f.kind === FileKind.FILE_KIND_OUTPUT ? 'output' : 'input',
+    downloadUrl: f.downloadUrl,
+    sizeBytes: f.sizeBytes,
+    contentType: f.contentType,
+    createdAt: f.createdAt,
+  };
+}
+
+export function presentWorkspace(w: Workspace) {
+  return { id: w.id, name: w.name, createdAt: w.createdAt, updatedAt: w.updatedAt };
+}
+
+export function presentBrowser(b: Browser, recordingUrl: string | null = null) {
+  return {
+    id: b.id,
+    status: b.status === BrowserStatus.BROWSER_STATUS_STOPPED ? 'stopped' : 'active',
+    cdpUrl: orNull(b.cdpUrl),
+    liveViewUrl: orNull(b.liveViewUrl),
+    profileId: orNull(b.profileId),
+    sessionId: orNull(b.sessionId),
+    runId: orNull(b.runId),
+    proxyCountryCode: orNull(b.proxyCountryCode),
+    screenWidth: b.screenWidth,
+    screenHeight: b.screenHeight,
+    createdAt: b.createdAt,
+    timeoutAt: orNull(b.timeoutAt),
+    stoppedAt: orNull(b.stoppedAt),
+    recordingUrl,
+  };
+}
+
+export function presentDownload(d: Download) {
+  return { name: d.name, sizeBytes: d.sizeBytes, lastModified: d.lastModified, downloadUrl: d.downloadUrl };
+}
+
+export function presentProfile(p: Profile) {
+  return {
+    id: p.id,
+    name: p.name,
+    userId: orNull(p.userId),
+    lastUsedAt: orNull(p.lastUsedAt),
+    cookieDomains: p.cookieDomains,
+    createdAt: p.createdAt,
+    updatedAt: p.updatedAt,
+  };
+}
+
+/** A page of a list: `{items, nextCursor, hasMore}`. */
+export function page<T, U>(r: { items: T[]; nextCursor: string; hasMore: boolean }, present: (t: T) => U) {
+  return { items: r.items.map(present), nextCursor: orNull(r.nextCursor), hasMore: r.hasMore };
+}

@@ -1,0 +1,23 @@
+import { agentsResponse } from '../schemas.js';
+import { presentAgent } from '../presenters.js';
+import { route, type RouteDef } from './route.js';
+
+/** Where the registry comes from: the run service over gRPC, or (benchmark baseline) a local list. */
+export type AgentSource = (ctx: Parameters<RouteDef['handler']>[0]) => Promise<ReturnType<typeof presentAgent>[]>;
+
+export const agentsFromRunService: AgentSource = async (ctx) =>
+  (await ctx.clients.run.api.listAgents({}, { requestId: ctx.requestId })).agents.map(presentAgent);
+
+export function agentRoutes(source: AgentSource = agentsFromRunService): RouteDef[] {
+  return [
+    route({
+      method: 'get',
+      path: '/agents',
+      operationId: 'listAgents',
+      summary: 'List the agents and the watch verb (steps or events) each uses',
+      tag: 'agents',
+      success: { status: 200, schema: agentsResponse },
+      handler: async (ctx) => ({ agents: await source(ctx) }),
+    }),
+  ];
+}

@@ -1,0 +1,176 @@
+import { Agent, BrowserStatus, StopReason } from '../../../gen/ats/browserpool/v1/browser_pool.js';
+import { RecordingState } from '../../../gen/ats/liveview/v1/live_view.js';
+import * as s from '../schemas.js';
+import { page, presentBrowser, presentDownload, presentProfile, required } from '../presenters.js';
+import { HttpError } from '../http-errors.js';
+import { route, type RouteContext, type RouteDef } from './route.js';
+
+const opts = (ctx: RouteContext) => ({ requestId: ctx.requestId });
+const brRef = (ctx: RouteContext) => ({ projectId: ctx.projectId, browserId: ctx.params.browserId! });
+const prRef = (ctx: RouteContext) => ({ projectId: ctx.projectId, profileId: ctx.params.profileId! });
+
+interface CreateBrowserBody {
+  browser_profile_id?: string;
+  proxy_country_code?: string;
+  screen_width?: number;
+  screen_height?: number;
+  timeout_minutes?: number;
+}
+
+export function browserRoutes(): RouteDef[] {
+  return [
+    route({
+      method: 'post',
+      path: '/browsers',
+      operationId: 'createBrowser',
+      summary: 'Create a standalone browser (synchronous) with a CDP URL and a live view URL',
+      tag: 'browsers',
+      body: s.createBrowserBody,
+      success: { status: 201, schema: s.browser },
+      errors: [400, 404, 429],
+      handler: async (ctx: RouteContext<CreateBrowserBody>) => {
+        const b = ctx.body;
+        const res = await ctx.clients.browserPool.api.createBrowser(
+          {
+            projectId: ctx.projectId,
+            profileId: b.browser_profile_id,
+            proxyCountryCode: b.proxy_country_code,
+            screenWidth: b.screen_width,
+            screenHeight: b.screen_height,
+            timeoutMinutes: b.timeout_minutes,
+            agent: Agent.AGENT_UNSPECIFIED,
+          },
+          { ...opts(ctx), deadlineMs: 30000 },
+        );
+        return presentBrowser(required(res.browser, 'browser'));
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/browsers',
+      operationId: 'listBrowsers',
+      summary: "List the project's browsers",
+      tag: 'browsers',
+      query: s.listBrowsersQuery,
+      success: { status: 200, schema: s.browserList },
+      handler: async (ctx) => {
+        const q = ctx.query as { limit?: number; cursor?: string; status?: string; session_id?: string };
+        const status = q.status === 'active' ? BrowserStatus.BROWSER_STATUS_ACTIVE : q.status === 'stopped' ? BrowserStatus.BROWSER_STATUS_STOPPED : BrowserStatus.BROWSER_STATUS_UNSPECIFIED;
+        const res = await ctx.clients.browserPool.api.listBrowsers({ projectId: ctx.projectId, status, sessionId: q.session_id ?? '', limit: q.limit ?? 50, cursor: q.cursor ?? '' }, opts(ctx));
+        return page(res, (b) => presentBrowser(b));
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/browsers/:browserId',
+      operationId: 'getBrowser',
+      summary: 'Read a browser record (with a fresh recordingUrl once the recording is ready)',
+      tag: 'browsers',
+      success: { status: 200, schema: s.browser },
+      errors: [404],
+      handler: async (ctx) => {
+        const b = required((await ctx.clients.browserPool.api.getBrowser(brRef(ctx), opts(ctx))).browser, 'browser');
+        if (b.recordingUrl) return presentBrowser(b, b.recordingUrl);
+        // A fresh recording link on every read, once live view has finished the MP4.
+        const rec = await ctx.clients.liveView.api.getRecording(brRef(ctx), opts(ctx)).catch(() => undefined);
+        return presentBrowser(b, rec?.state === RecordingState.RECORDING_STATE_READY && rec.url ? rec.url : null);
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/browsers/:browserId/stop',
+      operationId: 'stopBrowser',
+      summary: 'Stop a browser (idempotent); flushes its profile and closes a browser-agent session',
+      tag: 'browsers',
+      success: { status: 200, schema: s.browser },
+      errors: [404],
+      handler: async (ctx) =>
+        presentBrowser(required((await ctx.clients.browserPool.api.stopBrowser({ ...brRef(ctx), reason: StopReason.STOP_REASON_USER }, { ...opts(ctx), deadlineMs: 30000 })).browser, 'browser')),
+    }),
+    route({
+      method: 'get',
+      path: '/browsers/:browserId/recording',
+      operationId: 'getRecording',
+      summary: "A fresh presigned URL of the browser's MP4 recording (valid 1 hour)",
+      tag: 'browsers',
+      success: { status: 200, schema: s.recording },
+      errors: [404, 409],
+      handler: async (ctx) => {
+        const r = await ctx.clients.liveView.api.getRecording(brRef(ctx), opts(ctx));
+        if (r.state === RecordingState.RECORDING_STATE_READY && r.url) return { url: r.url, expiresAt: r.expiresAt };
+        if (r.state === RecordingState.RECORDING_STATE_RECORDING || r.state === RecordingState.RECORDING_STATE_FINALIZING) {
+          throw new HttpError(409, 'Recording is not finished yet', { 'Retry-After': '2' });
+        }
+        throw new HttpError(404, 'Recording not found');
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/browsers/:browserId/downloads',
+      operationId: 'listBrowserDownloads',
+      summary: 'Files the browser downloaded from the web, with download links',
+      tag: 'browsers',
+      success: { status: 200, schema: s.downloadList },
+      errors: [404],
+      handler: async (ctx) => ({ items: (await ctx.clients.browserPool.api.listDownloads(brRef(ctx), { ...opts(ctx), deadlineMs: 30000 })).items.map(presentDownload) }),
+    }),
+    route({
+      method: 'post',
+      path: '/browser-profiles',
+      operationId: 'createProfile',
+      summary: 'Create a browser profile (keeps cookies, localStorage and logins)',
+      tag: 'profiles',
+      body: s.createProfileBody,
+      success: { status: 201, schema: s.profile },
+      handler: async (ctx: RouteContext<{ name: string; user_id?: string }>) =>
+        presentProfile(required((await ctx.clients.browserPool.api.createProfile({ projectId: ctx.projectId, name: ctx.body.name, userId: ctx.body.user_id }, opts(ctx))).profile, 'profile')),
+    }),
+    route({
+      method: 'get',
+      path: '/browser-profiles',
+      operationId: 'listProfiles',
+      summary: "List the project's browser profiles",
+      tag: 'profiles',
+      query: s.pageQuery,
+      success: { status: 200, schema: s.profileList },
+      handler: async (ctx) => {
+        const q = ctx.query as { limit?: number; cursor?: string };
+        return page(await ctx.clients.browserPool.api.listProfiles({ projectId: ctx.projectId, limit: q.limit ?? 50, cursor: q.cursor ?? '' }, opts(ctx)), presentProfile);
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/browser-profiles/:profileId',
+      operationId: 'getProfile',
+      summary: 'Read a browser profile',
+      tag: 'profiles',
+      success: { status: 200, schema: s.profile },
+      errors: [404],
+      handler: async (ctx) => presentProfile(required((await ctx.clients.browserPool.api.getProfile(prRef(ctx), opts(ctx))).profile, 'profile')),
+    }),
+    route({
+      method: 'patch',
+      path: '/browser-profiles/:profileId',
+      operationId: 'updateProfile',
+      summary: 'Rename a browser profile',
+      tag: 'profiles',
+      body: s.updateProfileBody,
+      success: { status: 200, schema: s.profile },
+      errors: [404],
+      handler: async (ctx: RouteContext<{ name: string }>) =>
+        presentProfile(required((await ctx.clients.browserPool.api.updateProfile({ ...prRef(ctx), name: ctx.body.name }, opts(ctx))).profile, 'profile')),
+    }),
+    route({
+      method: 'delete',
+      path: '/browser-profiles/:profileId',
+      operationId: 'deleteProfile',
+      summary: 'Delete a browser profile (idempotent)',
+      tag: 'profiles',
+      success: { status: 204 },
+      handler: async (ctx) => {
+        await ctx.clients.browserPool.api.deleteProfile(prRef(ctx), opts(ctx));
+        return undefined;
+      },
+    }),
+  ];
+}

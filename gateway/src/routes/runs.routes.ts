@@ -1,0 +1,206 @@
+import { RunStatus } from '../../../gen/ats/run/v1/run.js';
+import * as s from '../schemas.js';
+import { AGENT_BY_NAME, RUN_STATUS, page, presentEvent, presentRun, presentRunCreated, presentRunStatus, presentSession, presentStep, required } from '../presenters.js';
+import { HttpError } from '../http-errors.js';
+import { route, type RouteContext, type RouteDef } from './route.js';
+
+const agentOf = (ctx: RouteContext) => AGENT_BY_NAME[ctx.params.agent as s.AgentName];
+const ref = (ctx: RouteContext) => ({ projectId: ctx.projectId, agent: agentOf(ctx), runId: ctx.params.runId! });
+const opts = (ctx: RouteContext) => ({ requestId: ctx.requestId });
+
+interface CreateRunBody {
+  task: string;
+  model?: string;
+  browser?: { proxy_country_code?: string; screen_width?: number; screen_height?: number; profile_id?: string };
+  session_id?: string;
+  attached_file_ids?: string[];
+  workspace_id?: string;
+}
+
+/** Writes one server-sent event. */
+function writeSse(ctx: RouteContext, e: ReturnType<typeof presentEvent>): void {
+  ctx.res.write(`id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
+}
+
+/** SSE of a run's events: backlog then live, ends after the terminal event; resumes from Last-Event-ID or ?after=. */
+async function streamEvents(ctx: RouteContext): Promise<undefined> {
+  const lastId = Number(ctx.req.get('last-event-id') ?? ctx.query.after ?? 0);
+  const after = Number.isInteger(lastId) && lastId >= 0 ? lastId : 0;
+  const call = ctx.clients.run.api.watchEvents({ ...ref(ctx), after }, opts(ctx));
+  let heartbeat: NodeJS.Timeout | undefined;
+  const open = () => {
+    if (ctx.res.headersSent) return;
+    ctx.res.status(200).set({ 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
+    ctx.res.flushHeaders();
+    heartbeat = setInterval(() => ctx.res.write(': keep-alive\n\n'), 15000);
+  };
+  ctx.req.on('close', () => call.cancel());
+  await new Promise<void>((resolve, reject) => {
+    call.on('data', (msg: { event?: Parameters<typeof presentEvent>[0] }) => {
+      open();
+      if (msg.event) writeSse(ctx, presentEvent(msg.event));
+    });
+    call.on('metadata', open);
+    call.on('end', resolve);
+    call.on('error', (err: Error & { code?: number }) => {
+      // Before the stream opened the error is an ordinary HTTP error; after, the stream just ends.
+      if (!ctx.res.headersSent && err.code !== 1) return reject(err);
+      resolve();
+    });
+  }).finally(() => clearInterval(heartbeat));
+  if (!ctx.res.writableEnded) ctx.res.end();
+  return undefined;
+}
+
+export function runRoutes(): RouteDef[] {
+  return [
+    route({
+      method: 'post',
+      path: '/agents/:agent/runs',
+      operationId: 'createRun',
+      summary: 'Start a run: one task in plain language (returns at once, status queued)',
+      tag: 'runs',
+      body: s.createRunBody,
+      success: { status: 202, schema: s.runCreated },
+      errors: [400, 404, 409],
+      handler: async (ctx: RouteContext<CreateRunBody>) => {
+        const b = ctx.body;
+        if (b.workspace_id !== undefined && ctx.params.agent !== 'browsercode') {
+          throw new HttpError(400, 'workspace_id is only supported by the browsercode agent');
+        }
+        const res = await ctx.clients.run.api.createRun(
+          {
+            projectId: ctx.projectId,
+            agent: agentOf(ctx),
+            task: b.task,
+            model: b.model,
+            browser: b.browser && {
+              proxyCountryCode: b.browser.proxy_country_code,
+              screenWidth: b.browser.screen_width,
+              screenHeight: b.browser.screen_height,
+              profileId: b.browser.profile_id,
+            },
+            sessionId: b.session_id,
+            attachedFileIds: b.attached_file_ids ?? [],
+            workspaceId: b.workspace_id,
+          },
+          opts(ctx),
+        );
+        return presentRunCreated(required(res.run, 'run'), ctx.params.agent as s.AgentName);
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/agents/:agent/runs',
+      operationId: 'listRuns',
+      summary: "List the project's runs of this agent",
+      tag: 'runs',
+      query: s.listRunsQuery,
+      success: { status: 200, schema: s.runList },
+      handler: async (ctx) => {
+        const q = ctx.query as { limit?: number; cursor?: string; session_id?: string; status?: string };
+        const res = await ctx.clients.run.api.listRuns(
+          { projectId: ctx.projectId, agent: agentOf(ctx), sessionId: q.session_id ?? '', status: q.status ? RUN_STATUS[q.status]! : RunStatus.RUN_STATUS_UNSPECIFIED, limit: q.limit ?? 50, cursor: q.cursor ?? '' },
+          opts(ctx),
+        );
+        return page(res, presentRun);
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/agents/:agent/runs/:runId',
+      operationId: 'getRun',
+      summary: 'Read the full run object',
+      tag: 'runs',
+      success: { status: 200, schema: s.run },
+      errors: [404],
+      handler: async (ctx) => presentRun(required((await ctx.clients.run.api.getRun(ref(ctx), opts(ctx))).run, 'run')),
+    }),
+    route({
+      method: 'get',
+      path: '/agents/:agent/runs/:runId/status',
+      operationId: 'getRunStatus',
+      summary: 'Poll a run cheaply: status, result, output, cost',
+      tag: 'runs',
+      success: { status: 200, schema: s.runStatus },
+      errors: [404],
+      handler: async (ctx) => presentRunStatus(required((await ctx.clients.run.api.getRun(ref(ctx), opts(ctx))).run, 'run')),
+    }),
+    route({
+      method: 'post',
+      path: '/agents/:agent/runs/:runId/stop',
+      operationId: 'stopRun',
+      summary: 'Stop a queued or running run',
+      tag: 'runs',
+      success: { status: 200, schema: s.run },
+      errors: [404, 409],
+      handler: async (ctx) => presentRun(required((await ctx.clients.run.api.stopRun(ref(ctx), opts(ctx))).run, 'run')),
+    }),
+    route({
+      method: 'get',
+      path: '/agents/:agent/runs/:runId/steps',
+      operationId: 'listSteps',
+      summary: "A run's browser steps after step number `after`",
+      tag: 'runs',
+      query: s.stepsQuery,
+      success: { status: 200, schema: s.stepList },
+      errors: [404],
+      handler: async (ctx) => {
+        const q = ctx.query as { after?: number; limit?: number };
+        const res = await ctx.clients.run.api.listSteps({ ...ref(ctx), after: q.after ?? 0, limit: q.limit ?? 50 }, opts(ctx));
+        return { steps: res.steps.map(presentStep), nextAfter: res.nextAfter, hasMore: res.hasMore };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/agents/:agent/runs/:runId/events',
+      operationId: 'listEvents',
+      summary: "A run's events after event id `after`",
+      tag: 'runs',
+      query: s.eventsQuery,
+      success: { status: 200, schema: s.eventList },
+      errors: [404],
+      handler: async (ctx) => {
+        const q = ctx.query as { after?: number; limit?: number };
+        const res = await ctx.clients.run.api.listEvents({ ...ref(ctx), after: q.after ?? 0, limit: q.limit ?? 50 }, opts(ctx));
+        return { events: res.events.map(presentEvent), nextAfter: res.nextAfter, hasMore: res.hasMore };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/agents/:agent/runs/:runId/events/stream',
+      operationId: 'streamEvents',
+      summary: "Server-sent events of a run's events (resumes from Last-Event-ID); ends after the terminal event",
+      tag: 'runs',
+      query: s.eventsQuery,
+      success: { status: 200, contentType: 'text/event-stream', description: 'text/event-stream of events' },
+      errors: [404],
+      handler: streamEvents,
+    }),
+    route({
+      method: 'get',
+      path: '/agents/:agent/sessions',
+      operationId: 'listSessions',
+      summary: "List the project's sessions of this agent",
+      tag: 'sessions',
+      query: s.pageQuery,
+      success: { status: 200, schema: s.sessionList },
+      handler: async (ctx) => {
+        const q = ctx.query as { limit?: number; cursor?: string };
+        const res = await ctx.clients.run.api.listSessions({ projectId: ctx.projectId, agent: agentOf(ctx), status: 0, limit: q.limit ?? 50, cursor: q.cursor ?? '' }, opts(ctx));
+        return page(res, presentSession);
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/agents/:agent/sessions/:sessionId',
+      operationId: 'getSession',
+      summary: 'Read a session (conversation)',
+      tag: 'sessions',
+      success: { status: 200, schema: s.session },
+      errors: [404],
+      handler: async (ctx) =>
+        presentSession(required((await ctx.clients.run.api.getSession({ projectId: ctx.projectId, agent: agentOf(ctx), sessionId: ctx.params.sessionId! }, opts(ctx))).session, 'session')),
+    }),
+  ];
+}

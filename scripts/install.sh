@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what the project needs and is missing: npm packages (when package-lock.json changed)
+# and the Debian packages chromium, nats-server and ffmpeg (as root; otherwise says how).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then
+  # npm install, not npm ci: the registry mirror lacks some packages' other-platform optional
+  # binaries (@bufbuild/buf-darwin-*), which npm ci demands in the lock file. The lock still pins
+  # every version.
+  echo "install: npm install (from package-lock.json)"
+  npm install --no-audit --no-fund --loglevel=error
+fi
+
+declare -A bin=([chromium]=chromium [nats-server]=nats-server [ffmpeg]=ffmpeg)
+missing=()
+for pkg in chromium nats-server ffmpeg; do
+  command -v "${bin[$pkg]}" >/dev/null 2>&1 || missing+=("$pkg")
+done
+((${#missing[@]} == 0)) && exit 0
+
+if [[ $(id -u) -eq 0 ]]; then
+  echo "install: apt-get install ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq || echo "install: apt-get update failed; trying the cached package lists" >&2
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+  echo "install: sudo apt-get install ${missing[*]}"
+  sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  echo "install: missing Debian packages: ${missing[*]}" >&2
+  echo "install: run as root, or: sudo apt-get install ${missing[*]}" >&2
+  exit 1
+fi

@@ -1,0 +1,233 @@
+/** BrowserPoolService handlers: proto ↔ domain. */
+import { InvalidArgumentError } from '../../common/src/errors.js';
+import type { Handlers } from '../../common/src/grpc.js';
+import {
+  Agent,
+  BrowserStatus,
+  KeyEventType,
+  MouseButton,
+  MouseEventType,
+  StopReason,
+  type Browser,
+  type BrowserPoolServiceService,
+  type DispatchInputRequest,
+  type Profile,
+  type StreamFramesResponse,
+} from '../../../gen/ats/browserpool/v1/browser_pool.js';
+import type { BrowserPool } from './browser-pool.js';
+import type { AgentName, BrowserRow, StopReason as StopReasonName } from './browser.repository.js';
+import type { BrowserInput, MouseButtonName } from './input.js';
+import type { ProfileRow } from './profile.repository.js';
+import type { Profiles } from './profiles.js';
+import type { Frame } from './screencast.js';
+
+const AGENTS: Record<AgentName, Agent> = { 'browser-agent': Agent.AGENT_BROWSER_AGENT, browsercode: Agent.AGENT_BROWSERCODE };
+
+function agentName(a: Agent): AgentName | null {
+  return a === Agent.AGENT_BROWSER_AGENT ? 'browser-agent' : a === Agent.AGENT_BROWSERCODE ? 'browsercode' : null;
+}
+
+const REASONS: Record<StopReasonName, StopReason> = {
+  user: StopReason.STOP_REASON_USER,
+  run_ended: StopReason.STOP_REASON_RUN_ENDED,
+  run_stopped: StopReason.STOP_REASON_RUN_STOPPED,
+  session_closed: StopReason.STOP_REASON_SESSION_CLOSED,
+  timeout: StopReason.STOP_REASON_TIMEOUT,
+  idle: StopReason.STOP_REASON_IDLE,
+  shutdown: StopReason.STOP_REASON_SHUTDOWN,
+  // The contract has no value for a browser that died on its own.
+  crashed: StopReason.STOP_REASON_UNSPECIFIED,
+};
+
+function reasonName(r: StopReason): StopReasonName {
+  const found = (Object.entries(REASONS) as [StopReasonName, StopReason][]).find(([name, v]) => v === r && name !== 'crashed');
+  return found ? found[0] : 'user';
+}
+
+/** A profile row as the proto message. */
+export function profileOut(p: ProfileRow): Profile {
+  return {
+    id: p.id,
+    projectId: p.projectId,
+    name: p.name,
+    userId: p.userId ?? undefined,
+    lastUsedAt: p.lastUsedAt ?? undefined,
+    cookieDomains: p.cookieDomains,
+    createdAt: p.createdAt,
+    updatedAt: p.updatedAt,
+  };
+}
+
+function frameOut(f: Frame): StreamFramesResponse {
+  return { jpeg: f.jpeg, timestampMs: f.timestampMs, width: f.width, height: f.height, url: f.url, title: f.title, tabs: f.tabs };
+}
+
+const MOUSE_TYPES: Partial<Record<MouseEventType, 'mousePressed' | 'mouseReleased' | 'mouseMoved'>> = {
+  [MouseEventType.MOUSE_EVENT_TYPE_PRESSED]: 'mousePressed',
+  [MouseEventType.MOUSE_EVENT_TYPE_RELEASED]: 'mouseReleased',
+  [MouseEventType.MOUSE_EVENT_TYPE_MOVED]: 'mouseMoved',
+};
+const BUTTONS: Record<MouseButton, MouseButtonName> = {
+  [MouseButton.MOUSE_BUTTON_UNSPECIFIED]: 'none',
+  [MouseButton.MOUSE_BUTTON_LEFT]: 'left',
+  [MouseButton.MOUSE_BUTTON_MIDDLE]: 'middle',
+  [MouseButton.MOUSE_BUTTON_RIGHT]: 'right',
+  [MouseButton.MOUSE_BUTTON_BACK]: 'back',
+  [MouseButton.MOUSE_BUTTON_FORWARD]: 'forward',
+  [MouseButton.UNRECOGNIZED]: 'none',
+};
+const KEY_TYPES: Partial<Record<KeyEventType, 'keyDown' | 'keyUp' | 'char'>> = {
+  [KeyEventType.KEY_EVENT_TYPE_DOWN]: 'keyDown',
+  [KeyEventType.KEY_EVENT_TYPE_UP]: 'keyUp',
+  [KeyEventType.KEY_EVENT_TYPE_CHAR]: 'char',
+};
+
+function coordinate(v: number, name: string): number {
+  if (!Number.isFinite(v) || Math.abs(v) > 100000) throw new InvalidArgumentError(`${name} must be a finite number`);
+  return v;
+}
+
+/** The one input of a DispatchInput request, checked. */
+export function inputOf(req: DispatchInputRequest): BrowserInput {
+  if (req.mouse) {
+    const type = MOUSE_TYPES[req.mouse.type];
+    if (!type) throw new InvalidArgumentError('mouse.type is required');
+    return {
+      kind: 'mouse',
+      type,
+      x: coordinate(req.mouse.x, 'mouse.x'),
+      y: coordinate(req.mouse.y, 'mouse.y'),
+      button: BUTTONS[req.mouse.button] ?? 'none',
+      clickCount: Math.max(0, Math.min(req.mouse.clickCount, 3)),
+      modifiers: req.mouse.modifiers & 15,
+    };
+  }
+  if (req.wheel) {
+    return {
+      kind: 'wheel',
+      x: coordinate(req.wheel.x, 'wheel.x'),
+      y: coordinate(req.wheel.y, 'wheel.y'),
+      deltaX: coordinate(req.wheel.deltaX, 'wheel.delta_x'),
+      deltaY: coordinate(req.wheel.deltaY, 'wheel.delta_y'),
+    };
+  }
+  if (req.key) {
+    const type = KEY_TYPES[req.key.type];
+    if (!type) throw new InvalidArgumentError('key.type is required');
+    if (req.key.key.length > 64 || req.key.code.length > 64 || req.key.text.length > 64) throw new InvalidArgumentError('key fields are at most 64 characters');
+    return { kind: 'key', type, key: req.key.key, code: req.key.code, text: req.key.text, modifiers: req.key.modifiers & 15 };
+  }
+  const t = req.tab;
+  if (t) {
+    if (t.activateTabId !== undefined) return { kind: 'tab', action: 'activate', value: t.activateTabId };
+    if (t.navigateUrl !== undefined) return { kind: 'tab', action: 'navigate', value: t.navigateUrl };
+    if (t.back !== undefined) return { kind: 'tab', action: 'back', value: '' };
+    if (t.forward !== undefined) return { kind: 'tab', action: 'forward', value: '' };
+    if (t.reload !== undefined) return { kind: 'tab', action: 'reload', value: '' };
+    if (t.newTabUrl !== undefined) return { kind: 'tab', action: 'newTab', value: t.newTabUrl };
+    if (t.closeTabId !== undefined) return { kind: 'tab', action: 'close', value: t.closeTabId };
+  }
+  throw new InvalidArgumentError('Exactly one input (mouse, wheel, key or tab) is required');
+}
+
+/** The BrowserPoolService handlers over the pool and the profiles. */
+export function browserPoolHandlers(pool: BrowserPool, profiles: Profiles): Handlers<typeof BrowserPoolServiceService> {
+  const browserOut = (b: BrowserRow): Browser => ({
+    id: b.id,
+    projectId: b.projectId,
+    status: b.status === 'active' ? BrowserStatus.BROWSER_STATUS_ACTIVE : BrowserStatus.BROWSER_STATUS_STOPPED,
+    cdpUrl: pool.cdpUrlFor(b),
+    liveViewUrl: b.liveViewUrl ?? '',
+    profileId: b.profileId ?? undefined,
+    sessionId: b.sessionId ?? undefined,
+    runId: b.runId ?? undefined,
+    agent: b.agent ? AGENTS[b.agent] : Agent.AGENT_UNSPECIFIED,
+    screenWidth: b.screenWidth,
+    screenHeight: b.screenHeight,
+    proxyCountryCode: b.proxyCountryCode ?? undefined,
+    createdAt: b.createdAt,
+    timeoutAt: b.timeoutAt,
+    stoppedAt: b.stoppedAt ?? undefined,
+    stopReason: b.stopReason ? REASONS[b.stopReason] : StopReason.STOP_REASON_UNSPECIFIED,
+  });
+  return {
+    async createBrowser(req) {
+      const row = await pool.create({
+        projectId: req.projectId,
+        profileId: req.profileId,
+        proxyCountryCode: req.proxyCountryCode,
+        screenWidth: req.screenWidth,
+        screenHeight: req.screenHeight,
+        timeoutMinutes: req.timeoutMinutes,
+        sessionId: req.sessionId,
+        runId: req.runId,
+        agent: agentName(req.agent),
+      });
+      return { browser: browserOut(row) };
+    },
+    async getBrowser(req) {
+      return { browser: browserOut(await pool.get(req.projectId, req.browserId)) };
+    },
+    async listBrowsers(req) {
+      const status = req.status === BrowserStatus.BROWSER_STATUS_ACTIVE ? 'active' : req.status === BrowserStatus.BROWSER_STATUS_STOPPED ? 'stopped' : undefined;
+      const page = await pool.list(req.projectId, { ...(status ? { status } : {}), sessionId: req.sessionId, limit: req.limit, cursor: req.cursor });
+      return { items: page.items.map(browserOut), nextCursor: page.nextCursor, hasMore: page.hasMore };
+    },
+    async stopBrowser(req) {
+      return { browser: browserOut(await pool.stop(req.projectId, req.browserId, reasonName(req.reason))) };
+    },
+    async releaseBrowser(req) {
+      return { browser: browserOut(await pool.release(req.projectId, req.browserId, req.runId)) };
+    },
+    async saveProfileState(req) {
+      const p = await pool.saveProfileState(req.projectId, req.browserId);
+      return { profile: p ? profileOut(p) : undefined };
+    },
+    async getCdpEndpoint(req) {
+      return { websocketUrl: await pool.cdpEndpoint(req.projectId, req.browserId) };
+    },
+    async streamFrames(req, call) {
+      const ended = new Promise<void>((resolve) => {
+        call.once('cancelled', () => resolve());
+        call.once('error', () => resolve());
+      });
+      // A slow viewer skips images (never metadata) until its stream drains; others are not held up.
+      let blocked = false;
+      await pool.streamFrames(
+        req.projectId,
+        req.browserId,
+        (f) => {
+          if (call.cancelled || (blocked && f.jpeg.length)) return;
+          if (!call.write(frameOut(f)) && !blocked) {
+            blocked = true;
+            call.once('drain', () => (blocked = false));
+          }
+        },
+        ended,
+      );
+    },
+    async dispatchInput(req) {
+      await pool.input(req.projectId, req.browserId, inputOf(req));
+      return {};
+    },
+    async listDownloads(req) {
+      return { items: await pool.downloads(req.projectId, req.browserId) };
+    },
+    async createProfile(req) {
+      return { profile: profileOut(await profiles.create(req.projectId, req.name, req.userId)) };
+    },
+    async getProfile(req) {
+      return { profile: profileOut(await profiles.get(req.projectId, req.profileId)) };
+    },
+    async listProfiles(req) {
+      const page = await profiles.list(req.projectId, req.limit, req.cursor);
+      return { items: page.items.map(profileOut), nextCursor: page.nextCursor, hasMore: page.hasMore };
+    },
+    async updateProfile(req) {
+      return { profile: profileOut(await profiles.rename(req.projectId, req.profileId, req.name)) };
+    },
+    async deleteProfile(req) {
+      return { deleted: await profiles.delete(req.projectId, req.profileId) };
+    },
+  };
+}

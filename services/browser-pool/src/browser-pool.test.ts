@@ -1,0 +1,609 @@
+/**
+ * The pool in-process with real Chromium, a real database (PGlite), the real CDP proxy on a free
+ * port, a movable clock and in-memory stand-ins for the live-view and file-storage services.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { chromium } from 'playwright-core';
+import puppeteer, { type Browser as PuppeteerBrowser } from 'puppeteer-core';
+import { tempDir } from '../../../test/support/infra.js';
+import { openDatabase, type Database } from '../../common/src/db.js';
+import { FailedPreconditionError, InvalidArgumentError, NotFoundError, ResourceExhaustedError } from '../../common/src/errors.js';
+import { createLogger } from '../../common/src/logger.js';
+import { Signer } from '../../common/src/signing.js';
+import type { BrowserEvents } from './browser-events.js';
+import { BrowserPool, type BrowserPoolOptions } from './browser-pool.js';
+import { BrowserRepository, type BrowserRow } from './browser.repository.js';
+import { CdpProxy } from './cdp-proxy.js';
+import { Chromium, strayTempDirs } from './chromium.js';
+import { Downloads, type DownloadStore } from './downloads.js';
+import { migrations } from './migrations.js';
+import { groupMembers, processesUsing } from './process-groups.js';
+import { ProfileRepository } from './profile.repository.js';
+import { Profiles } from './profiles.js';
+import { Proxies } from './proxies.js';
+import type { Frame } from './screencast.js';
+import { SITE_DIR, startFixtureSite, type FixtureSite } from './testing/fixture-site.js';
+
+const logger = createLogger('test', process.env.TEST_LOG_LEVEL ?? 'silent');
+let now = Date.now();
+const clock = () => now;
+
+interface Harness {
+  pool: BrowserPool;
+  proxy: CdpProxy;
+  browsers: BrowserRepository;
+  profiles: Profiles;
+  profileRepo: ProfileRepository;
+  events: { kind: string; row: BrowserRow }[];
+  objects: Map<string, Buffer>;
+  rootDir: string;
+  stop(): Promise<void>;
+}
+
+let db: Database;
+let dataDir: string;
+let site: FixtureSite;
+const signer = new Signer('pool-test-secret-0123456789-0123456789', clock);
+const harnesses: Harness[] = [];
+
+async function harness(o: Partial<BrowserPoolOptions> & { rootDir?: string; proxyUrls?: Map<string, URL> } = {}): Promise<Harness> {
+  const browsers = new BrowserRepository(db.knex, db.driver);
+  const profileRepo = new ProfileRepository(db.knex);
+  const profiles = new Profiles({ repo: profileRepo, maxStateBytes: 1 << 20, logger, now: clock });
+  const objects = new Map<string, Buffer>();
+  const store: DownloadStore = {
+    async put(projectId, key, _type, body) {
+      const chunks: Buffer[] = [];
+      for await (const c of body) chunks.push(c as Buffer);
+      objects.set(`${projectId}/${key}`, Buffer.concat(chunks));
+    },
+    async sign(projectId, key, filename) {
+      return `mem://${projectId}/${key}?name=${encodeURIComponent(filename)}`;
+    },
+  };
+  const events: Harness['events'] = [];
+  const sink: BrowserEvents = { publish: (kind, row) => events.push({ kind, row }) };
+  let pool!: BrowserPool;
+  const proxy = new CdpProxy({ backend: { live: (id) => pool.live(id), publicUrl: (b) => pool.publicUrl(b) }, signer, logger });
+  const port = await proxy.listen('127.0.0.1', 0);
+  const rootDir = o.rootDir ?? path.join(dataDir, `root-${harnesses.length}`);
+  pool = new BrowserPool({
+    browsers,
+    profiles,
+    downloads: new Downloads({ repo: browsers, store, logger, ttlSeconds: 900 }),
+    liveView: { mint: async (projectId, browserId) => `http://live.test/browsers/${browserId}?project=${projectId}` },
+    events: sink,
+    proxies: new Proxies(o.proxyUrls ?? new Map(), logger),
+    signer,
+    cdpWsBase: `ws://127.0.0.1:${port}`,
+    instanceId: 'bpi_test',
+    rootDir,
+    chromium: { executable: '/usr/bin/chromium', noSandbox: process.getuid?.() === 0, extraArgs: [] },
+    screencast: { quality: 50, everyNthFrame: 1, maxWidth: 0, maxHeight: 0 },
+    warmSize: 1,
+    maxActivePerProject: 10,
+    defaultTimeoutMinutes: 60,
+    idleTimeoutSeconds: 0,
+    reaperIntervalMs: 60000,
+    defaultWidth: 1024,
+    defaultHeight: 700,
+    logger,
+    now: clock,
+    ...o,
+  });
+  await pool.start();
+  const h: Harness = {
+    pool,
+    proxy,
+    browsers,
+    profiles,
+    profileRepo,
+    events,
+    objects,
+    rootDir,
+    async stop() {
+      await proxy.stop();
+      await pool.stopAll();
+    },
+  };
+  harnesses.push(h);
+  return h;
+}
+
+const chromiumUnder = (rootDir: string) => processesUsing(`--user-data-dir=${rootDir}${path.sep}`);
+const connect = (cdpUrl: string) => puppeteer.connect({ browserWSEndpoint: cdpUrl, defaultViewport: null });
+
+async function openPage(b: PuppeteerBrowser, url: string) {
+  const [page] = await b.pages();
+  await page!.goto(url);
+  return page!;
+}
+
+/** The HTTP status the proxy answers a WebSocket upgrade with. */
+function upgradeStatus(wsUrl: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(wsUrl);
+    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname + u.search, headers: { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Version': '13', 'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==' } });
+    req.on('upgrade', (res, socket) => {
+      socket.destroy();
+      resolve(res.statusCode!);
+    });
+    req.on('response', (res) => {
+      res.resume();
+      resolve(res.statusCode!);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const P = 'prj_pool_test';
+
+before(async () => {
+  dataDir = tempDir('bp-pool');
+  db = await openDatabase({ service: 'browser-pool', dataDir, migrations });
+  site = await startFixtureSite();
+});
+
+after(async () => {
+  for (const h of harnesses) await h.stop();
+  await site.close();
+  await db.stop();
+  const leftovers = harnesses.map((h) => ({ processes: chromiumUnder(h.rootDir), temp: strayTempDirs(h.rootDir) }));
+  fs.rmSync(dataDir, { recursive: true, force: true });
+  for (const l of leftovers) {
+    assert.deepEqual(l.processes, [], 'no Chromium process outlives the tests');
+    assert.deepEqual(l.temp, [], 'no temporary directory outlives the tests');
+  }
+});
+
+describe('warm pool, CDP proxy and stop', () => {
+  let h: Harness;
+  before(async () => {
+    h = await harness({ warmSize: 2 });
+    await h.pool.whenWarm();
+  });
+
+  test('when a browser is created, then a warm one is handed out, the pool refills, and every browser has its own process group and directory', async () => {
+    assert.equal(h.pool.warmCount, 2);
+    const warmGroups = new Set(chromiumUnder(h.rootDir).map((p) => p.pgid));
+    const a = await h.pool.create({ projectId: P });
+    assert.ok(warmGroups.has(a.pid!), 'the browser is one launched before it was asked for');
+    assert.equal(a.liveViewUrl, `http://live.test/browsers/${a.id}?project=${P}`);
+    assert.deepEqual(h.events.filter((e) => e.row.id === a.id).map((e) => e.kind), ['started']);
+    await h.pool.whenWarm();
+    assert.equal(h.pool.warmCount, 2, 'refilled in the background');
+    const b = await h.pool.create({ projectId: P });
+    assert.notEqual(a.pid, b.pid);
+    const dirs = fs.readdirSync(h.rootDir);
+    assert.ok(dirs.includes(a.id) && dirs.includes(b.id));
+    await h.pool.whenWarm();
+    assert.equal(new Set(chromiumUnder(h.rootDir).map((p) => p.pgid)).size, 4, 'two in use plus two warm, one group each');
+    await h.pool.stop(P, a.id, 'user');
+    await h.pool.stop(P, b.id, 'user');
+  });
+
+  test('when several CDP clients attach through the proxy, then each drives the same browser; /json/version points back through the proxy', async () => {
+    const row = await h.pool.create({ projectId: P });
+    const cdpUrl = h.pool.cdpUrlFor(row);
+    const clients = await Promise.all([connect(cdpUrl), connect(cdpUrl), connect(cdpUrl)]);
+    const page = await openPage(clients[0]!, `${site.origin}/index.html`);
+    for (const c of clients) {
+      const titles = await Promise.all((await c.pages()).map((p) => p.title()));
+      assert.ok(titles.includes('Fixture home'), 'every client sees the page another opened');
+    }
+    assert.equal(await page.evaluate(() => [innerWidth, innerHeight].join('x')), '1024x700', 'the viewport is the requested screen size');
+
+    const base = cdpUrl.replace(/^ws/, 'http').replace('?', '/json/version?');
+    const version = (await (await fetch(base)).json()) as { Browser: string; webSocketDebuggerUrl: string };
+    assert.match(version.Browser, /Chrome/);
+    assert.equal(version.webSocketDebuggerUrl, cdpUrl);
+    const list = (await (await fetch(base.replace('/json/version', '/json/list'))).json()) as { type: string; url: string; webSocketDebuggerUrl: string }[];
+    const tab = list.find((t) => t.type === 'page' && t.url.endsWith('/index.html'))!;
+    assert.ok(tab.webSocketDebuggerUrl.startsWith(cdpUrl.split('?')[0] + '/devtools/page/'));
+    assert.equal(await upgradeStatus(tab.webSocketDebuggerUrl), 101, 'one tab can be reached through the proxy too');
+    await Promise.all(clients.map((c) => c.disconnect()));
+    await h.pool.stop(P, row.id, 'user');
+  });
+
+  test('when a token is missing, forged, for another browser or expired, then the proxy refuses it', async () => {
+    const a = await h.pool.create({ projectId: P });
+    const b = await h.pool.create({ projectId: P });
+    const urlA = h.pool.cdpUrlFor(a);
+    const urlB = h.pool.cdpUrlFor(b);
+    assert.equal(await upgradeStatus(urlA), 101);
+    assert.equal(await upgradeStatus(urlA.split('?')[0]!), 401, 'no token');
+    // One character of the signature changed (not the last: its low bits are padding).
+    const forged = urlA.replace(/(\.[A-Za-z0-9_-]{10})(.)/, (_m, head: string, c: string) => head + (c === 'A' ? 'B' : 'A'));
+    assert.notEqual(forged, urlA);
+    assert.equal(await upgradeStatus(forged), 401, 'forged');
+    assert.equal(await upgradeStatus(`${urlA.split('?')[0]}?${urlB.split('?')[1]}`), 401, "another browser's token");
+    const saved = now;
+    now = Date.parse(a.timeoutAt) + 120_000;
+    try {
+      assert.equal(await upgradeStatus(urlA), 401, 'expired');
+    } finally {
+      now = saved;
+    }
+    await h.pool.stop(P, a.id, 'user');
+    await h.pool.stop(P, b.id, 'user');
+  });
+
+  test('when a browser is stopped, then its processes and directories are gone, its cdpUrl is refused and it says so; stop again is a no-op', async () => {
+    const row = await h.pool.create({ projectId: P });
+    const cdpUrl = h.pool.cdpUrlFor(row);
+    const client = await connect(cdpUrl);
+    const disconnected = new Promise<void>((r) => client.once('disconnected', () => r()));
+    const stopped = await h.pool.stop(P, row.id, 'user');
+    assert.equal(stopped.status, 'stopped');
+    assert.equal(stopped.stopReason, 'user');
+    assert.ok(stopped.stoppedAt);
+    assert.equal(h.pool.cdpUrlFor(stopped), '');
+    assert.deepEqual(groupMembers(row.pid!), []);
+    await disconnected; // the attached client is cut
+    assert.equal(await upgradeStatus(cdpUrl), 404);
+    await assert.rejects(connect(cdpUrl));
+    assert.deepEqual(h.events.filter((e) => e.row.id === row.id).map((e) => [e.kind, e.row.stopReason]), [['started', null], ['stopped', 'user']]);
+    const again = await h.pool.stop(P, row.id, 'timeout');
+    assert.equal(again.stopReason, 'user', 'the first stop stands');
+    assert.equal(h.events.filter((e) => e.row.id === row.id).length, 2, 'no second event');
+    await assert.rejects(h.pool.stop('prj_other', row.id, 'user'), NotFoundError, "another project's browser does not exist for it");
+    await assert.rejects(h.pool.cdpEndpoint(P, row.id), FailedPreconditionError);
+  });
+
+  test('when a project is at its cap, then one more is refused with a retry hint and the warm browser stays warm', async () => {
+    const capped = await harness({ warmSize: 1, maxActivePerProject: 2 });
+    await capped.pool.whenWarm();
+    const a = await capped.pool.create({ projectId: 'prj_cap' });
+    const b = await capped.pool.create({ projectId: 'prj_cap' });
+    await capped.pool.whenWarm();
+    const warmBefore = capped.pool.warmCount;
+    await assert.rejects(capped.pool.create({ projectId: 'prj_cap' }), (err: unknown) => {
+      assert.ok(err instanceof ResourceExhaustedError);
+      assert.ok(err.retryAfterSeconds! >= 1 && err.retryAfterSeconds! <= 30);
+      return true;
+    });
+    assert.equal(capped.pool.warmCount, warmBefore);
+    const other = await capped.pool.create({ projectId: 'prj_other' });
+    assert.equal(other.status, 'active', 'the cap is per project');
+    await capped.pool.stop('prj_cap', a.id, 'user');
+    const c = await capped.pool.create({ projectId: 'prj_cap' });
+    assert.equal(c.status, 'active', 'a stopped browser frees its place');
+    await capped.stop();
+    assert.deepEqual(chromiumUnder(capped.rootDir), []);
+    for (const id of [b.id, c.id, other.id]) assert.equal((await capped.browsers.byId(id))!.stopReason, 'shutdown');
+  });
+
+  test('when the request is malformed, then it is refused before anything starts', async () => {
+    const groups = chromiumUnder(h.rootDir).length;
+    await assert.rejects(h.pool.create({ projectId: P, screenWidth: 800 }), /given together/);
+    await assert.rejects(h.pool.create({ projectId: P, screenWidth: 100, screenHeight: 600 }), /screen_width/);
+    await assert.rejects(h.pool.create({ projectId: P, timeoutMinutes: 500 }), /timeout_minutes/);
+    await assert.rejects(h.pool.create({ projectId: P, proxyCountryCode: 'de' }), (e: unknown) => e instanceof InvalidArgumentError && /"de"/.test(e.message));
+    await assert.rejects(h.pool.create({ projectId: P, profileId: 'prf_missing' }), NotFoundError);
+    assert.equal(chromiumUnder(h.rootDir).length, groups);
+    assert.equal(h.pool.warmCount, 2, 'no warm browser was used up');
+  });
+});
+
+describe('shutdown', () => {
+  test('when the pool stops while warm browsers are still launching, then none of them survives', async () => {
+    const h = await harness({ warmSize: 2 });
+    await new Promise((r) => setTimeout(r, 100)); // a launch is under way
+    await h.stop();
+    assert.deepEqual(chromiumUnder(h.rootDir), []);
+    assert.deepEqual(fs.readdirSync(h.rootDir), []);
+    assert.deepEqual(strayTempDirs(h.rootDir), []);
+  });
+
+  test('when the pool stops, then every active browser is stopped with its profile saved', async () => {
+    const h = await harness({ warmSize: 1 });
+    const profile = await h.profiles.create(P, 'shutdown', undefined);
+    const a = await h.pool.create({ projectId: P, profileId: profile.id });
+    const b = await h.pool.create({ projectId: P });
+    const client = await connect(h.pool.cdpUrlFor(a));
+    const page = await openPage(client, `${site.origin}/index.html`);
+    await page.evaluate(() => localStorage.setItem('theme', 'dark'));
+    await h.stop();
+    for (const r of [a, b]) assert.equal((await h.browsers.byId(r.id))!.stopReason, 'shutdown');
+    assert.deepEqual((await h.profileRepo.state(P, profile.id))!.origins, [{ origin: site.origin, localStorage: [['theme', 'dark']] }]);
+    assert.deepEqual(chromiumUnder(h.rootDir), []);
+    assert.deepEqual(fs.readdirSync(h.rootDir), []);
+    await assert.rejects(h.pool.create({ projectId: P }), /shutting down/);
+  });
+});
+
+describe('timeouts and idleness', () => {
+  test('when a browser passes its timeout, then the reaper stops it the way stop does, saving its profile', async () => {
+    const h = await harness({ warmSize: 0 });
+    const profile = await h.profiles.create(P, 'timeout', undefined);
+    const row = await h.pool.create({ projectId: P, profileId: profile.id, timeoutMinutes: 1 });
+    const b = await connect(h.pool.cdpUrlFor(row));
+    const page = await openPage(b, `${site.origin}/login.html`);
+    await page.type('#user', 'tim');
+    await Promise.all([page.waitForFunction(() => document.getElementById('status')!.textContent === 'logged in'), page.click('#submit')]);
+    await b.disconnect();
+    now += 30_000;
+    await h.pool.reap();
+    assert.equal((await h.browsers.byId(row.id))!.status, 'active', 'not yet');
+    now += 31_000;
+    try {
+      await h.pool.reap();
+    } finally {
+      now -= 61_000;
+    }
+    const stopped = (await h.browsers.byId(row.id))!;
+    assert.equal(stopped.status, 'stopped');
+    assert.equal(stopped.stopReason, 'timeout');
+    assert.deepEqual(groupMembers(row.pid!), []);
+    const state = (await h.profileRepo.state(P, profile.id))!;
+    assert.deepEqual(state.cookies.map((c) => [c.name, c.value]), [['session', 'tim']]);
+    assert.deepEqual(state.origins, [{ origin: site.origin, localStorage: [['user', 'tim']] }]);
+    assert.deepEqual((await h.profiles.get(P, profile.id)).cookieDomains, ['127.0.0.1']);
+    assert.deepEqual(h.events.map((e) => [e.kind, e.row.stopReason]), [['started', null], ['stopped', 'timeout']]);
+  });
+
+  test('when nobody uses a browser for the idle timeout, then it is stopped; a connected client or a run keeps it', async () => {
+    const h = await harness({ warmSize: 0, idleTimeoutSeconds: 30 });
+    const idle = await h.pool.create({ projectId: P });
+    const held = await h.pool.create({ projectId: P });
+    const forRun = await h.pool.create({ projectId: P, sessionId: 'ses_1', runId: 'run_1', agent: 'browser-agent' });
+    const client = await connect(h.pool.cdpUrlFor(held));
+    now += 31_000;
+    try {
+      await h.pool.reap();
+    } finally {
+      now -= 31_000;
+    }
+    assert.equal((await h.browsers.byId(idle.id))!.stopReason, 'idle');
+    assert.equal((await h.browsers.byId(held.id))!.status, 'active', 'a CDP client is attached');
+    assert.equal((await h.browsers.byId(forRun.id))!.status, 'active', 'a run holds it');
+    await client.disconnect();
+    await h.pool.release(P, forRun.id, 'run_1');
+    while (h.pool.live(held.id)!.clientCount > 0) await new Promise((r) => setTimeout(r, 10)); // the proxy sees the socket close
+    now += 31_000;
+    try {
+      await h.pool.reap();
+    } finally {
+      now -= 31_000;
+    }
+    assert.equal((await h.browsers.byId(held.id))!.stopReason, 'idle');
+    assert.equal((await h.browsers.byId(forRun.id))!.stopReason, 'idle');
+    assert.deepEqual(chromiumUnder(h.rootDir), []);
+  });
+});
+
+describe('profiles, release and saves', () => {
+  test('when a run releases its browser, then its run id is cleared only if it matches, the profile is saved and the browser stays', async () => {
+    const h = await harness({ warmSize: 0 });
+    const profile = await h.profiles.create(P, 'release', 'user-7');
+    const row = await h.pool.create({ projectId: P, profileId: profile.id, sessionId: 'ses_r', runId: 'run_r', agent: 'browsercode' });
+    assert.ok((await h.profiles.get(P, profile.id)).lastUsedAt, 'marked used when the browser started');
+    const b = await connect(h.pool.cdpUrlFor(row));
+    const page = await openPage(b, `${site.origin}/login.html`);
+    await page.type('#user', 'rae');
+    await Promise.all([page.waitForFunction(() => document.getElementById('status')!.textContent === 'logged in'), page.click('#submit')]);
+    assert.equal((await h.pool.release(P, row.id, 'run_other')).runId, 'run_r');
+    const released = await h.pool.release(P, row.id, 'run_r');
+    assert.equal(released.runId, null);
+    assert.equal(released.status, 'active');
+    assert.equal((await h.pool.get(P, row.id)).runId, null);
+    assert.deepEqual((await h.profiles.get(P, profile.id)).cookieDomains, ['127.0.0.1']);
+    assert.equal(await page.evaluate(() => localStorage.getItem('user')), 'rae', 'the browser is still usable');
+    await b.disconnect();
+    await h.pool.stop(P, row.id, 'user');
+  });
+
+  test('when a save is cut off by the browser dying, then the profile keeps its previous state whole', async () => {
+    const h = await harness({ warmSize: 0 });
+    const profile = await h.profiles.create(P, 'atomic', undefined);
+    const row = await h.pool.create({ projectId: P, profileId: profile.id });
+    const b = await connect(h.pool.cdpUrlFor(row));
+    const page = await openPage(b, `${site.origin}/login.html`);
+    await page.type('#user', 'first');
+    await Promise.all([page.waitForFunction(() => document.getElementById('status')!.textContent === 'logged in'), page.click('#submit')]);
+    const saved = await h.pool.saveProfileState(P, row.id);
+    assert.deepEqual(saved!.cookieDomains, ['127.0.0.1']);
+    const before = await h.profileRepo.state(P, profile.id);
+    await page.evaluate(() => localStorage.setItem('user', 'second'));
+    const saving = h.pool.saveProfileState(P, row.id);
+    assert.ok(row.pid && row.pid > 1);
+    process.kill(-row.pid, 'SIGKILL');
+    await assert.rejects(saving);
+    assert.deepEqual(await h.profileRepo.state(P, profile.id), before);
+    await b.disconnect().catch(() => {});
+    await h.pool.stop(P, row.id, 'user');
+    assert.equal((await h.browsers.byId(row.id))!.status, 'stopped');
+  });
+
+  test('when a browser without a profile is asked to save, then nothing is saved', async () => {
+    const h = await harness({ warmSize: 0 });
+    const row = await h.pool.create({ projectId: P });
+    assert.equal(await h.pool.saveProfileState(P, row.id), undefined);
+    await h.pool.stop(P, row.id, 'user');
+  });
+});
+
+describe('frames, input and downloads', () => {
+  test('when two viewers watch, then both get the same JPEG frames of the active tab with their timestamps, and input reaches the page', async () => {
+    const h = await harness({ warmSize: 0 });
+    const row = await h.pool.create({ projectId: P });
+    const b = await connect(h.pool.cdpUrlFor(row));
+    const page = await openPage(b, `${site.origin}/index.html`);
+    const seen: [Frame[], Frame[]] = [[], []];
+    let leave!: () => void;
+    const secondLeaves = new Promise<void>((r) => (leave = r));
+    const waitFor = (i: 0 | 1, pred: (f: Frame) => boolean) =>
+      new Promise<Frame>((resolve) => {
+        const check = () => {
+          const f = seen[i].find(pred);
+          if (f) resolve(f);
+          else setTimeout(check, 20);
+        };
+        check();
+      });
+    const streams = [0, 1].map((i) => h.pool.streamFrames(P, row.id, (f) => seen[i as 0 | 1].push(f), i === 1 ? secondLeaves : new Promise(() => {})));
+    const first = await Promise.all([waitFor(0, (f) => f.jpeg.length > 0), waitFor(1, (f) => f.jpeg.length > 0)]);
+    for (const f of first) {
+      assert.deepEqual([...f.jpeg.subarray(0, 2)], [0xff, 0xd8], 'a JPEG');
+      assert.equal(f.width, 1024);
+      assert.equal(f.url, `${site.origin}/index.html`);
+      assert.ok(Math.abs(f.timestampMs - Date.now()) < 60_000, 'the frame time is passed on in ms since the epoch');
+    }
+
+    for (const ch of 'hi') {
+      await h.pool.input(P, row.id, { kind: 'key', type: 'keyDown', key: ch, code: `Key${ch.toUpperCase()}`, text: ch, modifiers: 0 });
+      await h.pool.input(P, row.id, { kind: 'key', type: 'keyUp', key: ch, code: `Key${ch.toUpperCase()}`, text: '', modifiers: 0 });
+    }
+    await page.waitForFunction(() => document.getElementById('typed')!.textContent === 'hi');
+    const box = (await page.$eval('#q', (el) => JSON.stringify(el.getBoundingClientRect().toJSON()))) as string;
+    const r = JSON.parse(box) as { x: number; y: number };
+    await page.evaluate(() => ((document.getElementById('q') as HTMLInputElement).value = ''));
+    await h.pool.input(P, row.id, { kind: 'mouse', type: 'mousePressed', x: r.x + 5, y: r.y + 5, button: 'left', clickCount: 1, modifiers: 0 });
+    await h.pool.input(P, row.id, { kind: 'mouse', type: 'mouseReleased', x: r.x + 5, y: r.y + 5, button: 'left', clickCount: 1, modifiers: 0 });
+    await h.pool.input(P, row.id, { kind: 'key', type: 'char', key: 'z', code: 'KeyZ', text: 'z', modifiers: 0 });
+    await page.waitForFunction(() => (document.getElementById('q') as HTMLInputElement).value === 'z');
+
+    await h.pool.input(P, row.id, { kind: 'wheel', x: 200, y: 200, deltaX: 0, deltaY: 600 });
+    await page.waitForFunction(() => scrollY > 0);
+
+    await h.pool.input(P, row.id, { kind: 'tab', action: 'navigate', value: `${site.origin}/download.html` });
+    await page.waitForFunction(() => document.title === 'Downloads');
+    await h.pool.input(P, row.id, { kind: 'tab', action: 'back', value: '' });
+    await page.waitForFunction(() => document.title === 'Fixture home');
+    await h.pool.input(P, row.id, { kind: 'tab', action: 'forward', value: '' });
+    await page.waitForFunction(() => document.title === 'Downloads');
+    await page.evaluate(() => ((window as unknown as { marker: number }).marker = 1));
+    await h.pool.input(P, row.id, { kind: 'tab', action: 'reload', value: '' });
+    await page.waitForFunction(() => document.title === 'Downloads' && !(window as unknown as { marker?: number }).marker);
+
+    await h.pool.input(P, row.id, { kind: 'tab', action: 'newTab', value: `${site.origin}/login.html` });
+    const moved = await waitFor(0, (f) => f.jpeg.length > 0 && f.url.endsWith('/login.html'));
+    assert.equal(moved.tabs.length, 2);
+    assert.deepEqual(moved.tabs.filter((t) => t.active).map((t) => t.url), [`${site.origin}/login.html`], 'the screencast follows the new active tab');
+    await waitFor(1, (f) => f.url.endsWith('/login.html'));
+    leave();
+    await streams[1]; // one viewer leaving ends its stream only
+    assert.equal(h.pool.live(row.id)!.screencast.subscriberCount, 1);
+    await assert.rejects(h.pool.input(P, row.id, { kind: 'tab', action: 'navigate', value: 'file:///etc/passwd' }), InvalidArgumentError);
+    await assert.rejects(h.pool.input(P, row.id, { kind: 'tab', action: 'activate', value: 'nope' }), NotFoundError);
+    const firstTab = moved.tabs.find((t) => !t.active)!;
+    await h.pool.input(P, row.id, { kind: 'tab', action: 'close', value: '' });
+    const back = await waitFor(0, (f) => f.tabs.length === 1);
+    assert.deepEqual(back.tabs.map((t) => [t.id, t.active]), [[firstTab.id, true]], 'closing the active tab makes the remaining one active');
+
+    const stopped = h.pool.stop(P, row.id, 'user');
+    await Promise.all(streams); // streams end when the browser stops
+    await stopped;
+    await b.disconnect().catch(() => {});
+    assert.ok(seen[0].length >= 2 && seen[1].length >= 2);
+  });
+
+  test('when a page downloads a file, then it is listed with a link to exactly its bytes, also after the browser stopped', async () => {
+    const h = await harness({ warmSize: 0 });
+    const row = await h.pool.create({ projectId: P });
+    const b = await connect(h.pool.cdpUrlFor(row));
+    const page = await openPage(b, `${site.origin}/download.html`);
+    await page.click('#report');
+    let items = await h.pool.downloads(P, row.id);
+    for (let i = 0; i < 100 && !items.length; i++) {
+      await new Promise((r) => setTimeout(r, 50)); // Chromium renames the file into place when complete
+      items = await h.pool.downloads(P, row.id);
+    }
+    const expected = fs.readFileSync(path.join(SITE_DIR, 'report.csv'));
+    assert.deepEqual(items.map((d) => [d.name, d.sizeBytes]), [['report.csv', expected.length]]);
+    const key = new URL(items[0]!.downloadUrl).pathname.slice(1);
+    assert.deepEqual(h.objects.get(`${P}/${key}`), expected);
+    await b.disconnect();
+    await h.pool.stop(P, row.id, 'user');
+    const after = await h.pool.downloads(P, row.id);
+    assert.deepEqual(after.map((d) => d.name), ['report.csv']);
+    await assert.rejects(h.pool.downloads('prj_other', row.id), NotFoundError);
+  });
+
+  test('when Playwright points downloads at its own folder, then the download still lands in the browser folder under its suggested name', async () => {
+    const h = await harness({ warmSize: 0 });
+    const row = await h.pool.create({ projectId: P });
+    const browser = await chromium.connectOverCDP(h.pool.cdpUrlFor(row));
+    const page = browser.contexts()[0]!.pages()[0]!;
+    await page.goto(`${site.origin}/download.html`);
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#report')]);
+    assert.equal(download.suggestedFilename(), 'report.csv');
+    let items = await h.pool.downloads(P, row.id);
+    for (let i = 0; i < 100 && !items.length; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      items = await h.pool.downloads(P, row.id);
+    }
+    assert.deepEqual(items.map((d) => d.name), ['report.csv']);
+    const key = new URL(items[0]!.downloadUrl).pathname.slice(1);
+    assert.deepEqual(h.objects.get(`${P}/${key}`), fs.readFileSync(path.join(SITE_DIR, 'report.csv')));
+    await browser.close();
+    await h.pool.stop(P, row.id, 'user');
+  });
+});
+
+describe('proxies per country', () => {
+  test('when a browser asks for a country whose proxy needs credentials, then its pages load through that proxy with them', async () => {
+    const seen: { host: string | undefined; auth: string | undefined }[] = [];
+    // A forward proxy that wants Basic credentials and serves every host from the fixture site.
+    const upstream = http.createServer((req, res) => {
+      seen.push({ host: req.headers.host, auth: req.headers['proxy-authorization'] });
+      if (req.headers['proxy-authorization'] !== `Basic ${Buffer.from('user:s3cret').toString('base64')}`) {
+        res.writeHead(407, { 'Proxy-Authenticate': 'Basic realm="test"' }).end();
+        return;
+      }
+      const target = new URL(req.url!);
+      http.get(`${site.origin}${target.pathname}`, (r) => {
+        res.writeHead(r.statusCode!, r.headers);
+        r.pipe(res);
+      });
+    });
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+    const port = (upstream.address() as AddressInfo).port;
+    const h = await harness({ warmSize: 0, proxyUrls: new Map([['de', new URL(`http://user:s3cret@127.0.0.1:${port}`)]]) });
+    const row = await h.pool.create({ projectId: P, proxyCountryCode: 'de', screenWidth: 800, screenHeight: 600 });
+    assert.equal(row.proxyCountryCode, 'de');
+    const b = await connect(h.pool.cdpUrlFor(row));
+    const page = await openPage(b, 'http://shop.example.de/index.html');
+    assert.equal(await page.title(), 'Fixture home');
+    assert.equal(await page.evaluate(() => [innerWidth, innerHeight].join('x')), '800x600');
+    assert.ok(seen.some((s) => s.host === 'shop.example.de' && s.auth));
+    await b.disconnect();
+    await h.stop();
+    await new Promise<void>((r) => upstream.close(() => r()));
+  });
+});
+
+describe('restart after a crash', () => {
+  test("when a pool restarts on a crashed one's data, then it kills the leftover Chromium groups, removes their directories and records them stopped", async () => {
+    const rootDir = path.join(dataDir, 'crash-root');
+    // What a pool killed with SIGKILL leaves: active records, their Chromium groups and directories,
+    // and a warm browser that had no record yet.
+    const repo = new BrowserRepository(db.knex, db.driver);
+    const launched = await Promise.all(['brw_crash1', 'brw_crash2', 'brw_crash3', 'brw_warm_left'].map((id) => Chromium.launch({ executable: '/usr/bin/chromium', rootDir, id, width: 800, height: 600, noSandbox: process.getuid?.() === 0, logger })));
+    const rows: BrowserRow[] = [];
+    for (const c of launched.slice(0, 3)) {
+      const timeoutAt = new Date(now + 3600_000).toISOString();
+      rows.push((await repo.insertUnderCap({ id: c.id, projectId: P, profileId: null, sessionId: null, runId: null, agent: null, screenWidth: 800, screenHeight: 600, proxyCountryCode: null, liveViewUrl: null, instanceId: 'bpi_crash', pid: c.pid, timeoutAt }, 100, new Date(now)))!);
+    }
+    const groups = new Set(chromiumUnder(rootDir).map((p) => p.pgid));
+    assert.deepEqual([...groups].sort(), launched.map((c) => c.pgid).sort());
+
+    const restarted = await harness({ rootDir, warmSize: 0, instanceId: 'bpi_crash' });
+    for (const pgid of groups) assert.deepEqual(groupMembers(pgid), [], `group ${pgid} is gone`);
+    assert.deepEqual(fs.readdirSync(rootDir), []);
+    assert.deepEqual(strayTempDirs(rootDir), []);
+    for (const r of rows) {
+      const now = (await restarted.browsers.byId(r.id))!;
+      assert.equal(now.status, 'stopped');
+      assert.equal(now.stopReason, 'shutdown');
+    }
+    assert.deepEqual(restarted.events.map((e) => [e.kind, e.row.id]).sort(), rows.map((r) => ['stopped', r.id]).sort());
+    await Promise.all(launched.map((c) => c.stop()));
+  });
+});

@@ -1,0 +1,502 @@
+/**
+ * The browser pool: hands out browsers (warm when it can, launched when it must), keeps their
+ * records, loads and saves profiles, stops them (on request, at their timeout, when idle, when a
+ * run is done, on shutdown — always the same way), and on start reaps what a crashed
+ * predecessor left behind. One Chromium process per browser: a cdpUrl controls a whole browser.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { FailedPreconditionError, InvalidArgumentError, NotFoundError, ResourceExhaustedError, UnavailableError } from '../../common/src/errors.js';
+import { newId } from '../../common/src/ids.js';
+import type { Logger } from '../../common/src/logger.js';
+import type { Signer } from '../../common/src/signing.js';
+import type { BrowserEvents } from './browser-events.js';
+import type { AgentName, BrowserRepository, BrowserRow, BrowserStatus, StopReason } from './browser.repository.js';
+import { cdpUrl } from './cdp-token.js';
+import { killStrays, strayTempDirs } from './chromium.js';
+import type { CdpProxyBackend } from './cdp-proxy.js';
+import type { Downloads, ListedDownload } from './downloads.js';
+import { dispatchInput, type BrowserInput } from './input.js';
+import { LiveBrowser, type LiveBrowserOptions } from './live-browser.js';
+import { applyProfileState, captureProfileState } from './profile-state.js';
+import type { ProfileRow } from './profile.repository.js';
+import type { Profiles } from './profiles.js';
+import type { Proxies } from './proxies.js';
+import type { Frame, ScreencastOptions } from './screencast.js';
+import { WarmPool } from './warm-pool.js';
+
+/** Mints the signed live view page URL of a browser (the live-view service in production). */
+export interface LiveViewMinter {
+  mint(projectId: string, browserId: string, ttlSeconds: number): Promise<string>;
+}
+
+/** Everything the pool is built from (each part injectable in tests). */
+export interface BrowserPoolOptions {
+  browsers: BrowserRepository;
+  profiles: Profiles;
+  downloads: Downloads;
+  liveView: LiveViewMinter;
+  events: BrowserEvents;
+  proxies: Proxies;
+  /** Signs CDP tokens. */
+  signer: Signer;
+  /** Public ws(s):// base of the CDP proxy. */
+  cdpWsBase: string;
+  /** Names this pool process's browsers in the database (stable across its restarts). */
+  instanceId: string;
+  /** Parent of every browser's directory. */
+  rootDir: string;
+  chromium: { executable: string; noSandbox: boolean; extraArgs: string[] };
+  screencast: ScreencastOptions;
+  warmSize: number;
+  maxActivePerProject: number;
+  defaultTimeoutMinutes: number;
+  /** 0 = browsers are never stopped for idleness. */
+  idleTimeoutSeconds: number;
+  reaperIntervalMs: number;
+  defaultWidth: number;
+  defaultHeight: number;
+  logger: Logger;
+  now?: () => number;
+  /** Bound on loading or saving a profile's state. */
+  profileTimeoutMs?: number;
+  /** Bound on storing a stopping browser's downloads. */
+  downloadSyncTimeoutMs?: number;
+}
+
+/** A request for a browser; unset fields take the configured defaults. */
+export interface CreateBrowserInput {
+  projectId: string;
+  profileId?: string | undefined;
+  proxyCountryCode?: string | undefined;
+  screenWidth?: number | undefined;
+  screenHeight?: number | undefined;
+  timeoutMinutes?: number | undefined;
+  sessionId?: string | undefined;
+  runId?: string | undefined;
+  agent?: AgentName | null | undefined;
+}
+
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p.finally(() => clearTimeout(timer)),
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms);
+    }),
+  ]);
+}
+
+/** The pool of browsers of this process: the domain behind every RPC and the CDP proxy. */
+export class BrowserPool implements CdpProxyBackend {
+  readonly #o: BrowserPoolOptions;
+  readonly #logger: Logger;
+  readonly #now: () => number;
+  readonly #active = new Map<string, LiveBrowser>();
+  readonly #ending = new Map<string, Promise<BrowserRow | undefined>>();
+  /** Directory removals still running in the background (awaited on shutdown). */
+  readonly #removals = new Set<Promise<void>>();
+  readonly #warm: WarmPool;
+  #reaper: NodeJS.Timeout | undefined;
+  #stopped = false;
+  #stopping: Promise<void> | undefined;
+  #endStreams!: () => void;
+  readonly #streamsEnded = new Promise<void>((r) => (this.#endStreams = r));
+
+  constructor(o: BrowserPoolOptions) {
+    this.#o = o;
+    this.#logger = o.logger;
+    this.#now = o.now ?? Date.now;
+    this.#warm = new WarmPool({ size: o.warmSize, logger: o.logger, launch: (signal) => this.#launch(newId('brw'), o.defaultWidth, o.defaultHeight, null, signal) });
+  }
+
+  #launchOptions(id: string, width: number, height: number, proxyServer: string | undefined, signal?: AbortSignal): LiveBrowserOptions {
+    return {
+      executable: this.#o.chromium.executable,
+      noSandbox: this.#o.chromium.noSandbox,
+      extraArgs: this.#o.chromium.extraArgs,
+      rootDir: this.#o.rootDir,
+      id,
+      width,
+      height,
+      proxyServer,
+      signal,
+      screencast: this.#o.screencast,
+      logger: this.#logger,
+      now: this.#now,
+    };
+  }
+
+  async #launch(id: string, width: number, height: number, proxyCountryCode: string | null, signal?: AbortSignal): Promise<LiveBrowser> {
+    const proxyServer = proxyCountryCode ? await this.#o.proxies.serverFor(proxyCountryCode) : undefined;
+    return LiveBrowser.launch(this.#launchOptions(id, width, height, proxyServer, signal), proxyCountryCode);
+  }
+
+  /** Reaps a crashed predecessor's browsers, then starts the warm pool and the reaper. */
+  async start(): Promise<void> {
+    await this.#recover();
+    this.#warm.start();
+    this.#reaper = setInterval(() => void this.reap().catch((err) => this.#logger.error({ err }, 'reaper failed')), this.#o.reaperIntervalMs);
+    this.#reaper.unref();
+  }
+
+  async #recover(): Promise<void> {
+    const root = this.#o.rootDir;
+    fs.mkdirSync(root, { recursive: true, mode: 0o700 });
+    const killed = await killStrays(root, this.#logger);
+    const leftovers = await this.#o.browsers.activeOf(this.#o.instanceId);
+    for (const row of leftovers) {
+      // Keep what it downloaded before its folder goes; the storage service may be down, so bounded.
+      await within(this.#o.downloads.sync(row.projectId, row.id, path.join(root, row.id, 'downloads')), 5000, 'storing downloads').catch((err) =>
+        this.#logger.warn({ err, browserId: row.id }, 'downloads of a crashed browser not stored'),
+      );
+      const stopped = await this.#o.browsers.markStopped(row.id, 'shutdown', new Date(this.#now()));
+      if (stopped) this.#o.events.publish('stopped', stopped);
+    }
+    const dirs = [...fs.readdirSync(root).map((d) => path.join(root, d)), ...strayTempDirs(root)];
+    for (const d of dirs) await fs.promises.rm(d, { recursive: true, force: true, maxRetries: 3 });
+    if (killed.length || leftovers.length || dirs.length) {
+      this.#logger.info({ processGroups: killed.length, records: leftovers.length, dirs: dirs.length }, 'reaped browsers of a previous process');
+    }
+  }
+
+  /** Resolves once the warm pool is full (for tests and benchmarks). */
+  whenWarm(): Promise<void> {
+    return this.#warm.whenFull();
+  }
+
+  get warmCount(): number {
+    return this.#warm.idleCount;
+  }
+
+  // ---- create ----
+
+  #validate(input: CreateBrowserInput): { width: number; height: number; timeoutMinutes: number; proxy: string | null } {
+    const { screenWidth: w, screenHeight: h } = input;
+    if ((w === undefined) !== (h === undefined)) throw new InvalidArgumentError('screen_width and screen_height must be given together');
+    if (w !== undefined && (!Number.isInteger(w) || w < 320 || w > 3840)) throw new InvalidArgumentError('screen_width must be an integer from 320 to 3840');
+    if (h !== undefined && (!Number.isInteger(h) || h < 240 || h > 2160)) throw new InvalidArgumentError('screen_height must be an integer from 240 to 2160');
+    const t = input.timeoutMinutes ?? this.#o.defaultTimeoutMinutes;
+    if (!Number.isInteger(t) || t < 1 || t > 240) throw new InvalidArgumentError('timeout_minutes must be an integer from 1 to 240');
+    const cc = input.proxyCountryCode || null;
+    if (cc !== null) {
+      if (!/^[a-z]{2}$/.test(cc)) throw new InvalidArgumentError('proxy_country_code must be an ISO 3166-1 alpha-2 code in lower case');
+      this.#o.proxies.check(cc);
+    }
+    return { width: w ?? this.#o.defaultWidth, height: h ?? this.#o.defaultHeight, timeoutMinutes: t, proxy: cc };
+  }
+
+  /** Provisions a browser synchronously: warm if one fits, else launched; profile loaded before it is returned. */
+  async create(input: CreateBrowserInput): Promise<BrowserRow> {
+    if (this.#stopped) throw new UnavailableError('The browser pool is shutting down');
+    const v = this.#validate(input);
+    const state = input.profileId ? await this.#o.profiles.state(input.projectId, input.profileId) : undefined;
+    const fitsWarm = v.proxy === null && v.width === this.#o.defaultWidth && v.height === this.#o.defaultHeight;
+    let browser = fitsWarm ? this.#warm.take() : undefined;
+    const warm = browser !== undefined;
+    const id = browser?.id ?? newId('brw');
+    const now = this.#now();
+    const timeoutAt = new Date(now + v.timeoutMinutes * 60_000).toISOString();
+    let row: BrowserRow | undefined;
+    try {
+      row = await this.#o.browsers.insertUnderCap(
+        {
+          id,
+          projectId: input.projectId,
+          profileId: input.profileId || null,
+          sessionId: input.sessionId || null,
+          runId: input.runId || null,
+          agent: input.agent ?? null,
+          screenWidth: v.width,
+          screenHeight: v.height,
+          proxyCountryCode: v.proxy,
+          liveViewUrl: await this.#mintLiveView(input.projectId, id, timeoutAt),
+          instanceId: this.#o.instanceId,
+          pid: browser?.chromium.pid ?? null,
+          timeoutAt,
+        },
+        this.#o.maxActivePerProject,
+        new Date(now),
+      );
+    } finally {
+      if (browser && !row) this.#warm.giveBack(browser);
+    }
+    // Launching a replacement forks a big process; let this answer leave first.
+    if (warm) setTimeout(() => this.#warm.refill(), 10).unref();
+    if (!row) {
+      const soonest = await this.#o.browsers.soonestTimeout(input.projectId);
+      const untilSoonest = soonest ? Math.ceil((Date.parse(soonest) - now) / 1000) : 30;
+      throw new ResourceExhaustedError(`This project already has ${this.#o.maxActivePerProject} active browsers; stop one first`, {
+        retryAfterSeconds: Math.min(Math.max(untilSoonest, 1), 30),
+      });
+    }
+    if (!browser) {
+      try {
+        browser = await this.#launch(id, v.width, v.height, v.proxy);
+      } catch (err) {
+        await this.#o.browsers.delete(id);
+        this.#logger.error({ err, browserId: id }, 'chromium launch failed');
+        throw new UnavailableError('Could not start a browser; try again', { cause: err });
+      }
+      if (this.#stopped) {
+        // Shutdown began while it launched: it would outlive the pool's stop of every browser.
+        await browser.shutdown();
+        this.#trackRemoval(browser);
+        await this.#o.browsers.markStopped(id, 'shutdown', new Date(this.#now()));
+        throw new UnavailableError('The browser pool is shutting down');
+      }
+      row = (await this.#o.browsers.setPid(id, browser.chromium.pid)) ?? row;
+    }
+    const b = browser;
+    b.row = row;
+    b.touch();
+    this.#active.set(id, b);
+    void b.chromium.exited.then(() => {
+      if (this.#ending.has(id)) return;
+      this.#logger.warn({ browserId: id }, 'chromium exited on its own');
+      this.#end(b, 'crashed').catch((err) => this.#logger.error({ err, browserId: id }, 'crashed browser not recorded as stopped'));
+    });
+    if (state && input.profileId) {
+      const profileId = input.profileId;
+      try {
+        await b.serialize(async () => {
+          await within(applyProfileState(b.chromium.conn, state, this.#profileTimeout), this.#profileTimeout, 'loading the profile');
+          await this.#o.profiles.markUsed(input.projectId, profileId);
+        });
+      } catch (err) {
+        this.#logger.error({ err, browserId: id }, 'profile could not be loaded');
+        this.#ending.set(id, Promise.resolve(undefined));
+        this.#active.delete(id);
+        await b.shutdown();
+        this.#trackRemoval(b);
+        this.#ending.delete(id);
+        await this.#o.browsers.delete(id);
+        throw new UnavailableError('Could not load the profile into the browser; try again', { cause: err });
+      }
+    }
+    if (!row.liveViewUrl) void this.#remintLiveView(row).catch((err) => this.#logger.warn({ err, browserId: id }, 'live view URL not stored'));
+    this.#o.events.publish('started', row);
+    this.#logger.info({ browserId: id, projectId: row.projectId, warm, sessionId: row.sessionId, runId: row.runId }, 'browser started');
+    return row;
+  }
+
+  get #profileTimeout(): number {
+    return this.#o.profileTimeoutMs ?? 10000;
+  }
+
+  /** A live view URL valid an hour past the browser's timeout; null when live-view cannot be reached. */
+  async #mintLiveView(projectId: string, browserId: string, timeoutAt: string): Promise<string | null> {
+    try {
+      const ttl = Math.ceil((Date.parse(timeoutAt) - this.#now()) / 1000) + 3600;
+      return await this.#o.liveView.mint(projectId, browserId, ttl);
+    } catch (err) {
+      this.#logger.warn({ err, browserId }, 'live view URL not minted');
+      return null;
+    }
+  }
+
+  /** Mints and stores a live view URL for a browser created without one. */
+  async #remintLiveView(row: BrowserRow): Promise<BrowserRow> {
+    const url = await this.#mintLiveView(row.projectId, row.id, row.timeoutAt);
+    if (!url) return row;
+    await this.#o.browsers.setLiveViewUrl(row.id, url);
+    const b = this.#active.get(row.id);
+    if (b?.row) b.row = { ...b.row, liveViewUrl: url };
+    return { ...row, liveViewUrl: url };
+  }
+
+  // ---- read ----
+
+  async #require(projectId: string, id: string): Promise<BrowserRow> {
+    const row = id ? await this.#o.browsers.get(projectId, id) : undefined;
+    if (!row) throw new NotFoundError('Browser not found');
+    return row;
+  }
+
+  /** The live browser of an active record of this project; FAILED_PRECONDITION when stopped. */
+  async #live(projectId: string, id: string): Promise<LiveBrowser> {
+    const b = this.#active.get(id);
+    if (b && b.row?.projectId === projectId && !this.#ending.has(id)) return b;
+    await this.#require(projectId, id);
+    throw new FailedPreconditionError('Browser is not active');
+  }
+
+  async get(projectId: string, id: string): Promise<BrowserRow> {
+    const row = await this.#require(projectId, id);
+    if (row.status === 'active' && !row.liveViewUrl && this.#active.has(id)) return this.#remintLiveView(row);
+    return row;
+  }
+
+  async list(projectId: string, f: { status?: BrowserStatus; sessionId?: string; limit: number; cursor: string }): Promise<{ items: BrowserRow[]; nextCursor: string; hasMore: boolean }> {
+    const limit = Math.min(Math.max(f.limit || 50, 1), 200);
+    const page = await this.#o.browsers.list(projectId, { ...(f.status ? { status: f.status } : {}), ...(f.sessionId ? { sessionId: f.sessionId } : {}), limit, ...(f.cursor ? { cursor: f.cursor } : {}) });
+    return { ...page, nextCursor: page.hasMore ? page.items[page.items.length - 1]!.id : '' };
+  }
+
+  /** The public cdpUrl of an active browser (empty once stopped). */
+  cdpUrlFor(row: BrowserRow): string {
+    if (row.status !== 'active') return '';
+    return cdpUrl(this.#o.cdpWsBase, this.#o.signer, row.id, Math.ceil(Date.parse(row.timeoutAt) / 1000) + 60);
+  }
+
+  // ---- CdpProxyBackend ----
+
+  live(browserId: string): LiveBrowser | undefined {
+    const b = this.#active.get(browserId);
+    return b && !this.#ending.has(browserId) && b.alive ? b : undefined;
+  }
+
+  publicUrl(browser: LiveBrowser): string {
+    return this.cdpUrlFor(browser.row!);
+  }
+
+  // ---- stop, release, profiles ----
+
+  /** Stops a browser (idempotent): saves its profile, stores its downloads, kills its process group. */
+  async stop(projectId: string, id: string, reason: StopReason): Promise<BrowserRow> {
+    const b = this.#active.get(id);
+    if (b && b.row?.projectId === projectId) return (await this.#end(b, reason)) ?? this.#require(projectId, id);
+    const row = await this.#require(projectId, id);
+    if (row.status !== 'active') return row;
+    // Active in the database but not running here: a leftover (or another replica's); record the truth.
+    const stopped = await this.#o.browsers.markStopped(id, reason, new Date(this.#now()));
+    if (stopped) this.#o.events.publish('stopped', stopped);
+    return stopped ?? this.#require(projectId, id);
+  }
+
+  /** The one way a browser ends; concurrent callers share it. Resolves to the stopped record. */
+  #end(b: LiveBrowser, reason: StopReason): Promise<BrowserRow | undefined> {
+    let ending = this.#ending.get(b.id);
+    if (ending) return ending;
+    ending = (async () => {
+      await b.serialize(async () => {
+        if (b.row?.profileId && b.chromium.alive) {
+          await this.#saveProfile(b).catch((err) => this.#logger.warn({ err, browserId: b.id }, 'profile not saved at stop'));
+        }
+        await within(this.#o.downloads.sync(b.row!.projectId, b.id, b.chromium.downloadsDir, (f) => b.downloadName(f)), this.#o.downloadSyncTimeoutMs ?? 20000, 'storing downloads').catch((err) =>
+          this.#logger.warn({ err, browserId: b.id }, 'downloads not stored at stop'),
+        );
+        await b.shutdown();
+      });
+      this.#trackRemoval(b);
+      const stopped = await this.#o.browsers.markStopped(b.id, reason, new Date(this.#now()));
+      this.#active.delete(b.id);
+      if (stopped) {
+        this.#o.events.publish('stopped', stopped);
+        this.#logger.info({ browserId: b.id, reason }, 'browser stopped');
+      }
+      return stopped;
+    })();
+    this.#ending.set(b.id, ending);
+    void ending.finally(() => this.#ending.delete(b.id)).catch(() => {});
+    return ending;
+  }
+
+  #trackRemoval(b: LiveBrowser): void {
+    const removal = b.chromium.removed;
+    this.#removals.add(removal);
+    void removal.finally(() => this.#removals.delete(removal));
+  }
+
+  async #saveProfile(b: LiveBrowser): Promise<ProfileRow | undefined> {
+    const row = b.row!;
+    const state = await within(captureProfileState(b.chromium.conn, b.tabs.origins, this.#profileTimeout), this.#profileTimeout, 'saving the profile');
+    const saved = await this.#o.profiles.save(row.projectId, row.profileId!, state);
+    this.#logger.debug({ browserId: b.id, profileId: row.profileId, cookies: state.cookies.length, origins: state.origins.length }, 'profile saved');
+    return saved;
+  }
+
+  /** A run is done with the browser: clears its run id (when it matches) and saves the profile; the browser stays. */
+  async release(projectId: string, id: string, runId: string): Promise<BrowserRow> {
+    const row = await this.#require(projectId, id);
+    const b = this.#active.get(id);
+    if (!b || row.status !== 'active' || this.#ending.has(id)) return row;
+    return b.serialize(async () => {
+      const updated = (await this.#o.browsers.releaseRun(id, runId)) ?? row;
+      b.row = updated;
+      b.touch();
+      if (updated.profileId && b.chromium.alive) await this.#saveProfile(b).catch((err) => this.#logger.warn({ err, browserId: id }, 'profile not saved at release'));
+      return updated;
+    });
+  }
+
+  /** Flushes the browser's cookies and localStorage into its profile; undefined when it has none. */
+  async saveProfileState(projectId: string, id: string): Promise<ProfileRow | undefined> {
+    const b = await this.#live(projectId, id);
+    if (!b.row?.profileId) return undefined;
+    try {
+      return await b.serialize(() => this.#saveProfile(b));
+    } catch (err) {
+      throw new UnavailableError('Could not read the browser state; try again', { cause: err });
+    }
+  }
+
+  // ---- for other services ----
+
+  async cdpEndpoint(projectId: string, id: string): Promise<string> {
+    const b = await this.#live(projectId, id);
+    b.touch();
+    return b.chromium.wsUrl;
+  }
+
+  /** Feeds frames to `onFrame` until the browser stops or `until` resolves. A stopped browser yields none. */
+  async streamFrames(projectId: string, id: string, onFrame: (f: Frame) => void, until: Promise<void>): Promise<void> {
+    const b = this.#active.get(id);
+    if (!b || b.row?.projectId !== projectId || this.#ending.has(id)) {
+      await this.#require(projectId, id);
+      return;
+    }
+    const unsubscribe = b.screencast.subscribe(onFrame);
+    b.touch();
+    try {
+      await Promise.race([b.ending, until, this.#streamsEnded]);
+    } finally {
+      unsubscribe();
+      b.touch();
+    }
+  }
+
+  async input(projectId: string, id: string, input: BrowserInput): Promise<void> {
+    await dispatchInput(await this.#live(projectId, id), input);
+  }
+
+  async downloads(projectId: string, id: string): Promise<ListedDownload[]> {
+    await this.#require(projectId, id);
+    const b = this.#active.get(id);
+    if (b && !this.#ending.has(id) && b.chromium.alive) await this.#o.downloads.sync(projectId, id, b.chromium.downloadsDir, (f) => b.downloadName(f));
+    else await this.#ending.get(id);
+    return this.#o.downloads.list(projectId, id);
+  }
+
+  // ---- reaping and shutdown ----
+
+  /** Stops browsers past their timeout and idle ones (no client, viewer, input or run for the idle timeout). */
+  async reap(): Promise<void> {
+    const now = this.#now();
+    const idleMs = this.#o.idleTimeoutSeconds * 1000;
+    const ends: Promise<unknown>[] = [];
+    for (const b of this.#active.values()) {
+      if (!b.row || this.#ending.has(b.id)) continue;
+      if (now >= Date.parse(b.row.timeoutAt)) ends.push(this.#end(b, 'timeout'));
+      else if (idleMs > 0 && !b.inUse && now - b.lastActivity >= idleMs) ends.push(this.#end(b, 'idle'));
+    }
+    await Promise.all(ends);
+  }
+
+  /** Ends every frame stream (first step of a shutdown: viewers must not hold the gRPC drain up). */
+  endStreams(): void {
+    this.#endStreams();
+  }
+
+  /** Stops every browser (profiles saved, records stopped) and the warm pool. Idempotent. */
+  stopAll(): Promise<void> {
+    this.#stopping ??= (async () => {
+      this.#stopped = true;
+      if (this.#reaper) clearInterval(this.#reaper);
+      await Promise.all([this.#warm.stop(), ...[...this.#active.values()].map((b) => this.#end(b, 'shutdown'))]);
+      await Promise.all(this.#removals);
+      await this.#o.proxies.stop();
+    })();
+    return this.#stopping;
+  }
+}

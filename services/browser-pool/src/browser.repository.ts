@@ -1,0 +1,178 @@
+/** Browser records and their downloads: the only code that knows those tables. */
+import type { Knex } from '../../common/src/db.js';
+
+export type AgentName = 'browser-agent' | 'browsercode';
+export type BrowserStatus = 'active' | 'stopped';
+export type StopReason = 'user' | 'run_ended' | 'run_stopped' | 'session_closed' | 'timeout' | 'idle' | 'shutdown' | 'crashed';
+
+/** A browser record. */
+export interface BrowserRow {
+  id: string;
+  projectId: string;
+  status: BrowserStatus;
+  profileId: string | null;
+  sessionId: string | null;
+  runId: string | null;
+  agent: AgentName | null;
+  screenWidth: number;
+  screenHeight: number;
+  proxyCountryCode: string | null;
+  liveViewUrl: string | null;
+  instanceId: string;
+  pid: number | null;
+  createdAt: string;
+  timeoutAt: string;
+  stoppedAt: string | null;
+  stopReason: StopReason | null;
+}
+
+export type NewBrowser = Omit<BrowserRow, 'status' | 'createdAt' | 'stoppedAt' | 'stopReason'>;
+
+/** A file a browser downloaded, as stored. */
+export interface DownloadRow {
+  browserId: string;
+  name: string;
+  sizeBytes: number;
+  lastModified: string;
+  objectKey: string;
+}
+
+const iso = (v: unknown): string => new Date(v as string).toISOString();
+const isoOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : iso(v));
+
+function browser(r: any): BrowserRow {
+  return {
+    id: r.id,
+    projectId: r.project_id,
+    status: r.status,
+    profileId: r.profile_id,
+    sessionId: r.session_id,
+    runId: r.run_id,
+    agent: r.agent,
+    screenWidth: Number(r.screen_width),
+    screenHeight: Number(r.screen_height),
+    proxyCountryCode: r.proxy_country_code,
+    liveViewUrl: r.live_view_url,
+    instanceId: r.instance_id,
+    pid: r.pid === null ? null : Number(r.pid),
+    createdAt: iso(r.created_at),
+    timeoutAt: iso(r.timeout_at),
+    stoppedAt: isoOrNull(r.stopped_at),
+    stopReason: r.stop_reason,
+  };
+}
+
+function download(r: any): DownloadRow {
+  return { browserId: r.browser_id, name: r.name, sizeBytes: Number(r.size_bytes), lastModified: iso(r.last_modified), objectKey: r.object_key };
+}
+
+/** Queries of the browsers and browser_downloads tables. */
+export class BrowserRepository {
+  readonly #knex: Knex;
+  readonly #lockForCap: boolean;
+  /** `driver` 'pg' takes an advisory lock around the cap check (several connections, maybe several replicas). */
+  constructor(knex: Knex, driver: 'pg' | 'pglite' = 'pg') {
+    this.#knex = knex;
+    this.#lockForCap = driver === 'pg';
+  }
+
+  /**
+   * Inserts an active browser unless its project already has `cap` active ones, in one statement.
+   * On Postgres a per-project advisory lock taken first makes check-and-insert atomic across
+   * replicas (each statement then sees the rows committed before it); PGlite runs one statement
+   * at a time anyway.
+   */
+  async insertUnderCap(b: NewBrowser, cap: number, createdAt: Date): Promise<BrowserRow | undefined> {
+    const sql = `insert into browsers (id, project_id, status, profile_id, session_id, run_id, agent, screen_width, screen_height,
+        proxy_country_code, live_view_url, instance_id, pid, created_at, timeout_at)
+      select ?, ?, 'active', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+      where (select count(*) from browsers where project_id = ? and status = 'active') < ?
+      returning *`;
+    const bindings = [
+      b.id, b.projectId, b.profileId, b.sessionId, b.runId, b.agent, b.screenWidth, b.screenHeight,
+      b.proxyCountryCode, b.liveViewUrl, b.instanceId, b.pid, createdAt, new Date(b.timeoutAt), b.projectId, cap,
+    ];
+    const insert = async (k: Knex | Knex.Transaction) => {
+      const r = await k.raw(sql, bindings);
+      return r.rows[0] ? browser(r.rows[0]) : undefined;
+    };
+    if (!this.#lockForCap) return insert(this.#knex);
+    return this.#knex.transaction(async (trx) => {
+      await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`browsers:${b.projectId}`]);
+      return insert(trx);
+    });
+  }
+
+  /** When the soonest active browser of a project times out (for a Retry-After hint). */
+  async soonestTimeout(projectId: string): Promise<string | null> {
+    const r = await this.#knex('browsers').where({ project_id: projectId, status: 'active' }).min({ soonest: 'timeout_at' }).first();
+    return isoOrNull(r?.soonest);
+  }
+
+  /** Removes a record that never became usable (its browser failed to start). */
+  async delete(id: string): Promise<void> {
+    await this.#knex('browsers').where({ id }).delete();
+  }
+
+  async byId(id: string): Promise<BrowserRow | undefined> {
+    const r = await this.#knex('browsers').where({ id }).first();
+    return r ? browser(r) : undefined;
+  }
+
+  async get(projectId: string, id: string): Promise<BrowserRow | undefined> {
+    const r = await this.#knex('browsers').where({ id, project_id: projectId }).first();
+    return r ? browser(r) : undefined;
+  }
+
+  /** A page of browsers, newest first; the cursor is the last id of the previous page. */
+  async list(projectId: string, f: { status?: BrowserStatus; sessionId?: string; limit: number; cursor?: string }): Promise<{ items: BrowserRow[]; hasMore: boolean }> {
+    const q = this.#knex('browsers').where({ project_id: projectId });
+    if (f.status) q.where({ status: f.status });
+    if (f.sessionId) q.where({ session_id: f.sessionId });
+    if (f.cursor) {
+      const c = await this.#knex('browsers').where({ id: f.cursor, project_id: projectId }).first();
+      if (c) q.where((w) => w.where('created_at', '<', c.created_at).orWhere((x) => x.where('created_at', '=', c.created_at).andWhere('id', '<', c.id)));
+    }
+    const rows = (await q.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(f.limit + 1)).map(browser);
+    return { items: rows.slice(0, f.limit), hasMore: rows.length > f.limit };
+  }
+
+  async setPid(id: string, pid: number): Promise<BrowserRow | undefined> {
+    const [r] = await this.#knex('browsers').where({ id }).update({ pid }).returning('*');
+    return r ? browser(r) : undefined;
+  }
+
+  async setLiveViewUrl(id: string, url: string): Promise<void> {
+    await this.#knex('browsers').where({ id }).update({ live_view_url: url });
+  }
+
+  /** Clears the run id when it is `runId`; returns the record either way. */
+  async releaseRun(id: string, runId: string): Promise<BrowserRow | undefined> {
+    if (runId) await this.#knex('browsers').where({ id, run_id: runId }).update({ run_id: null });
+    return this.byId(id);
+  }
+
+  /** Marks an active browser stopped; undefined when it already was (someone else stopped it). */
+  async markStopped(id: string, reason: StopReason, at: Date): Promise<BrowserRow | undefined> {
+    const [r] = await this.#knex('browsers').where({ id, status: 'active' }).update({ status: 'stopped', stopped_at: at, stop_reason: reason }).returning('*');
+    return r ? browser(r) : undefined;
+  }
+
+  /** Active browsers a pool process (this one, before a restart) was running. */
+  async activeOf(instanceId: string): Promise<BrowserRow[]> {
+    return (await this.#knex('browsers').where({ instance_id: instanceId, status: 'active' })).map(browser);
+  }
+
+  // ---- downloads ----
+
+  async downloads(browserId: string): Promise<DownloadRow[]> {
+    return (await this.#knex('browser_downloads').where({ browser_id: browserId }).orderBy([{ column: 'last_modified' }, { column: 'name' }])).map(download);
+  }
+
+  async putDownload(d: DownloadRow): Promise<void> {
+    await this.#knex('browser_downloads')
+      .insert({ browser_id: d.browserId, name: d.name, size_bytes: d.sizeBytes, last_modified: d.lastModified, object_key: d.objectKey })
+      .onConflict(['browser_id', 'name'])
+      .merge();
+  }
+}

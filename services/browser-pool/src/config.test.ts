@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ConfigError } from '../../common/src/config.js';
+import { loadBrowserPoolConfig, parseProxies, toWebSocketBase } from './config.js';
+
+test('when nothing is set, then the defaults describe a local pool', () => {
+  const c = loadBrowserPoolConfig({});
+  assert.equal(c.chromiumPath, '/usr/bin/chromium');
+  assert.equal(c.warmSize, 2);
+  assert.equal(c.maxActivePerProject, 10);
+  assert.equal(c.cdpPort, 9222);
+  assert.equal(c.cdpWsBase, 'ws://localhost:9222');
+  assert.equal(c.proxies.size, 0);
+  assert.deepEqual(c.chromiumArgs, []);
+});
+
+test('when the CDP public URL is http or https, then cdpUrl uses ws or wss on the same host', () => {
+  assert.equal(toWebSocketBase('http://localhost:9222'), 'ws://localhost:9222');
+  assert.equal(toWebSocketBase('https://cdp.example.com/'), 'wss://cdp.example.com');
+  assert.equal(loadBrowserPoolConfig({ CDP_PUBLIC_URL: 'https://cdp.example.com' }).cdpWsBase, 'wss://cdp.example.com');
+});
+
+test('when proxies come from PROXIES and PROXY_<CC>, then each country maps to its URL', () => {
+  const p = parseProxies('{"DE":"http://user:p%40ss@proxy.example:3128","fr":"socks5://10.0.0.1:1080"}', { PROXY_US: 'http://us.example:8080', OTHER: 'x' });
+  assert.deepEqual([...p.keys()].sort(), ['de', 'fr', 'us']);
+  assert.equal(p.get('de')!.password, 'p%40ss');
+  assert.equal(p.get('fr')!.protocol, 'socks5:');
+});
+
+test('when a proxy is malformed, then the error names the variable and the country', () => {
+  assert.throws(() => parseProxies('not json', {}), (e: unknown) => e instanceof ConfigError && /PROXIES must be a JSON object/.test(e.message));
+  assert.throws(() => parseProxies(undefined, { PROXY_DE: 'ftp://x:21' }), (e: unknown) => e instanceof ConfigError && /PROXY_DE: the proxy of de must be/.test(e.message));
+  assert.throws(() => parseProxies('{"germany":"http://x:1"}', {}), (e: unknown) => e instanceof ConfigError && /"germany" is not a two-letter/.test(e.message));
+  assert.throws(() => parseProxies('{"de":"socks5://u:p@x:1"}', {}), (e: unknown) => e instanceof ConfigError && /credentials/.test(e.message));
+});
+
+test('when a number is out of range, then the variable is named', () => {
+  assert.throws(() => loadBrowserPoolConfig({ POOL_WARM_SIZE: '-1', MAX_ACTIVE_BROWSERS_PER_PROJECT: 'lots' }), (e: unknown) => {
+    assert.ok(e instanceof ConfigError);
+    assert.match(e.message, /POOL_WARM_SIZE/);
+    assert.match(e.message, /MAX_ACTIVE_BROWSERS_PER_PROJECT/);
+    return true;
+  });
+});

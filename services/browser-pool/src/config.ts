@@ -1,0 +1,103 @@
+import {
+  ConfigError,
+  DEFAULT_PORTS,
+  addressFields,
+  bool,
+  commonFields,
+  grpcClientFields,
+  grpcFields,
+  int,
+  loadConfig,
+  natsFields,
+  optionalStr,
+  optionalUrl,
+  port,
+  str,
+} from '../../common/src/config.js';
+
+/** The variables the browser-pool service reads (see the README table). */
+export const browserPoolConfigSpec = {
+  ...commonFields,
+  ...grpcFields(DEFAULT_PORTS.browserPool),
+  ...natsFields,
+  ...grpcClientFields,
+  fileStorageAddr: addressFields.fileStorageAddr,
+  liveViewAddr: addressFields.liveViewAddr,
+  chromiumPath: str('CHROMIUM_PATH', { default: '/usr/bin/chromium', describe: 'Chromium executable' }),
+  chromiumArgs: optionalStr('CHROMIUM_ARGS', { describe: 'Extra Chromium flags, separated by spaces' }),
+  chromiumNoSandbox: bool('CHROMIUM_NO_SANDBOX', { default: process.getuid?.() === 0, describe: 'Run Chromium without its sandbox; default: only when running as root' }),
+  warmSize: int('POOL_WARM_SIZE', { default: 2, min: 0, max: 64, describe: 'Launched, idle Chromium processes kept ready' }),
+  maxActivePerProject: int('MAX_ACTIVE_BROWSERS_PER_PROJECT', { default: 10, min: 1, max: 10000, describe: 'Active browsers per project; beyond it 429' }),
+  defaultTimeoutMinutes: int('BROWSER_DEFAULT_TIMEOUT_MINUTES', { default: 60, min: 1, max: 240, describe: 'Hard limit when a request gives none' }),
+  idleTimeoutSeconds: int('BROWSER_IDLE_TIMEOUT_SECONDS', {
+    default: 600,
+    min: 0,
+    max: 86400,
+    describe: 'Stop a browser nobody has used (no CDP client, viewer, input or run) this long; 0 = never',
+  }),
+  reaperIntervalMs: int('BROWSER_REAPER_INTERVAL_MS', { default: 1000, min: 50, max: 60000, describe: 'How often timeouts and idleness are checked' }),
+  defaultScreenWidth: int('DEFAULT_SCREEN_WIDTH', { default: 1280, min: 320, max: 3840, describe: 'Window width when a request gives none' }),
+  defaultScreenHeight: int('DEFAULT_SCREEN_HEIGHT', { default: 800, min: 240, max: 2160, describe: 'Window height when a request gives none' }),
+  proxies: optionalStr('PROXIES', { describe: 'JSON map of country code to proxy URL, e.g. {"de":"http://user:pass@host:3128"}' }),
+  cdpHost: str('CDP_HOST', { default: '0.0.0.0', describe: 'Interface of the CDP proxy' }),
+  cdpPort: port('CDP_PORT', { default: 9222, describe: 'Port of the CDP proxy' }),
+  cdpPublicUrl: optionalUrl('CDP_PUBLIC_URL', ['http', 'https', 'ws', 'wss'], { describe: 'Base URL of the CDP proxy as clients reach it' }),
+  signingSecret: optionalStr('SIGNING_SECRET', { minLength: 32, describe: 'HMAC secret of CDP tokens' }),
+  screencastQuality: int('SCREENCAST_QUALITY', { default: 60, min: 1, max: 100, describe: 'JPEG quality of live frames' }),
+  screencastEveryNthFrame: int('SCREENCAST_EVERY_NTH_FRAME', { default: 1, min: 1, max: 60, describe: 'Send every n-th compositor frame' }),
+  profileStateMaxBytes: int('PROFILE_STATE_MAX_BYTES', { default: 16 * 1024 * 1024, min: 1024, describe: 'Largest saved profile state (cookies + localStorage JSON)' }),
+  downloadUrlTtlSeconds: int('BROWSER_DOWNLOAD_URL_TTL_SECONDS', { default: 900, min: 10, max: 7 * 86400, describe: 'Lifetime of download links' }),
+};
+
+/** A proxy per lower-case country code, from PROXIES (JSON) and PROXY_<CC> variables. */
+export function parseProxies(json: string | undefined, env: Record<string, string | undefined>): Map<string, URL> {
+  const out = new Map<string, URL>();
+  const problems: string[] = [];
+  const add = (cc: string, raw: unknown, from: string) => {
+    if (!/^[a-z]{2}$/.test(cc)) return problems.push(`${from}: ${JSON.stringify(cc)} is not a two-letter country code`);
+    let u: URL;
+    try {
+      u = new URL(String(raw));
+    } catch {
+      return problems.push(`${from}: the proxy of ${cc} is not a URL`);
+    }
+    if (!['http:', 'https:', 'socks4:', 'socks5:'].includes(u.protocol)) return problems.push(`${from}: the proxy of ${cc} must be http, https, socks4 or socks5`);
+    if (u.username && !['http:', 'https:'].includes(u.protocol)) return problems.push(`${from}: the proxy of ${cc} has credentials, which only http and https proxies support`);
+    return out.set(cc, u);
+  };
+  if (json) {
+    let map: unknown;
+    try {
+      map = JSON.parse(json);
+    } catch {
+      throw new ConfigError(['PROXIES must be a JSON object of country code to proxy URL']);
+    }
+    if (!map || typeof map !== 'object' || Array.isArray(map)) throw new ConfigError(['PROXIES must be a JSON object of country code to proxy URL']);
+    for (const [cc, u] of Object.entries(map)) add(cc.toLowerCase(), u, 'PROXIES');
+  }
+  for (const [k, v] of Object.entries(env)) {
+    const m = /^PROXY_([A-Z]{2})$/.exec(k);
+    if (m && v) add(m[1]!.toLowerCase(), v, k);
+  }
+  if (problems.length) throw new ConfigError(problems);
+  return out;
+}
+
+/** `http(s)://host` → `ws(s)://host`: cdpUrl is a WebSocket URL. */
+export function toWebSocketBase(u: string): string {
+  return u.replace(/^http(s?):\/\//, 'ws$1://').replace(/\/+$/, '');
+}
+
+/** The browser-pool service's configuration from the environment. */
+export function loadBrowserPoolConfig(env: Record<string, string | undefined> = process.env) {
+  const c = loadConfig(browserPoolConfigSpec, env);
+  return {
+    ...c,
+    chromiumArgs: c.chromiumArgs ? c.chromiumArgs.split(/\s+/).filter(Boolean) : [],
+    proxies: parseProxies(c.proxies, env),
+    cdpWsBase: toWebSocketBase(c.cdpPublicUrl ?? `http://localhost:${c.cdpPort}`),
+  };
+}
+
+/** The parsed configuration. */
+export type BrowserPoolConfig = ReturnType<typeof loadBrowserPoolConfig>;

@@ -1,0 +1,174 @@
+/**
+ * A running browser as the pool holds it: the Chromium process, its tabs, its screencast, the
+ * CDP clients attached through the proxy and when it was last used. Launched and prepared ahead
+ * of time (warm) or on demand; a record is attached when it is handed out.
+ */
+import type { WebSocket } from 'ws';
+import type { Logger } from '../../common/src/logger.js';
+import type { BrowserRow } from './browser.repository.js';
+import { Chromium, type LaunchOptions } from './chromium.js';
+import { Screencast, type ScreencastOptions } from './screencast.js';
+import { Tabs } from './tabs.js';
+
+/** How to launch and prepare a browser. */
+export interface LiveBrowserOptions extends Omit<LaunchOptions, 'width' | 'height'> {
+  /** Viewport (CSS pixels) the page should get. */
+  width: number;
+  height: number;
+  screencast: ScreencastOptions;
+  now?: () => number;
+}
+
+/**
+ * Window frame of headless Chromium (tab strip and toolbar) around the viewport. Learned from the
+ * first browser and used to size the windows of the next ones, so their viewport is exact.
+ */
+let frameInsets: { dw: number; dh: number } | undefined;
+
+/** A launched, prepared browser, warm or handed out. */
+export class LiveBrowser {
+  readonly id: string;
+  readonly chromium: Chromium;
+  readonly tabs: Tabs;
+  readonly screencast: Screencast;
+  readonly width: number;
+  readonly height: number;
+  readonly proxyCountryCode: string | null;
+  /** The record, once handed out. */
+  row: BrowserRow | undefined;
+  lastActivity: number;
+  readonly #clients = new Set<WebSocket>();
+  /** Downloads named by GUID (Playwright's `allowAndName`) → the name the site suggested. */
+  readonly #downloadNames = new Map<string, string>();
+  readonly #logger: Logger;
+  readonly #now: () => number;
+  #queue: Promise<unknown> = Promise.resolve();
+  #downloadsInProgress = 0;
+  #stopping: Promise<void> | undefined;
+  #endedResolve!: () => void;
+  /** Resolves as soon as the browser starts stopping (viewers' streams end then). */
+  readonly ending: Promise<void> = new Promise((r) => (this.#endedResolve = r));
+
+  private constructor(chromium: Chromium, o: LiveBrowserOptions, proxyCountryCode: string | null) {
+    this.id = chromium.id;
+    this.chromium = chromium;
+    this.width = o.width;
+    this.height = o.height;
+    this.proxyCountryCode = proxyCountryCode;
+    this.#logger = o.logger.child({ browserId: chromium.id });
+    this.#now = o.now ?? Date.now;
+    this.lastActivity = this.#now();
+    this.tabs = new Tabs(chromium.conn);
+    this.screencast = new Screencast(chromium.conn, this.tabs, o.screencast, this.#logger);
+    chromium.conn.on('Browser.downloadWillBegin', (p: { guid: string; suggestedFilename: string }) => {
+      this.#downloadsInProgress++;
+      if (p.guid && p.suggestedFilename) this.#downloadNames.set(p.guid, p.suggestedFilename);
+    });
+    chromium.conn.on('Browser.downloadProgress', (p: { state: string }) => {
+      if (p.state !== 'inProgress') this.#downloadsInProgress = Math.max(0, this.#downloadsInProgress - 1);
+    });
+  }
+
+  /** Launches Chromium and prepares it: tabs tracked, downloads to its folder, viewport exact. */
+  static async launch(o: LiveBrowserOptions, proxyCountryCode: string | null = null): Promise<LiveBrowser> {
+    const insets = frameInsets ?? { dw: 0, dh: 0 };
+    const chromium = await Chromium.launch({
+      ...o,
+      width: o.width + insets.dw,
+      height: o.height + insets.dh,
+      extraArgs: [`--screen-info={0,0 ${o.width + insets.dw}x${o.height + insets.dh}}`, ...(o.extraArgs ?? [])],
+    });
+    const b = new LiveBrowser(chromium, o, proxyCountryCode);
+    try {
+      await b.#prepare();
+      if (o.signal?.aborted) throw new Error('launch aborted');
+      return b;
+    } catch (err) {
+      await b.shutdown();
+      await chromium.removed;
+      throw err;
+    }
+  }
+
+  async #prepare(): Promise<void> {
+    const conn = this.chromium.conn;
+    await Promise.all([
+      this.tabs.start(),
+      conn.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: this.chromium.downloadsDir, eventsEnabled: true }),
+    ]);
+    const first = this.tabs.activeId;
+    if (!first) return;
+    const sessionId = await this.tabs.session(first);
+    const r = await conn.send<{ result: { value: number[] } }>(
+      'Runtime.evaluate',
+      { expression: '[innerWidth, innerHeight, outerWidth - innerWidth, outerHeight - innerHeight]', returnByValue: true },
+      sessionId,
+    );
+    const [w, h, dw, dh] = r.result.value as [number, number, number, number];
+    if (dw >= 0 && dh >= 0 && dw < 400 && dh < 400) frameInsets = { dw, dh };
+    if (w !== this.width || h !== this.height) {
+      const { windowId } = await conn.send<{ windowId: number }>('Browser.getWindowForTarget', { targetId: first });
+      await conn.send('Browser.setWindowBounds', { windowId, bounds: { width: this.width + dw, height: this.height + dh } });
+    }
+  }
+
+  get alive(): boolean {
+    return this.chromium.alive && !this.#stopping;
+  }
+
+  get stopping(): boolean {
+    return this.#stopping !== undefined;
+  }
+
+  /** True while a CDP client, a viewer or a run holds the browser: it is not idle then. */
+  get inUse(): boolean {
+    return this.#clients.size > 0 || this.screencast.subscriberCount > 0 || !!this.row?.runId;
+  }
+
+  get clientCount(): number {
+    return this.#clients.size;
+  }
+
+  get downloadsInProgress(): number {
+    return this.#downloadsInProgress;
+  }
+
+  touch(): void {
+    this.lastActivity = this.#now();
+  }
+
+  /** The name to list a downloaded file under: the suggested one when Chromium named it by GUID. */
+  downloadName(fileName: string): string {
+    return this.#downloadNames.get(fileName) ?? fileName;
+  }
+
+  /** Tracks a CDP client's connection: it counts as use and is cut when the browser stops. */
+  addClient(client: WebSocket): void {
+    this.#clients.add(client);
+    this.touch();
+    client.once('close', () => {
+      this.#clients.delete(client);
+      this.touch();
+    });
+  }
+
+  /** Runs `fn` after every operation queued before it (saves, releases, stop never interleave). */
+  serialize<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(fn, fn);
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
+  /** Cuts the clients, ends the screencast and kills the process group (its directories go in the background). Idempotent. */
+  shutdown(): Promise<void> {
+    this.#stopping ??= (async () => {
+      this.#endedResolve();
+      for (const c of this.#clients) c.terminate();
+      this.#clients.clear();
+      this.screencast.stop();
+      this.tabs.stop();
+      await this.chromium.stop();
+    })();
+    return this.#stopping;
+  }
+}

@@ -1,0 +1,56 @@
+/** The browser-pool tables: browsers, what they downloaded, and browser profiles. */
+import type { Migration } from '../../common/src/db.js';
+
+/** Migrations of the browser-pool schema, oldest first. */
+export const migrations: Migration[] = [
+  {
+    name: '20261122020000_browsers_profiles',
+    async up(knex) {
+      await knex.schema.createTable('browsers', (t) => {
+        t.string('id').primary();
+        t.string('project_id').notNullable();
+        t.string('status', 16).notNullable();
+        t.string('profile_id');
+        t.string('session_id');
+        t.string('run_id');
+        t.string('agent', 32);
+        t.integer('screen_width').notNullable();
+        t.integer('screen_height').notNullable();
+        t.string('proxy_country_code', 2);
+        t.text('live_view_url');
+        // Which pool process runs it (a restart stops its own leftovers only) and its process group.
+        t.string('instance_id').notNullable();
+        t.integer('pid');
+        t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+        t.timestamp('timeout_at', { useTz: true }).notNullable();
+        t.timestamp('stopped_at', { useTz: true });
+        t.string('stop_reason', 32);
+        t.index(['project_id', 'status']);
+        t.index(['project_id', 'created_at']);
+        t.index(['instance_id', 'status']);
+        t.index(['session_id']);
+      });
+      await knex.schema.createTable('browser_downloads', (t) => {
+        t.string('browser_id').notNullable();
+        t.string('name', 1024).notNullable();
+        t.bigInteger('size_bytes').notNullable();
+        t.timestamp('last_modified', { useTz: true }).notNullable();
+        t.string('object_key', 512).notNullable();
+        t.primary(['browser_id', 'name']);
+      });
+      await knex.schema.createTable('profiles', (t) => {
+        t.string('id').primary();
+        t.string('project_id').notNullable();
+        t.string('name').notNullable();
+        t.string('user_id');
+        // The saved state as one JSON text: a save is one UPDATE, never half applied.
+        t.text('state').notNullable().defaultTo('{"cookies":[],"origins":[]}');
+        t.text('cookie_domains').notNullable().defaultTo('[]');
+        t.timestamp('last_used_at', { useTz: true });
+        t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+        t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+        t.index(['project_id', 'created_at']);
+      });
+    },
+  },
+];

@@ -1,0 +1,90 @@
+/** Browser profiles and their saved state: the only code that knows the profiles table. */
+import type { Knex } from '../../common/src/db.js';
+import type { ProfileState } from './profile-state.js';
+
+/** A profile record (its state is read separately). */
+export interface ProfileRow {
+  id: string;
+  projectId: string;
+  name: string;
+  userId: string | null;
+  lastUsedAt: string | null;
+  cookieDomains: string[];
+  createdAt: string;
+  updatedAt: string;
+}
+
+const COLUMNS = ['id', 'project_id', 'name', 'user_id', 'last_used_at', 'cookie_domains', 'created_at', 'updated_at'];
+const iso = (v: unknown): string => new Date(v as string).toISOString();
+
+function profile(r: any): ProfileRow {
+  return {
+    id: r.id,
+    projectId: r.project_id,
+    name: r.name,
+    userId: r.user_id,
+    lastUsedAt: r.last_used_at ? iso(r.last_used_at) : null,
+    cookieDomains: JSON.parse(r.cookie_domains),
+    createdAt: iso(r.created_at),
+    updatedAt: iso(r.updated_at),
+  };
+}
+
+/** Queries of the profiles table. */
+export class ProfileRepository {
+  readonly #knex: Knex;
+  constructor(knex: Knex) {
+    this.#knex = knex;
+  }
+
+  async create(p: { id: string; projectId: string; name: string; userId: string | null }): Promise<ProfileRow> {
+    await this.#knex('profiles').insert({ id: p.id, project_id: p.projectId, name: p.name, user_id: p.userId });
+    return (await this.get(p.projectId, p.id))!;
+  }
+
+  async get(projectId: string, id: string): Promise<ProfileRow | undefined> {
+    const r = await this.#knex('profiles').select(COLUMNS).where({ id, project_id: projectId }).first();
+    return r ? profile(r) : undefined;
+  }
+
+  /** A page of profiles, newest first; the cursor is the last id of the previous page. */
+  async list(projectId: string, limit: number, cursor: string | undefined): Promise<{ items: ProfileRow[]; hasMore: boolean }> {
+    const q = this.#knex('profiles').select(COLUMNS).where({ project_id: projectId });
+    if (cursor) {
+      const c = await this.#knex('profiles').select(['id', 'created_at']).where({ id: cursor, project_id: projectId }).first();
+      if (c) q.where((w) => w.where('created_at', '<', c.created_at).orWhere((x) => x.where('created_at', '=', c.created_at).andWhere('id', '<', c.id)));
+    }
+    const rows = (await q.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(limit + 1)).map(profile);
+    return { items: rows.slice(0, limit), hasMore: rows.length > limit };
+  }
+
+  async rename(projectId: string, id: string, name: string): Promise<ProfileRow | undefined> {
+    await this.#knex('profiles').where({ id, project_id: projectId }).update({ name, updated_at: this.#knex.fn.now() });
+    return this.get(projectId, id);
+  }
+
+  async delete(projectId: string, id: string): Promise<boolean> {
+    return (await this.#knex('profiles').where({ id, project_id: projectId }).delete().returning('id')).length > 0;
+  }
+
+  async state(projectId: string, id: string): Promise<ProfileState | undefined> {
+    const r = await this.#knex('profiles').select(['state']).where({ id, project_id: projectId }).first();
+    return r ? (JSON.parse(r.state) as ProfileState) : undefined;
+  }
+
+  async touch(projectId: string, id: string, at: Date): Promise<void> {
+    await this.#knex('profiles').where({ id, project_id: projectId }).update({ last_used_at: at });
+  }
+
+  /**
+   * Replaces the saved state in one UPDATE: readers see the old state or the new one, never a
+   * mix. Undefined when the profile was deleted meanwhile (a late save never brings it back).
+   */
+  async saveState(projectId: string, id: string, stateJson: string, cookieDomains: string[], at: Date): Promise<ProfileRow | undefined> {
+    const [r] = await this.#knex('profiles')
+      .where({ id, project_id: projectId })
+      .update({ state: stateJson, cookie_domains: JSON.stringify(cookieDomains), last_used_at: at, updated_at: at })
+      .returning(COLUMNS);
+    return r ? profile(r) : undefined;
+  }
+}

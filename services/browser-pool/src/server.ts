@@ -1,0 +1,24 @@
+import { GrpcServer, implement } from '../../common/src/grpc.js';
+import type { Logger } from '../../common/src/logger.js';
+import { BrowserPoolServiceService } from '../../../gen/ats/browserpool/v1/browser_pool.js';
+import { browserPoolHandlers } from './browser-pool.handlers.js';
+import type { BrowserPool } from './browser-pool.js';
+import type { Profiles } from './profiles.js';
+
+/** What the gRPC server is built from. */
+export interface BrowserPoolServerDeps {
+  logger: Logger;
+  pool: BrowserPool;
+  profiles: Profiles;
+}
+
+/** Builds the browser-pool service's gRPC server (does not listen). */
+export function createBrowserPoolServer(deps: BrowserPoolServerDeps): GrpcServer {
+  return new GrpcServer([
+    {
+      name: 'ats.browserpool.v1.BrowserPoolService',
+      definition: BrowserPoolServiceService,
+      implementation: implement(BrowserPoolServiceService, browserPoolHandlers(deps.pool, deps.profiles), deps.logger),
+    },
+  ]);
+}

@@ -1,0 +1,72 @@
+/**
+ * Test support: serves test/fixtures/site over HTTP on 127.0.0.1, with the few dynamic routes the
+ * pages need (a login that sets an HttpOnly cookie, "who am I", a file sent as an attachment).
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** test/fixtures/site */
+export const SITE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../../test/fixtures/site');
+
+const TYPES: Record<string, string> = { '.html': 'text/html; charset=utf-8', '.csv': 'text/csv', '.js': 'text/javascript', '.json': 'application/json' };
+
+export interface FixtureSite {
+  /** http://127.0.0.1:<port> */
+  origin: string;
+  close(): Promise<void>;
+}
+
+function cookie(req: http.IncomingMessage, name: string): string | undefined {
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const [k, ...v] = part.trim().split('=');
+    if (k === name) return decodeURIComponent(v.join('='));
+  }
+  return undefined;
+}
+
+/** Serves the fixture site on a free port of 127.0.0.1. */
+export async function startFixtureSite(): Promise<FixtureSite> {
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://site');
+    if (req.method === 'POST' && url.pathname === '/api/login') {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        res.writeHead(200, { 'Set-Cookie': `session=${encodeURIComponent(body)}; Path=/; HttpOnly; Max-Age=3600`, 'Content-Type': 'text/plain' });
+        res.end('ok');
+      });
+      return;
+    }
+    if (url.pathname === '/api/me') {
+      res.writeHead(200, { 'Content-Type': 'text/plain', 'Cache-Control': 'no-store' });
+      res.end(cookie(req, 'session') ?? 'nobody');
+      return;
+    }
+    const attachment = url.pathname.startsWith('/files/');
+    const name = path.basename(attachment ? url.pathname.slice('/files/'.length) : url.pathname === '/' ? 'index.html' : url.pathname);
+    const file = path.join(SITE_DIR, name);
+    fs.readFile(file, (err, data) => {
+      if (err) {
+        res.writeHead(404, { 'Content-Type': 'text/plain' });
+        res.end('not found');
+        return;
+      }
+      const headers: http.OutgoingHttpHeaders = { 'Content-Type': TYPES[path.extname(name)] ?? 'application/octet-stream', 'Cache-Control': 'no-store' };
+      if (attachment) headers['Content-Disposition'] = `attachment; filename="${name}"`;
+      res.writeHead(200, headers);
+      res.end(data);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,201 @@
+/**
+ * Typed configuration parsed once from the environment. Each service declares a spec of
+ * fields; `loadConfig` returns a typed object or throws a ConfigError naming every bad
+ * variable. Nothing outside config modules reads `process.env`.
+ */
+import path from 'node:path';
+
+/** One configuration field: the variable it reads and how to parse it. */
+export interface Field<T> {
+  readonly env: string;
+  readonly describe: string;
+  parse(raw: string | undefined): T;
+}
+
+/** Raised when one or more variables are missing or malformed. */
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`Invalid configuration: ${problems.join('; ')}`);
+    this.name = this.constructor.name;
+    this.problems = problems;
+  }
+}
+
+/** Thrown by a field parser: the message names the variable and what is wrong. */
+export class FieldProblem extends Error {}
+
+type Opt<T> = { default?: T; describe?: string };
+
+function field<T>(env: string, describe: string, parse: (raw: string | undefined) => T): Field<T> {
+  return { env, describe, parse };
+}
+
+function required<T>(env: string, raw: string | undefined, fallback: T | undefined): string | T {
+  if (raw === undefined || raw === '') {
+    if (fallback === undefined) throw new FieldProblem(`${env} is required`);
+    return fallback;
+  }
+  return raw;
+}
+
+/** A string; required unless a default is given. */
+export function str(env: string, opt: Opt<string> = {}): Field<string> {
+  return field(env, opt.describe ?? '', (raw) => required(env, raw, opt.default) as string);
+}
+
+/** A string that may be absent (undefined). */
+export function optionalStr(env: string, opt: { describe?: string; minLength?: number } = {}): Field<string | undefined> {
+  return field(env, opt.describe ?? '', (raw) => {
+    if (raw === undefined || raw === '') return undefined;
+    if (opt.minLength && raw.length < opt.minLength) {
+      throw new FieldProblem(`${env} must be at least ${opt.minLength} characters`);
+    }
+    return raw;
+  });
+}
+
+/** An integer within [min, max]. */
+export function int(env: string, opt: Opt<number> & { min?: number; max?: number } = {}): Field<number> {
+  const min = opt.min ?? Number.MIN_SAFE_INTEGER;
+  const max = opt.max ?? Number.MAX_SAFE_INTEGER;
+  return field(env, opt.describe ?? '', (raw) => {
+    const v = required(env, raw, opt.default);
+    if (typeof v === 'number') return v;
+    if (!/^-?\d+$/.test(v.trim()) || Number(v) < min || Number(v) > max) {
+      throw new FieldProblem(`${env} must be an integer between ${min} and ${max} (got ${JSON.stringify(v)})`);
+    }
+    return Number(v);
+  });
+}
+
+/** A TCP port, 0..65535 (0 = pick a free one). */
+export function port(env: string, opt: Opt<number> = {}): Field<number> {
+  return int(env, { ...opt, min: 0, max: 65535 });
+}
+
+/** A boolean: true/false/1/0/yes/no. */
+export function bool(env: string, opt: Opt<boolean> = {}): Field<boolean> {
+  return field(env, opt.describe ?? '', (raw) => {
+    const v = required(env, raw, opt.default);
+    if (typeof v === 'boolean') return v;
+    const s = v.trim().toLowerCase();
+    if (['1', 'true', 'yes', 'on'].includes(s)) return true;
+    if (['0', 'false', 'no', 'off'].includes(s)) return false;
+    throw new FieldProblem(`${env} must be true or false (got ${JSON.stringify(v)})`);
+  });
+}
+
+/** One of a fixed set of values. */
+export function oneOf<const T extends string>(env: string, values: readonly T[], opt: Opt<T> = {}): Field<T> {
+  return field(env, opt.describe ?? '', (raw) => {
+    const v = required(env, raw, opt.default);
+    if (!values.includes(v as T)) {
+      throw new FieldProblem(`${env} must be one of ${values.join(', ')} (got ${JSON.stringify(v)})`);
+    }
+    return v as T;
+  });
+}
+
+/** A URL with one of the given protocols. */
+export function url(env: string, protocols: string[], opt: Opt<string> = {}): Field<string> {
+  return field(env, opt.describe ?? '', (raw) => {
+    const v = required(env, raw, opt.default);
+    let parsed: URL;
+    try {
+      parsed = new URL(v);
+    } catch {
+      throw new FieldProblem(`${env} must be a URL (${protocols.join(', ')})`);
+    }
+    if (!protocols.includes(parsed.protocol.replace(/:$/, ''))) {
+      throw new FieldProblem(`${env} must use ${protocols.join(' or ')}`);
+    }
+    return v.replace(/\/+$/, '');
+  });
+}
+
+/** A URL that may be absent; never echoed in errors (it may hold credentials). */
+export function optionalUrl(env: string, protocols: string[], opt: { describe?: string } = {}): Field<string | undefined> {
+  const inner = url(env, protocols, opt);
+  return field(env, opt.describe ?? '', (raw) => (raw === undefined || raw === '' ? undefined : inner.parse(raw)));
+}
+
+/** A `host:port` address of another service. */
+export function address(env: string, opt: Opt<string> = {}): Field<string> {
+  return field(env, opt.describe ?? '', (raw) => {
+    const v = required(env, raw, opt.default);
+    const m = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(v.trim());
+    if (!m || Number(m[2]) > 65535) throw new FieldProblem(`${env} must be host:port (got ${JSON.stringify(v)})`);
+    return v.trim();
+  });
+}
+
+/** A directory path, resolved against the working directory. */
+export function dir(env: string, opt: Opt<string> = {}): Field<string> {
+  return field(env, opt.describe ?? '', (raw) => path.resolve(required(env, raw, opt.default) as string));
+}
+
+type Parsed<S> = { [K in keyof S]: S[K] extends Field<infer T> ? T : never };
+
+/** Parses every field of `spec`; throws one ConfigError listing all problems. */
+export function loadConfig<S extends Record<string, Field<unknown>>>(
+  spec: S,
+  source: Record<string, string | undefined> = process.env,
+): Parsed<S> {
+  const out: Record<string, unknown> = {};
+  const problems: string[] = [];
+  for (const [key, f] of Object.entries(spec)) {
+    try {
+      out[key] = f.parse(source[f.env]);
+    } catch (err) {
+      if (err instanceof FieldProblem) problems.push(err.message);
+      else throw err;
+    }
+  }
+  if (problems.length) throw new ConfigError(problems);
+  return out as Parsed<S>;
+}
+
+/** Fields every service process shares. */
+export const commonFields = {
+  logLevel: oneOf('LOG_LEVEL', ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], {
+    default: 'info',
+    describe: 'pino log level',
+  }),
+  dataDir: dir('DATA_DIR', { default: './data', describe: 'Where local state lives (PGlite databases, files)' }),
+  databaseUrl: optionalUrl('DATABASE_URL', ['postgres', 'postgresql'], {
+    describe: 'Postgres URL; unset = embedded PGlite in DATA_DIR/<service>',
+  }),
+  shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', { default: 10000, min: 100, max: 600000, describe: 'Bound on graceful shutdown' }),
+} as const;
+
+/** Fields of a process that serves gRPC. */
+export function grpcFields(defaultPort: number) {
+  return {
+    grpcHost: str('GRPC_HOST', { default: '127.0.0.1', describe: 'Interface the gRPC server binds' }),
+    grpcPort: port('GRPC_PORT', { default: defaultPort, describe: 'gRPC port' }),
+  } as const;
+}
+
+/** Default addresses of the four services (used when the *_SERVICE_ADDR variables are unset). */
+export const DEFAULT_PORTS = {
+  run: 50051,
+  browserPool: 50052,
+  fileStorage: 50053,
+  liveView: 50054,
+} as const;
+
+export const addressFields = {
+  runAddr: address('RUN_SERVICE_ADDR', { default: `127.0.0.1:${DEFAULT_PORTS.run}` }),
+  browserPoolAddr: address('BROWSER_POOL_SERVICE_ADDR', { default: `127.0.0.1:${DEFAULT_PORTS.browserPool}` }),
+  fileStorageAddr: address('FILE_STORAGE_SERVICE_ADDR', { default: `127.0.0.1:${DEFAULT_PORTS.fileStorage}` }),
+  liveViewAddr: address('LIVE_VIEW_SERVICE_ADDR', { default: `127.0.0.1:${DEFAULT_PORTS.liveView}` }),
+} as const;
+
+export const natsFields = {
+  natsUrl: url('NATS_URL', ['nats', 'tls', 'ws', 'wss'], { default: 'nats://127.0.0.1:4222', describe: 'NATS server' }),
+} as const;
+
+export const grpcClientFields = {
+  grpcDeadlineMs: int('GRPC_DEADLINE_MS', { default: 5000, min: 50, max: 600000, describe: 'Deadline of every unary gRPC call' }),
+} as const;

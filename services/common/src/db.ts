@@ -1,0 +1,104 @@
+/**
+ * knex on embedded PGlite (no DATABASE_URL: data in DATA_DIR/<service>/pgdata, guarded by a
+ * lock file) or Postgres (DATABASE_URL: the service's tables live in its own schema).
+ * Migrations are code (a list per service) and run at start.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import knexFactory, { type Knex } from 'knex';
+import ClientPgLite from 'knex-pglite';
+import { acquireLock, type LockFile } from './lock-file.js';
+import type { Logger } from './logger.js';
+
+export type { Knex };
+
+/** One migration, named `YYYYMMDDHHmmss_what`. */
+export interface Migration {
+  name: string;
+  up(knex: Knex): Promise<void>;
+  down?(knex: Knex): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  /** Service name: the PGlite folder and the default Postgres schema. */
+  service: string;
+  dataDir: string;
+  databaseUrl?: string | undefined;
+  /** Postgres schema; defaults to the service name with `-` → `_`. */
+  schema?: string;
+  migrations: Migration[];
+  logger?: Logger;
+}
+
+/** An open database. `count()` normalises PGlite's numbers and pg's strings. */
+export interface Database {
+  readonly knex: Knex;
+  readonly driver: 'pglite' | 'pg';
+  readonly schema: string | undefined;
+  stop(): Promise<void>;
+}
+
+/** `count(*)` comes back as a number from PGlite and a string from pg. */
+export function toCount(v: unknown): number {
+  return typeof v === 'string' ? Number.parseInt(v, 10) : Number(v ?? 0);
+}
+
+function migrationSource(migrations: Migration[]): Knex.MigrationSource<Migration> {
+  return {
+    getMigrations: async () => [...migrations].sort((a, b) => a.name.localeCompare(b.name)),
+    getMigrationName: (m) => m.name,
+    getMigration: async (m) => ({ up: m.up, down: m.down ?? (async () => {}) }),
+  };
+}
+
+/** Opens the database, creating the schema or data dir, and runs pending migrations. */
+export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
+  let knex: Knex;
+  let lock: LockFile | undefined;
+  let schema: string | undefined;
+  if (opts.databaseUrl) {
+    schema = opts.schema ?? opts.service.replace(/-/g, '_');
+    if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`invalid schema name ${schema}`);
+    knex = knexFactory({
+      client: 'pg',
+      connection: opts.databaseUrl,
+      searchPath: [schema],
+      pool: { min: 0, max: 10 },
+    });
+    await knex.raw(`create schema if not exists "${schema}"`);
+  } else {
+    const dir = path.join(opts.dataDir, opts.service);
+    fs.mkdirSync(dir, { recursive: true });
+    lock = acquireLock(path.join(dir, '.lock'));
+    try {
+      knex = knexFactory({ client: ClientPgLite as unknown as typeof Knex.Client, dialect: 'postgres', connection: { filename: path.join(dir, 'pgdata') } } as Knex.Config);
+      await knex.raw('select 1');
+    } catch (err) {
+      lock.release();
+      throw err;
+    }
+  }
+  try {
+    const [, applied] = (await knex.migrate.latest({
+      migrationSource: migrationSource(opts.migrations),
+      ...(schema ? { schemaName: schema } : {}),
+    })) as [number, string[]];
+    if (applied.length) opts.logger?.info({ migrations: applied }, 'migrations applied');
+  } catch (err) {
+    await knex.destroy();
+    lock?.release();
+    throw err;
+  }
+  let stopped = false;
+  return {
+    knex,
+    driver: opts.databaseUrl ? 'pg' : 'pglite',
+    schema,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await knex.destroy();
+      lock?.release();
+    },
+  };
+}

@@ -1,0 +1,289 @@
+/**
+ * gRPC helpers: a server that wraps promise-returning handlers (missing methods answer
+ * UNIMPLEMENTED), hosts the standard health service, and a typed promise client whose every
+ * unary call carries a deadline.
+ */
+import * as grpc from '@grpc/grpc-js';
+import {
+  HealthService,
+  HealthCheckResponse_ServingStatus as ServingStatus,
+  type HealthCheckRequest,
+  type HealthCheckResponse,
+} from '../../../gen/grpc/health/v1/health.js';
+import { AppError, RemoteError, UnimplementedError, fromServiceError, toServiceError } from './errors.js';
+import type { Logger } from './logger.js';
+
+export { ServingStatus };
+
+/** The shape ts-proto gives one method of a `…Service` definition. */
+export interface MethodDef {
+  readonly path: string;
+  readonly requestStream: boolean;
+  readonly responseStream: boolean;
+  readonly originalName?: string;
+  requestSerialize(value: any): Buffer;
+  requestDeserialize(value: Buffer): any;
+  responseSerialize(value: any): Buffer;
+  responseDeserialize(value: Buffer): any;
+}
+export type ServiceDef = { readonly [method: string]: MethodDef };
+
+type Req<M> = M extends { requestDeserialize(value: Buffer): infer R } ? R : never;
+type Res<M> = M extends { responseDeserialize(value: Buffer): infer R } ? R : never;
+
+/** Promise-returning handlers for a definition; any left out answer UNIMPLEMENTED. */
+export type Handlers<D extends ServiceDef> = {
+  [K in keyof D]?: D[K]['requestStream'] extends true
+    ? D[K]['responseStream'] extends true
+      ? (call: grpc.ServerDuplexStream<Req<D[K]>, Res<D[K]>>) => Promise<void>
+      : (call: grpc.ServerReadableStream<Req<D[K]>, Res<D[K]>>) => Promise<Res<D[K]>>
+    : D[K]['responseStream'] extends true
+      ? (request: Req<D[K]>, call: grpc.ServerWritableStream<Req<D[K]>, Res<D[K]>>) => Promise<void>
+      : (request: Req<D[K]>, call: grpc.ServerUnaryCall<Req<D[K]>, Res<D[K]>>) => Promise<Res<D[K]>>;
+};
+
+function methodName(def: MethodDef): string {
+  return def.originalName ?? def.path.slice(def.path.lastIndexOf('/') + 1);
+}
+
+function logFailure(logger: Logger, method: string, err: unknown): void {
+  if (err instanceof RemoteError) logger.warn({ method, code: err.code, err: err.message }, 'downstream call failed');
+  else if (err instanceof AppError) logger.debug({ method, code: err.code, err: err.message }, 'request refused');
+  else logger.error({ method, err }, 'handler failed');
+}
+
+/** Adapts promise handlers to grpc-js; errors become statuses, internals stay in the log. */
+export function implement<D extends ServiceDef>(definition: D, handlers: Handlers<D>, logger: Logger): grpc.UntypedServiceImplementation {
+  const impl: grpc.UntypedServiceImplementation = {};
+  for (const [key, def] of Object.entries(definition)) {
+    const name = methodName(def);
+    const handler = (handlers as Record<string, ((...args: any[]) => Promise<any>) | undefined>)[key];
+    const fail = (err: unknown) => {
+      logFailure(logger, name, err);
+      return toServiceError(err);
+    };
+    if (!handler) {
+      const err = toServiceError(new UnimplementedError(`${name} is not implemented yet`));
+      impl[key] = def.responseStream
+        ? (call: grpc.ServerWritableStream<unknown, unknown>) => call.emit('error', err)
+        : (_call: unknown, callback: grpc.sendUnaryData<unknown>) => callback(err);
+      continue;
+    }
+    if (!def.requestStream && !def.responseStream) {
+      impl[key] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+        handler(call.request, call).then(
+          (res) => callback(null, res),
+          (err) => callback(fail(err)),
+        );
+      };
+    } else if (!def.requestStream && def.responseStream) {
+      impl[key] = (call: grpc.ServerWritableStream<unknown, unknown>) => {
+        handler(call.request, call).then(
+          () => call.end(),
+          (err) => call.emit('error', fail(err)),
+        );
+      };
+    } else if (def.requestStream && !def.responseStream) {
+      impl[key] = (call: grpc.ServerReadableStream<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+        handler(call).then(
+          (res) => callback(null, res),
+          (err) => callback(fail(err)),
+        );
+      };
+    } else {
+      impl[key] = (call: grpc.ServerDuplexStream<unknown, unknown>) => {
+        handler(call).then(
+          () => call.end(),
+          (err) => call.emit('error', fail(err)),
+        );
+      };
+    }
+  }
+  return impl;
+}
+
+/** Serving state reported through grpc.health.v1; '' is the whole server. */
+export class HealthReporter {
+  readonly #status = new Map<string, ServingStatus>();
+  readonly #watchers = new Set<{ service: string; call: grpc.ServerWritableStream<HealthCheckRequest, HealthCheckResponse> }>();
+
+  set(service: string, status: ServingStatus): void {
+    this.#status.set(service, status);
+    for (const w of this.#watchers) if (w.service === service) w.call.write({ status });
+  }
+  /** Marks every registered service (and the server) as serving or not. */
+  setAll(status: ServingStatus): void {
+    for (const service of [...this.#status.keys()]) this.set(service, status);
+  }
+  get(service: string): ServingStatus | undefined {
+    return this.#status.get(service);
+  }
+  handlers(): grpc.UntypedServiceImplementation {
+    return {
+      check: (call: grpc.ServerUnaryCall<HealthCheckRequest, HealthCheckResponse>, cb: grpc.sendUnaryData<HealthCheckResponse>) => {
+        const status = this.#status.get(call.request.service);
+        if (status === undefined) return cb({ code: grpc.status.NOT_FOUND, details: 'unknown service' });
+        return cb(null, { status });
+      },
+      watch: (call: grpc.ServerWritableStream<HealthCheckRequest, HealthCheckResponse>) => {
+        const w = { service: call.request.service, call };
+        this.#watchers.add(w);
+        call.write({ status: this.#status.get(w.service) ?? ServingStatus.SERVICE_UNKNOWN });
+        call.on('cancelled', () => this.#watchers.delete(w));
+        call.on('close', () => this.#watchers.delete(w));
+      },
+    };
+  }
+  /** Ends every Watch stream (on shutdown). */
+  endWatches(): void {
+    for (const w of this.#watchers) w.call.end();
+    this.#watchers.clear();
+  }
+}
+
+/** A registered service: its definition, its full name for health and its handlers. */
+export interface ServiceRegistration {
+  name: string;
+  definition: ServiceDef;
+  implementation: grpc.UntypedServiceImplementation;
+}
+
+/** A gRPC server with health; `listen` binds, `stop` drains then forces. Does not listen on its own. */
+export class GrpcServer {
+  readonly server: grpc.Server;
+  readonly health = new HealthReporter();
+  #stopped = false;
+
+  constructor(services: ServiceRegistration[]) {
+    this.server = new grpc.Server({ 'grpc.max_receive_message_length': 32 * 1024 * 1024 });
+    this.server.addService(HealthService, this.health.handlers());
+    this.health.set('', ServingStatus.NOT_SERVING);
+    for (const s of services) {
+      this.server.addService(s.definition as unknown as grpc.ServiceDefinition, s.implementation);
+      this.health.set(s.name, ServingStatus.NOT_SERVING);
+    }
+  }
+
+  /** Binds and marks everything serving; resolves to the bound port. */
+  async listen(host: string, port: number): Promise<number> {
+    const bound = await new Promise<number>((resolve, reject) => {
+      this.server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
+    });
+    this.health.setAll(ServingStatus.SERVING);
+    return bound;
+  }
+
+  /** Reports NOT_SERVING, lets in-flight calls finish within `timeoutMs`, then forces. Idempotent. */
+  async stop(timeoutMs = 5000): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.health.setAll(ServingStatus.NOT_SERVING);
+    this.health.endWatches();
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.server.forceShutdown();
+        resolve();
+      }, timeoutMs);
+      this.server.tryShutdown(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+}
+
+/** Per-call options of a client. */
+export interface CallOptions {
+  /** Overrides the client's default deadline. */
+  deadlineMs?: number;
+  /** Propagated as `x-request-id` metadata. */
+  requestId?: string;
+}
+
+/** A promise client for a definition. Unary calls always carry a deadline. */
+export type PromiseClient<D extends ServiceDef> = {
+  [K in keyof D]: D[K]['requestStream'] extends true
+    ? D[K]['responseStream'] extends true
+      ? (opts?: CallOptions) => grpc.ClientDuplexStream<Req<D[K]>, Res<D[K]>>
+      : (opts?: CallOptions) => { stream: grpc.ClientWritableStream<Req<D[K]>>; response: Promise<Res<D[K]>> }
+    : D[K]['responseStream'] extends true
+      ? (request: Req<D[K]>, opts?: CallOptions) => grpc.ClientReadableStream<Res<D[K]>>
+      : (request: Req<D[K]>, opts?: CallOptions) => Promise<Res<D[K]>>;
+};
+
+/** Channel options: reconnect quickly after a peer restarts instead of backing off for minutes. */
+export const CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  'grpc.initial_reconnect_backoff_ms': 200,
+  'grpc.min_reconnect_backoff_ms': 200,
+  'grpc.max_reconnect_backoff_ms': 2000,
+  'grpc.keepalive_time_ms': 30000,
+  'grpc.max_receive_message_length': 32 * 1024 * 1024,
+};
+
+/** A connection to one service: its promise client plus health and close. */
+export interface ServiceClient<D extends ServiceDef> {
+  readonly api: PromiseClient<D>;
+  readonly address: string;
+  /** Asks the peer's health service; resolves to its status or rejects (unreachable, timeout). */
+  checkHealth(service?: string, deadlineMs?: number): Promise<ServingStatus>;
+  close(): void;
+}
+
+function metadataFor(opts?: CallOptions): grpc.Metadata {
+  const md = new grpc.Metadata();
+  if (opts?.requestId) md.set('x-request-id', opts.requestId);
+  return md;
+}
+
+/** Creates a client for `definition` at `address`; every unary call gets `deadlineMs` unless overridden. */
+export function createServiceClient<D extends ServiceDef>(definition: D, address: string, deadlineMs: number): ServiceClient<D> {
+  const client = new grpc.Client(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+  const deadline = (opts?: CallOptions) => new Date(Date.now() + (opts?.deadlineMs ?? deadlineMs));
+  const api: Record<string, unknown> = {};
+  for (const [key, def] of Object.entries(definition)) {
+    const ser = (v: unknown) => def.requestSerialize(v);
+    const de = (b: Buffer) => def.responseDeserialize(b);
+    if (!def.requestStream && !def.responseStream) {
+      api[key] = (request: unknown, opts?: CallOptions) =>
+        new Promise((resolve, reject) => {
+          client.makeUnaryRequest(def.path, ser, de, request, metadataFor(opts), { deadline: deadline(opts) }, (err, res) =>
+            err ? reject(fromServiceError(err)) : resolve(res),
+          );
+        });
+    } else if (!def.requestStream && def.responseStream) {
+      api[key] = (request: unknown, opts?: CallOptions) =>
+        client.makeServerStreamRequest(def.path, ser, de, request, metadataFor(opts), opts?.deadlineMs ? { deadline: deadline(opts) } : {});
+    } else if (def.requestStream && !def.responseStream) {
+      api[key] = (opts?: CallOptions) => {
+        let stream!: grpc.ClientWritableStream<unknown>;
+        const response = new Promise((resolve, reject) => {
+          stream = client.makeClientStreamRequest(def.path, ser, de, metadataFor(opts), { deadline: deadline(opts) }, (err, res) =>
+            err ? reject(fromServiceError(err)) : resolve(res),
+          );
+        });
+        return { stream, response };
+      };
+    } else {
+      api[key] = (opts?: CallOptions) => client.makeBidiStreamRequest(def.path, ser, de, metadataFor(opts), {});
+    }
+  }
+  const healthDef = HealthService.check;
+  return {
+    api: api as PromiseClient<D>,
+    address,
+    checkHealth(service = '', healthDeadlineMs = 1000) {
+      return new Promise((resolve, reject) => {
+        client.makeUnaryRequest(
+          healthDef.path,
+          (v: HealthCheckRequest) => healthDef.requestSerialize(v),
+          (b: Buffer) => healthDef.responseDeserialize(b),
+          { service },
+          new grpc.Metadata(),
+          { deadline: new Date(Date.now() + healthDeadlineMs) },
+          (err, res) => (err ? reject(fromServiceError(err)) : resolve(res!.status)),
+        );
+      });
+    },
+    close: () => client.close(),
+  };
+}

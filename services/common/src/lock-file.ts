@@ -1,0 +1,71 @@
+/**
+ * A pid lock file. PGlite lets two processes open one data directory and corrupt it, so the
+ * owner holds `<dir>/.lock`; a lock whose pid is gone is stale and taken over.
+ */
+import fs from 'node:fs';
+
+/** Raised when another live process holds the lock. */
+export class LockHeldError extends Error {
+  readonly pid: number;
+  constructor(file: string, pid: number) {
+    super(`${file} is held by running process ${pid}; stop it first (or point DATABASE_URL at Postgres)`);
+    this.name = this.constructor.name;
+    this.pid = pid;
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** A held lock; `release` is idempotent and only removes the file if it is still ours. */
+export interface LockFile {
+  readonly path: string;
+  release(): void;
+}
+
+/** Takes the lock at `file` for this process, or throws LockHeldError. */
+export function acquireLock(file: string): LockFile {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    try {
+      const fd = fs.openSync(file, 'wx', 0o600);
+      fs.writeSync(fd, String(process.pid));
+      fs.closeSync(fd);
+      let released = false;
+      return {
+        path: file,
+        release() {
+          if (released) return;
+          released = true;
+          try {
+            if (fs.readFileSync(file, 'utf8').trim() === String(process.pid)) fs.unlinkSync(file);
+          } catch {
+            /* already gone */
+          }
+        },
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      let pid = NaN;
+      try {
+        pid = Number(fs.readFileSync(file, 'utf8').trim());
+      } catch {
+        continue; // removed between open and read: try again
+      }
+      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) throw new LockHeldError(file, pid);
+      // Stale (owner died) or unreadable: move it aside atomically, then retry the exclusive create.
+      try {
+        fs.renameSync(file, `${file}.stale-${process.pid}`);
+        fs.rmSync(`${file}.stale-${process.pid}`, { force: true });
+      } catch {
+        /* someone else took it over first */
+      }
+    }
+  }
+  throw new Error(`could not acquire ${file}`);
+}

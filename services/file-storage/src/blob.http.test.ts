@@ -1,0 +1,208 @@
+/** The blob endpoint in-process over real HTTP, with a real database, real files and a movable clock. */
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { drivers, tempDir, testSchema } from '../../../test/support/infra.js';
+import { openDatabase, type Database } from '../../common/src/db.js';
+import { createLogger } from '../../common/src/logger.js';
+import { Signer } from '../../common/src/signing.js';
+import { LocalBlobStore } from './blob-store.js';
+import { createBlobServer, parseRange } from './blob.http.js';
+import { FileRepository, migrations } from './file.repository.js';
+import { FileStorage } from './file-storage.js';
+
+const MiB = 1024 * 1024;
+const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+/** PUT with http.request so a body can be cut off or outlive an early answer. */
+function put(url: string, body: Buffer | ((req: http.ClientRequest) => void), headers: Record<string, string | number> = {}): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'PUT', headers }, (res) => {
+      let text = '';
+      res.on('data', (c) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode!, body: text }));
+    });
+    req.on('error', reject);
+    if (Buffer.isBuffer(body)) req.end(body);
+    else body(req);
+  });
+}
+
+for (const driver of await drivers()) {
+  describe(`blob endpoint on ${driver.name}`, () => {
+    let now = Date.now();
+    let db: Database;
+    let store: LocalBlobStore;
+    let files: FileStorage;
+    let server: http.Server;
+    let dataDir: string;
+    const project = 'prj_test';
+
+    before(async () => {
+      dataDir = tempDir('blobs');
+      db = await openDatabase({ service: 'file-storage', dataDir, databaseUrl: driver.databaseUrl, schema: testSchema(), migrations });
+      store = new LocalBlobStore(path.join(dataDir, 'blobs'));
+      server = createBlobServer(
+        (files = new FileStorage({
+          repo: new FileRepository(db.knex),
+          store,
+          signer: new Signer('test-secret-0123456789-0123456789', () => now),
+          logger: createLogger('test', 'silent'),
+          publicUrl: 'http://placeholder',
+          maxFileBytes: 100 * MiB,
+          uploadTtlSeconds: 900,
+          downloadTtlSeconds: 900,
+        })),
+        store,
+        createLogger('test', 'silent'),
+      );
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    });
+    after(async () => {
+      server.close();
+      if (db.schema) await db.knex.raw(`drop schema "${db.schema}" cascade`);
+      await db.stop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    });
+
+    const base = () => `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const local = (url: string) => url.replace('http://placeholder', base());
+    async function newUpload(name: string) {
+      const [item] = await files.createUploads(project, { agent: 'browser-agent' }, [name]);
+      return { id: item!.id, url: local(item!.uploadUrl) };
+    }
+    const downloadUrl = async (id: string) => local(files.fileDownloadUrl(await files.getFile(project, id)));
+    const tmpCount = () => fs.readdirSync(path.join(store.root, '.tmp')).length;
+    const blobCount = () => fs.readdirSync(store.root).filter((d) => d !== '.tmp').reduce((n, d) => n + fs.readdirSync(path.join(store.root, d)).length, 0);
+
+    test('when bytes are PUT to an upload link, then the download link returns them exactly, with type, name and ranges', async () => {
+      const bytes = randomBytes(3 * MiB + 17);
+      const up = await newUpload('données é.csv');
+      const res = await put(up.url, bytes, { 'Content-Type': 'text/csv' });
+      assert.equal(res.status, 200, res.body);
+      assert.equal(JSON.parse(res.body).sha256, sha(bytes));
+
+      const url = await downloadUrl(up.id);
+      const got = await fetch(url);
+      assert.equal(got.status, 200);
+      assert.equal(sha(Buffer.from(await got.arrayBuffer())), sha(bytes));
+      assert.equal(got.headers.get('content-type'), 'text/csv');
+      assert.equal(got.headers.get('content-length'), String(bytes.length));
+      assert.match(got.headers.get('content-disposition')!, /^attachment; filename="donn_es _.csv"; filename\*=UTF-8''donn%C3%A9es%20%C3%A9.csv$/);
+
+      const part = await fetch(url, { headers: { Range: 'bytes=100-199' } });
+      assert.equal(part.status, 206);
+      assert.equal(part.headers.get('content-range'), `bytes 100-199/${bytes.length}`);
+      assert.deepEqual(Buffer.from(await part.arrayBuffer()), bytes.subarray(100, 200));
+      const tail = await fetch(url, { headers: { Range: 'bytes=-10' } });
+      assert.deepEqual(Buffer.from(await tail.arrayBuffer()), bytes.subarray(bytes.length - 10));
+      assert.equal((await fetch(url, { headers: { Range: `bytes=${bytes.length}-` } })).status, 416);
+    });
+
+    test('when a link is tampered with or has expired, then 403 and nothing is served or stored', async () => {
+      const up = await newUpload('a.txt');
+      assert.equal((await put(up.url, Buffer.from('v1'))).status, 200);
+      const url = await downloadUrl(up.id);
+      const u = new URL(url);
+      const sig = u.searchParams.get('sig')!;
+      u.searchParams.set('sig', sig.slice(0, 5) + (sig[5] === 'A' ? 'B' : 'A') + sig.slice(6));
+      assert.equal((await fetch(u)).status, 403, 'one character of the signature changed');
+      const renamed = new URL(url);
+      renamed.searchParams.set('name', 'other.txt');
+      assert.equal((await fetch(renamed)).status, 403, 'another download name');
+      const tamperedUpload = up.url.replace(/exp=(\d+)/, (_m, e) => `exp=${Number(e) + 1}`);
+      assert.equal((await put(tamperedUpload, Buffer.from('evil'))).status, 403);
+
+      now += 901_000; // past the 15 min lifetime
+      const expired = await fetch(url);
+      assert.equal(expired.status, 403);
+      assert.match(((await expired.json()) as { detail: string }).detail, /expired/);
+      assert.equal((await put(up.url, Buffer.from('late'))).status, 403);
+      now -= 901_000;
+      assert.equal(await (await fetch(url)).text(), 'v1', 'the stored bytes are unchanged');
+    });
+
+    test('when a 150 MiB upload declares its size against the 100 MiB cap, then 413 before reading and nothing is left', async () => {
+      const up = await newUpload('big.bin');
+      const blobs = blobCount();
+      const res = await put(
+        up.url,
+        (req) => {
+          const chunk = Buffer.alloc(MiB);
+          let sent = 0;
+          const pump = () => {
+            while (sent < 150 && req.write(chunk)) sent++;
+            if (sent < 150) req.once('drain', pump);
+            else req.end();
+          };
+          req.on('error', () => {});
+          pump();
+        },
+        { 'Content-Length': 150 * MiB },
+      );
+      assert.equal(res.status, 413);
+      assert.equal(tmpCount(), 0);
+      assert.equal(blobCount(), blobs);
+      assert.equal((await files.getFile(project, up.id)).state, 'pending');
+    });
+
+    test('when a body without a declared size grows past the cap, then it is cut off with 413 and nothing is kept', async () => {
+      const up = await newUpload('stream.bin');
+      const blobs = blobCount();
+      const res = await put(up.url, (req) => {
+        const chunk = Buffer.alloc(MiB, 1);
+        let sent = 0;
+        req.on('error', () => {});
+        const pump = () => {
+          while (sent < 101 && req.write(chunk)) sent++;
+          if (sent < 101) req.once('drain', pump);
+          else req.end();
+        };
+        pump();
+      });
+      assert.equal(res.status, 413);
+      assert.equal(tmpCount(), 0);
+      assert.equal(blobCount(), blobs);
+    });
+
+    test('when an upload is cut off mid-way, then the earlier version stays intact', async () => {
+      const up = await newUpload('keep.txt');
+      const v1 = randomBytes(64 * 1024);
+      assert.equal((await put(up.url, v1)).status, 200);
+      const closed = new Promise<void>((resolve) => server.once('request', (req) => req.once('close', () => setImmediate(resolve))));
+      await put(up.url, (req) => {
+        req.on('error', () => {});
+        req.write(randomBytes(MiB), () => req.destroy());
+      }, { 'Content-Length': 10 * MiB }).catch(() => undefined);
+      await closed;
+      for (let i = 0; i < 50 && tmpCount() > 0; i++) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(tmpCount(), 0, 'the partial temporary is removed');
+      assert.equal(sha(Buffer.from(await (await fetch(await downloadUrl(up.id))).arrayBuffer())), sha(v1));
+    });
+
+    test('when two uploads to the same link run at once, then one complete version wins, never a mix', async () => {
+      const up = await newUpload('race.bin');
+      const a = Buffer.alloc(4 * MiB, 0xaa);
+      const b = Buffer.alloc(4 * MiB, 0xbb);
+      const [ra, rb] = await Promise.all([put(up.url, a), put(up.url, b)]);
+      assert.equal(ra.status, 200);
+      assert.equal(rb.status, 200);
+      const got = sha(Buffer.from(await (await fetch(await downloadUrl(up.id))).arrayBuffer()));
+      assert.ok(got === sha(a) || got === sha(b), 'exactly one of the two bodies');
+    });
+  });
+}
+
+test('when ranges are parsed, then open, suffix and bad ranges are told apart', () => {
+  assert.deepEqual(parseRange('bytes=0-9', 100), { start: 0, end: 9 });
+  assert.deepEqual(parseRange('bytes=90-', 100), { start: 90, end: 99 });
+  assert.deepEqual(parseRange('bytes=-5', 100), { start: 95, end: 99 });
+  assert.deepEqual(parseRange('bytes=50-500', 100), { start: 50, end: 99 });
+  assert.equal(parseRange('bytes=100-', 100), 'invalid');
+  assert.equal(parseRange('bytes=5-1', 100), 'invalid');
+  assert.equal(parseRange('items=1-2', 100), 'invalid');
+  assert.equal(parseRange(undefined, 100), undefined);
+});

@@ -1,0 +1,114 @@
+/**
+ * The blob HTTP endpoint: `PUT /u/{fileId}` and `GET|HEAD /d/{blobId}` on HMAC-signed, expiring
+ * links (no API key). Plain node:http: bytes stream straight between socket and disk.
+ */
+import http from 'node:http';
+import type { Logger } from '../../common/src/logger.js';
+import { redactUrl } from '../../common/src/logger.js';
+import { AppError, Status } from '../../common/src/errors.js';
+import { TooLargeError, type BlobStore } from './blob-store.js';
+import type { FileStorage } from './file-storage.js';
+
+function send(res: http.ServerResponse, status: number, body: unknown, headers: http.OutgoingHttpHeaders = {}): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const json = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(json), 'Cache-Control': 'no-store', ...headers });
+  res.end(json);
+}
+
+const REFUSED = { expired: 'Link expired; list the files again for a fresh link', invalid: 'Invalid link signature' } as const;
+
+/** `attachment; filename="…"` with a safe ASCII fallback and the exact UTF-8 name. */
+export function contentDisposition(name: string): string {
+  const ascii = name.replace(/[^\x20-\x7e]|["\\%;]/g, '_').slice(0, 200) || 'download';
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`;
+}
+
+/** Parses one `bytes=` range; undefined for none, 'invalid' for an unsatisfiable one. */
+export function parseRange(header: string | undefined, size: number): { start: number; end: number } | 'invalid' | undefined {
+  if (!header) return undefined;
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!m || (m[1] === '' && m[2] === '')) return 'invalid';
+  let start: number;
+  let end: number;
+  if (m[1] === '') {
+    const n = Number(m[2]);
+    if (n === 0) return 'invalid';
+    start = Math.max(0, size - n);
+    end = size - 1;
+  } else {
+    start = Number(m[1]);
+    end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+  }
+  if (start > end || start >= size) return 'invalid';
+  return { start, end };
+}
+
+export function createBlobServer(files: FileStorage, store: BlobStore, logger: Logger): http.Server {
+  return http.createServer(async (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://blob');
+    const exp = Number(url.searchParams.get('exp'));
+    const sig = url.searchParams.get('sig') ?? '';
+    try {
+      const upload = /^\/u\/(file_[a-z0-9]{24})$/.exec(url.pathname);
+      const download = /^\/d\/(blb_[0-9a-f]{32})$/.exec(url.pathname);
+      if (url.pathname === '/healthz' && req.method === 'GET') return send(res, 200, { status: 'ok' });
+
+      if (upload && req.method === 'PUT') {
+        const verdict = files.verifyUpload(upload[1]!, exp, sig);
+        if (verdict !== 'ok') return send(res, 403, { detail: REFUSED[verdict] }, { Connection: 'close' });
+        const declared = Number(req.headers['content-length'] ?? NaN);
+        if (declared > files.maxFileBytes) {
+          // Refused before a byte is read; close so the client stops sending.
+          return send(res, 413, { detail: `File is larger than the limit of ${files.maxFileBytes} bytes` }, { Connection: 'close' });
+        }
+        const f = await files.receiveUpload(upload[1]!, req, req.headers['content-type']);
+        return send(res, 200, { id: f.id, name: f.name, sizeBytes: f.sizeBytes, sha256: f.sha256 });
+      }
+
+      if (download && (req.method === 'GET' || req.method === 'HEAD')) {
+        const name = url.searchParams.get('name') ?? '';
+        const type = url.searchParams.get('type') ?? '';
+        const verdict = files.verifyDownload(download[1]!, name, type, exp, sig);
+        if (verdict !== 'ok') return send(res, 403, { detail: REFUSED[verdict] });
+        const size = await store.size(download[1]!);
+        if (size === undefined) return send(res, 404, { detail: 'Not found' });
+        const range = parseRange(req.headers.range, size);
+        if (range === 'invalid') return send(res, 416, { detail: 'Range not satisfiable' }, { 'Content-Range': `bytes */${size}` });
+        const headers: http.OutgoingHttpHeaders = {
+          'Content-Type': type || 'application/octet-stream',
+          'Content-Length': range ? range.end - range.start + 1 : size,
+          'Accept-Ranges': 'bytes',
+          'Cache-Control': 'private, max-age=300',
+          'X-Content-Type-Options': 'nosniff',
+          ...(name ? { 'Content-Disposition': contentDisposition(name) } : {}),
+          ...(range ? { 'Content-Range': `bytes ${range.start}-${range.end}/${size}` } : {}),
+        };
+        if (req.method === 'HEAD') {
+          res.writeHead(range ? 206 : 200, headers);
+          return res.end();
+        }
+        const stream = await store.read(download[1]!, range);
+        if (!stream) return send(res, 404, { detail: 'Not found' });
+        res.writeHead(range ? 206 : 200, headers);
+        stream.pipe(res);
+        stream.on('error', () => res.destroy());
+        res.on('close', () => stream.destroy());
+        return;
+      }
+      return send(res, upload || download ? 405 : 404, { detail: upload || download ? 'Method not allowed' : 'Not found' });
+    } catch (err) {
+      if (err instanceof TooLargeError) return send(res, 413, { detail: err.message }, { Connection: 'close' });
+      if (req.destroyed || (err as NodeJS.ErrnoException).code === 'ERR_STREAM_PREMATURE_CLOSE') {
+        logger.info({ path: redactUrl(req.url ?? '') }, 'upload cut off by the client; nothing kept');
+        return res.destroy();
+      }
+      if (err instanceof AppError) return send(res, err.code === Status.NOT_FOUND ? 404 : 400, { detail: err.message });
+      logger.error({ err, path: redactUrl(req.url ?? '') }, 'blob request failed');
+      return send(res, 500, { detail: 'Internal error' });
+    }
+  });
+}

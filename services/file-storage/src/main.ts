@@ -1,0 +1,54 @@
+/** Composition root of the file-storage service: config → database → blob store → HTTP + gRPC → signals. */
+import path from 'node:path';
+import { openDatabase } from '../../common/src/db.js';
+import { createLogger } from '../../common/src/logger.js';
+import { serveGrpc } from '../../common/src/service-host.js';
+import { runMain } from '../../common/src/shutdown.js';
+import { Signer, loadSigningSecret } from '../../common/src/signing.js';
+import { LocalBlobStore } from './blob-store.js';
+import { createBlobServer } from './blob.http.js';
+import { loadFileStorageConfig } from './config.js';
+import { FileRepository, migrations } from './file.repository.js';
+import { FileStorage } from './file-storage.js';
+import { createFileStorageServer } from './server.js';
+
+runMain('file-storage', async () => {
+  const config = loadFileStorageConfig();
+  const logger = createLogger('file-storage', config.logLevel);
+  const db = await openDatabase({ service: 'file-storage', dataDir: config.dataDir, databaseUrl: config.databaseUrl, migrations, logger });
+  const store = new LocalBlobStore(config.storageDir ?? path.join(config.dataDir, 'file-storage', 'blobs'));
+  const swept = await store.sweepTemporaries();
+  if (swept) logger.info({ swept }, 'removed partial uploads left by a previous process');
+  const files = new FileStorage({
+    repo: new FileRepository(db.knex),
+    store,
+    signer: new Signer(loadSigningSecret(config.signingSecret, config.dataDir, 'file-storage')),
+    logger,
+    publicUrl: config.publicUrl,
+    maxFileBytes: config.maxFileBytes,
+    uploadTtlSeconds: config.uploadTtlSeconds,
+    downloadTtlSeconds: config.downloadTtlSeconds,
+  });
+  const http = createBlobServer(files, store, logger);
+  await new Promise<void>((resolve, reject) => http.once('error', reject).listen(config.httpPort, config.httpHost, resolve));
+  logger.info({ host: config.httpHost, port: config.httpPort }, 'blob endpoint listening');
+  await serveGrpc({
+    logger,
+    server: createFileStorageServer({ logger, files }),
+    host: config.grpcHost,
+    port: config.grpcPort,
+    shutdownTimeoutMs: config.shutdownTimeoutMs,
+    stops: [
+      {
+        name: 'blob-http',
+        stop: () =>
+          new Promise<void>((resolve) => {
+            http.close(() => resolve());
+            http.closeIdleConnections();
+            setTimeout(() => http.closeAllConnections(), Math.floor(config.shutdownTimeoutMs / 4)).unref();
+          }),
+      },
+      { name: 'database', stop: () => db.stop() },
+    ],
+  });
+});

@@ -1,0 +1,66 @@
+import os from 'node:os';
+import path from 'node:path';
+import {
+  addressFields,
+  bool,
+  ConfigError,
+  commonFields,
+  grpcClientFields,
+  grpcFields,
+  int,
+  loadConfig,
+  natsFields,
+  oneOf,
+  optionalStr,
+  optionalUrl,
+  port,
+  str,
+  DEFAULT_PORTS,
+} from '../../common/src/config.js';
+
+export const liveViewConfigSpec = {
+  ...commonFields,
+  ...grpcFields(DEFAULT_PORTS.liveView),
+  ...natsFields,
+  ...grpcClientFields,
+  browserPoolAddr: addressFields.browserPoolAddr,
+  fileStorageAddr: addressFields.fileStorageAddr,
+  httpHost: str('LIVE_VIEW_HTTP_HOST', { default: '0.0.0.0', describe: 'Interface of the live view page and WebSocket' }),
+  httpPort: port('LIVE_VIEW_HTTP_PORT', { default: 8082, describe: 'Port of the live view page and WebSocket' }),
+  baseUrl: optionalUrl('LIVE_VIEW_BASE_URL', ['http', 'https'], { describe: 'Public base URL of live views ({live_view_host})' }),
+  signingSecret: optionalStr('SIGNING_SECRET', { minLength: 32, describe: 'HMAC secret of live view tokens' }),
+  tokenTtlSeconds: int('LIVE_VIEW_TOKEN_TTL_SECONDS', { default: 6 * 3600, min: 60, max: 7 * 86400, describe: 'Default lifetime of a live view link' }),
+  frameAncestors: str('LIVE_VIEW_FRAME_ANCESTORS', { default: '*', describe: "CSP frame-ancestors of the live view page: who may embed it ('*' = anyone, 'none' = nobody)" }),
+  maxViewerFps: int('LIVE_VIEW_MAX_FPS', { default: 30, min: 1, max: 60, describe: 'Most frames per second sent to one viewer' }),
+  maxUnackedFrames: int('LIVE_VIEW_MAX_UNACKED_FRAMES', { default: 2, min: 1, max: 16, describe: 'Frames a viewer may have in flight; a slower viewer skips to the newest frame' }),
+  feedLingerMs: int('LIVE_VIEW_FEED_LINGER_MS', { default: 3000, min: 0, max: 600000, describe: 'How long a browser’s frame feed stays open after its last viewer left (page reloads)' }),
+  maxViewersPerBrowser: int('LIVE_VIEW_MAX_VIEWERS_PER_BROWSER', { default: 50, min: 1, max: 10000, describe: 'Viewers of one browser at once' }),
+  recordingEnabled: bool('RECORDING_ENABLED', { default: true, describe: 'Record every browser to MP4' }),
+  recordingFps: int('RECORDING_FPS', { default: 10, min: 1, max: 30, describe: 'Frame rate of recordings' }),
+  recordingMaxWidth: int('RECORDING_MAX_WIDTH', { default: 1280, min: 160, max: 3840, describe: 'Recordings are scaled down to at most this width' }),
+  recordingMaxHeight: int('RECORDING_MAX_HEIGHT', { default: 1280, min: 120, max: 2160, describe: 'Recordings are scaled down to at most this height' }),
+  recordingCrf: int('RECORDING_CRF', { default: 30, min: 0, max: 51, describe: 'x264 constant rate factor (higher = smaller, blurrier)' }),
+  recordingPreset: oneOf('RECORDING_PRESET', ['ultrafast', 'superfast', 'veryfast', 'faster', 'fast', 'medium'] as const, { default: 'superfast', describe: 'x264 preset (faster = less CPU, larger files)' }),
+  recordingDir: optionalStr('RECORDING_DIR', { describe: 'Where recordings in progress live; default DATA_DIR/live-view/recordings' }),
+  recordingUrlTtlSeconds: int('RECORDING_URL_TTL_SECONDS', { default: 3600, min: 60, max: 7 * 86400, describe: 'Lifetime of a recording download link' }),
+  recordingFinalizeConcurrency: int('RECORDING_FINALIZE_CONCURRENCY', { default: 2, min: 1, max: 64, describe: 'Recordings finalised (concatenated and uploaded) at once' }),
+  ffmpegPath: str('FFMPEG_PATH', { default: 'ffmpeg', describe: 'ffmpeg executable' }),
+  ffprobePath: str('FFPROBE_PATH', { default: 'ffprobe', describe: 'ffprobe executable' }),
+  instanceId: str('LIVE_VIEW_INSTANCE_ID', { default: os.hostname(), describe: 'Names this process in the recordings table (its recordings are resumed by the next process of the same name)' }),
+};
+
+export type LiveViewConfig = ReturnType<typeof loadLiveViewConfig>;
+
+/** The live-view service's configuration from the environment. */
+export function loadLiveViewConfig(env: Record<string, string | undefined> = process.env) {
+  const c = loadConfig(liveViewConfigSpec, env);
+  // A CSP source list goes into a header as is: no directive separators, no line breaks.
+  if (!/^[\x21-\x7e ]+$/.test(c.frameAncestors) || /[;,]/.test(c.frameAncestors)) {
+    throw new ConfigError(["LIVE_VIEW_FRAME_ANCESTORS must be a CSP source list such as '*', 'self' or 'https://app.example.com https://*.example.com'"]);
+  }
+  return {
+    ...c,
+    baseUrl: c.baseUrl ?? `http://localhost:${c.httpPort}`,
+    recordingDir: path.resolve(c.recordingDir ?? path.join(c.dataDir, 'live-view', 'recordings')),
+  };
+}

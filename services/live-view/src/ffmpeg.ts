@@ -1,0 +1,100 @@
+/**
+ * Short ffmpeg and ffprobe jobs (probe a part, pull its last frame, join parts into the MP4),
+ * each bounded in time. `stop()` kills whatever is still running.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs/promises';
+
+export interface FfmpegPaths {
+  ffmpegPath: string;
+  ffprobePath: string;
+}
+
+export class FfmpegError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = this.constructor.name;
+  }
+}
+
+export class Ffmpeg {
+  readonly paths: FfmpegPaths;
+  readonly #children = new Set<ChildProcess>();
+  #stopped = false;
+
+  constructor(paths: FfmpegPaths) {
+    this.paths = paths;
+  }
+
+  /** Runs a tool to completion; rejects on a non-zero exit, a timeout or stop(). */
+  run(bin: string, args: string[], timeoutMs: number): Promise<Buffer> {
+    if (this.#stopped) return Promise.reject(new FfmpegError('stopped'));
+    return new Promise((resolve, reject) => {
+      const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+      this.#children.add(child);
+      const out: Buffer[] = [];
+      let err = '';
+      child.stdout!.on('data', (c: Buffer) => out.push(c));
+      child.stderr!.on('data', (c: Buffer) => (err = (err + c.toString()).slice(-2000)));
+      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+      child.once('error', (e) => {
+        clearTimeout(timer);
+        this.#children.delete(child);
+        reject(new FfmpegError(`${bin} could not start: ${e.message}`, { cause: e }));
+      });
+      child.once('close', (code, signal) => {
+        clearTimeout(timer);
+        this.#children.delete(child);
+        if (code === 0) resolve(Buffer.concat(out));
+        else reject(new FfmpegError(`${bin} ${signal ? `was killed (${signal})` : `exited with ${code}`}: ${err.trim().split('\n').slice(-3).join(' | ')}`));
+      });
+    });
+  }
+
+  /** Video packets (frames) in a file; 0 when it has none or cannot be read. */
+  async countFrames(file: string): Promise<number> {
+    try {
+      const out = await this.run(this.paths.ffprobePath, ['-v', 'error', '-select_streams', 'v:0', '-count_packets', '-show_entries', 'stream=nb_read_packets', '-of', 'csv=p=0', file], 60000);
+      const n = Number.parseInt(out.toString().trim(), 10);
+      return Number.isFinite(n) ? n : 0;
+    } catch {
+      return 0;
+    }
+  }
+
+  /** The container's duration in ms. */
+  async durationMs(file: string): Promise<number> {
+    const out = await this.run(this.paths.ffprobePath, ['-v', 'error', '-show_entries', 'format=duration', '-of', 'csv=p=0', file], 30000);
+    return Math.round(Number.parseFloat(out.toString().trim()) * 1000);
+  }
+
+  /** The last frame of a video as a JPEG; undefined when none can be decoded. */
+  async lastFrame(file: string, scratch: string): Promise<Buffer | undefined> {
+    try {
+      await this.run(this.paths.ffmpegPath, ['-v', 'error', '-y', '-sseof', '-3', '-i', file, '-an', '-update', '1', '-q:v', '3', scratch], 60000);
+      return await fs.readFile(scratch);
+    } catch {
+      return undefined;
+    } finally {
+      await fs.rm(scratch, { force: true });
+    }
+  }
+
+  /** Joins parts (same codec and size) into one MP4 with the index up front, without re-encoding. */
+  async concat(parts: string[], listFile: string, out: string): Promise<void> {
+    const list = parts.map((p) => `file '${p.replace(/'/g, "'\\''")}'`).join('\n') + '\n';
+    await fs.writeFile(listFile, list);
+    try {
+      await this.run(this.paths.ffmpegPath, ['-v', 'error', '-y', '-f', 'concat', '-safe', '0', '-i', listFile, '-map', '0:v:0', '-c', 'copy', '-movflags', '+faststart', '-f', 'mp4', out], 10 * 60000);
+    } finally {
+      await fs.rm(listFile, { force: true });
+    }
+  }
+
+  /** Kills every running job. Idempotent. */
+  stop(): void {
+    this.#stopped = true;
+    for (const c of this.#children) c.kill('SIGKILL');
+    this.#children.clear();
+  }
+}

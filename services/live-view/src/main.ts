@@ -1,0 +1,84 @@
+/** Composition root of the live-view service: config → database → bus → recorder → HTTP edge + gRPC → signals. */
+import { connectBus } from '../../common/src/bus.js';
+import { openDatabase } from '../../common/src/db.js';
+import { createLogger } from '../../common/src/logger.js';
+import { serveGrpc } from '../../common/src/service-host.js';
+import { runMain } from '../../common/src/shutdown.js';
+import { Signer, loadSigningSecret } from '../../common/src/signing.js';
+import { loadLiveViewConfig } from './config.js';
+import { Ffmpeg } from './ffmpeg.js';
+import { createLiveViewHttp } from './live-view.http.js';
+import { loadPageAssets } from './page-assets.js';
+import { createPoolClient } from './pool-client.js';
+import { Recorder } from './recorder.js';
+import { RecordingRepository, migrations } from './recording.repository.js';
+import { Finalizer } from './recording-finalizer.js';
+import { createRecordingStore } from './recording-store.js';
+import { createLiveViewServer } from './server.js';
+import { ViewerHub } from './viewer-hub.js';
+
+runMain('live-view', async () => {
+  const config = loadLiveViewConfig();
+  const logger = createLogger('live-view', config.logLevel);
+  const db = await openDatabase({ service: 'live-view', dataDir: config.dataDir, databaseUrl: config.databaseUrl, migrations, logger });
+  const bus = await connectBus(config.natsUrl, 'live-view', logger);
+  const signer = new Signer(loadSigningSecret(config.signingSecret, config.dataDir, 'live-view'));
+  const pool = createPoolClient(config.browserPoolAddr, config.grpcDeadlineMs);
+  const store = createRecordingStore(config.fileStorageAddr, config.grpcDeadlineMs);
+  const ffmpeg = new Ffmpeg({ ffmpegPath: config.ffmpegPath, ffprobePath: config.ffprobePath });
+  const repo = new RecordingRepository(db.knex);
+  const settings = {
+    ffmpegPath: config.ffmpegPath,
+    fps: config.recordingFps,
+    crf: config.recordingCrf,
+    preset: config.recordingPreset,
+    dir: config.recordingDir,
+    maxWidth: config.recordingMaxWidth,
+    maxHeight: config.recordingMaxHeight,
+  };
+  const finalizer = new Finalizer({ repo, store, ffmpeg, dir: config.recordingDir, concurrency: config.recordingFinalizeConcurrency, logger });
+  const recorder = new Recorder({ repo, source: pool, finalizer, ffmpeg, settings, instanceId: config.instanceId, logger });
+  // Without recording, finished recordings are still served and unfinished ones still finalised.
+  await recorder.start(config.recordingEnabled ? bus.nc : undefined);
+
+  const hub = new ViewerHub({ source: pool, logger, lingerMs: config.feedLingerMs, maxViewersPerBrowser: config.maxViewersPerBrowser });
+  const http = createLiveViewHttp({
+    signer,
+    hub,
+    source: pool,
+    assets: loadPageAssets(),
+    logger,
+    frameAncestors: config.frameAncestors,
+    maxUnacked: config.maxUnackedFrames,
+    maxFps: config.maxViewerFps,
+  });
+  await new Promise<void>((resolve, reject) => http.server.once('error', reject).listen(config.httpPort, config.httpHost, resolve));
+  logger.info({ host: config.httpHost, port: config.httpPort }, 'live view page listening');
+
+  await serveGrpc({
+    logger,
+    server: createLiveViewServer({
+      logger,
+      signer,
+      baseUrl: config.baseUrl,
+      tokenTtlSeconds: config.tokenTtlSeconds,
+      recordings: recorder,
+      store,
+      recordingUrlTtlSeconds: config.recordingUrlTtlSeconds,
+      recordingEnabled: config.recordingEnabled,
+    }),
+    host: config.grpcHost,
+    port: config.grpcPort,
+    shutdownTimeoutMs: config.shutdownTimeoutMs,
+    stops: [
+      { name: 'live-view-http', stop: () => http.stop() },
+      { name: 'viewer-hub', stop: () => hub.stop() },
+      { name: 'recorder', stop: () => recorder.stop() },
+      { name: 'finalizer', stop: () => finalizer.stop(Math.floor(config.shutdownTimeoutMs / 4)) },
+      { name: 'ffmpeg', stop: () => ffmpeg.stop() },
+      { name: 'clients', stop: () => (pool.close(), store.close()) },
+      { name: 'nats', stop: () => bus.stop() },
+      { name: 'database', stop: () => db.stop() },
+    ],
+  });
+});

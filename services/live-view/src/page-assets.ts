@@ -1,0 +1,40 @@
+/**
+ * The live view page's files (HTML template, script, stylesheet), read once at start. They are
+ * plain files beside the sources; the built service (dist/) reads them from the sources too.
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export interface PageAssets {
+  /** HTML with {{placeholders}}. */
+  template: string;
+  script: Buffer;
+  style: Buffer;
+  /** Changes whenever a file changes (cache busting). */
+  version: string;
+}
+
+function pageDir(): string {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const candidates = [path.join(here, 'page'), path.join(here.replace(`${path.sep}dist${path.sep}`, path.sep), 'page')];
+  const found = candidates.find((d) => fs.existsSync(path.join(d, 'live-view.html')));
+  if (!found) throw new Error(`live view page files not found (looked in ${candidates.join(', ')})`);
+  return found;
+}
+
+export function loadPageAssets(dir = pageDir()): PageAssets {
+  const template = fs.readFileSync(path.join(dir, 'live-view.html'), 'utf8');
+  const script = fs.readFileSync(path.join(dir, 'live-view.js'));
+  const style = fs.readFileSync(path.join(dir, 'live-view.css'));
+  const version = createHash('sha256').update(template).update(script).update(style).digest('hex').slice(0, 12);
+  return { template, script, style, version };
+}
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+/** Fills `{{name}}` placeholders with HTML-escaped values. */
+export function renderTemplate(template: string, values: Record<string, string>): string {
+  return template.replace(/\{\{(\w+)\}\}/g, (_m, name: string) => (values[name] ?? '').replace(/[&<>"']/g, (c) => ESCAPES[c]!));
+}

@@ -1,0 +1,138 @@
+/**
+ * One ffmpeg child encoding one part of a recording: JPEG ticks in on stdin, H.264 (yuv420p) in
+ * MPEG-TS out. MPEG-TS because a part cut off by a crash stays readable up to its last packet;
+ * zerolatency because every frame then reaches the file at once (nothing waits in a lookahead).
+ * The child's pid is kept beside the part so a successor process can reap an orphan.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import type { Logger } from '../../common/src/logger.js';
+
+export interface EncoderSettings {
+  ffmpegPath: string;
+  fps: number;
+  crf: number;
+  preset: string;
+}
+
+export interface PartEncoderOptions extends EncoderSettings {
+  file: string;
+  width: number;
+  height: number;
+  logger: Logger;
+  /** Bytes queued for ffmpeg beyond which the encoder counts as backlogged. */
+  maxBacklogBytes?: number;
+}
+
+export function encoderArgs(o: { fps: number; crf: number; preset: string; width: number; height: number; file: string }): string[] {
+  const { width: w, height: h } = o;
+  return [
+    '-hide_banner', '-loglevel', 'error',
+    '-f', 'image2pipe', '-c:v', 'mjpeg', '-framerate', String(o.fps), '-i', 'pipe:0',
+    // Frames of another size (a resized window, another tab) are fitted in, never stretched.
+    '-vf', `scale=${w}:${h}:force_original_aspect_ratio=decrease:flags=bilinear,pad=${w}:${h}:(ow-iw)/2:(oh-ih)/2:color=black,format=yuv420p`,
+    '-c:v', 'libx264', '-preset', o.preset, '-tune', 'zerolatency', '-crf', String(o.crf), '-g', String(o.fps * 2), '-threads', '1', '-pix_fmt', 'yuv420p',
+    '-f', 'mpegts', '-muxdelay', '0', '-muxpreload', '0', '-flush_packets', '1', '-y', o.file,
+  ];
+}
+
+export class PartEncoder {
+  readonly file: string;
+  readonly #child: ChildProcess;
+  readonly #o: PartEncoderOptions;
+  readonly #exited: Promise<void>;
+  #finishing = false;
+  #failed = false;
+  #framesQueued = 0;
+
+  constructor(o: PartEncoderOptions) {
+    this.#o = o;
+    this.file = o.file;
+    this.#child = spawn(o.ffmpegPath, encoderArgs(o), { stdio: ['pipe', 'ignore', 'pipe'] });
+    let stderr = '';
+    this.#child.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-2000)));
+    this.#child.stdin!.on('error', () => (this.#failed = true));
+    if (this.#child.pid) fs.writeFileSync(`${o.file}.pid`, String(this.#child.pid));
+    this.#exited = new Promise<void>((resolve) => {
+      const done = (error: string | undefined) => {
+        fs.rmSync(`${o.file}.pid`, { force: true });
+        if (error && !this.#finishing) {
+          this.#failed = true;
+          o.logger.error({ file: o.file, error }, 'ffmpeg stopped unexpectedly; the next frames go to a new part');
+        }
+        resolve();
+      };
+      this.#child.once('error', (e) => done(`ffmpeg could not start: ${e.message}`));
+      this.#child.once('close', (code, signal) => done(code === 0 && this.#finishing ? undefined : `exit ${code ?? signal}: ${stderr.trim().split('\n').slice(-2).join(' | ')}`));
+    });
+  }
+
+  /** Frames handed to ffmpeg so far. */
+  get framesQueued(): number {
+    return this.#framesQueued;
+  }
+
+  get failed(): boolean {
+    return this.#failed;
+  }
+
+  /** True while ffmpeg is behind by more than the backlog bound. */
+  get backlogged(): boolean {
+    return this.#child.stdin!.writableLength > (this.#o.maxBacklogBytes ?? 32 * 1024 * 1024);
+  }
+
+  /** Queues `count` copies of a JPEG (the same buffer; nothing is copied). */
+  write(jpeg: Buffer, count: number): void {
+    if (this.#failed || this.#finishing) return;
+    const stdin = this.#child.stdin!;
+    for (let i = 0; i < count; i++) stdin.write(jpeg);
+    this.#framesQueued += count;
+  }
+
+  /** Closes the input and waits for ffmpeg to write the rest; kills it after `timeoutMs`. */
+  async finish(timeoutMs: number): Promise<void> {
+    if (!this.#finishing) {
+      this.#finishing = true;
+      this.#child.stdin!.end();
+    }
+    const timer = setTimeout(() => this.#child.kill('SIGKILL'), timeoutMs);
+    await this.#exited;
+    clearTimeout(timer);
+  }
+
+  /** Kills ffmpeg at once (what it wrote so far stays readable). Idempotent. */
+  async kill(): Promise<void> {
+    this.#finishing = true;
+    this.#child.stdin!.destroy();
+    this.#child.kill('SIGKILL');
+    await this.#exited;
+  }
+}
+
+/** Kills ffmpeg children a crashed predecessor left writing parts under `dir`. */
+export function reapOrphanEncoders(dir: string, logger: Logger): number {
+  let reaped = 0;
+  const walk = (d: string) => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = `${d}/${e.name}`;
+      if (e.isDirectory()) walk(p);
+      else if (e.name.endsWith('.pid')) {
+        const pid = Number(fs.readFileSync(p, 'utf8'));
+        try {
+          // Only our ffmpeg: the pid may have been reused since.
+          const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+          if (cmd.includes(p.slice(0, -'.pid'.length))) {
+            process.kill(pid, 'SIGKILL');
+            reaped++;
+          }
+        } catch {
+          /* gone */
+        }
+        fs.rmSync(p, { force: true });
+      }
+    }
+  };
+  if (fs.existsSync(dir)) walk(dir);
+  if (reaped) logger.warn({ reaped }, 'killed encoders left by a previous process');
+  return reaped;
+}

@@ -1,0 +1,123 @@
+/**
+ * Turns a stopped browser's parts into its MP4: join them (no re-encoding, index up front),
+ * store the file in file-storage, then mark the recording ready and delete the parts. Each step
+ * can be repeated, so a crash anywhere leads to the same result on the next start; the row only
+ * says `ready` once the MP4 is stored. A few at a time; failures are retried with backoff.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Logger } from '../../common/src/logger.js';
+import type { Ffmpeg } from './ffmpeg.js';
+import type { RecordingRepository } from './recording.repository.js';
+import { recordingKey, type RecordingStore } from './recording-store.js';
+
+export interface FinalizerOptions {
+  repo: RecordingRepository;
+  store: RecordingStore;
+  ffmpeg: Ffmpeg;
+  /** Root of the parts (one folder per browser). */
+  dir: string;
+  concurrency: number;
+  logger: Logger;
+  maxAttempts?: number;
+  retryBaseMs?: number;
+}
+
+export class Finalizer {
+  readonly #o: FinalizerOptions;
+  readonly #queue: string[] = [];
+  readonly #running = new Map<string, Promise<void>>();
+  readonly #retries = new Map<string, NodeJS.Timeout>();
+  #stopped = false;
+
+  constructor(options: FinalizerOptions) {
+    this.#o = options;
+  }
+
+  /** Queues a `finalizing` recording (once, however often it is asked). */
+  enqueue(browserId: string): void {
+    if (this.#stopped || this.#running.has(browserId) || this.#queue.includes(browserId)) return;
+    clearTimeout(this.#retries.get(browserId));
+    this.#retries.delete(browserId);
+    this.#queue.push(browserId);
+    this.#pump();
+  }
+
+  #pump(): void {
+    while (!this.#stopped && this.#running.size < this.#o.concurrency && this.#queue.length) {
+      const id = this.#queue.shift()!;
+      const job = this.#attempt(id).finally(() => {
+        this.#running.delete(id);
+        this.#pump();
+      });
+      this.#running.set(id, job);
+    }
+  }
+
+  async #attempt(browserId: string): Promise<void> {
+    const log = this.#o.logger.child({ browserId });
+    try {
+      await this.finalize(browserId);
+    } catch (err) {
+      if (this.#stopped) return; // killed by stop(); the next process picks it up
+      const message = err instanceof Error ? err.message : String(err);
+      const attempts = await this.#o.repo.recordAttempt(browserId, message).catch(() => Number.MAX_SAFE_INTEGER);
+      if (attempts >= (this.#o.maxAttempts ?? 8)) {
+        log.error({ err, attempts }, 'recording could not be stored; giving up');
+        await this.#o.repo.markEnded(browserId, 'failed', message).catch(() => {});
+        await this.#cleanup(browserId);
+        return;
+      }
+      const wait = Math.min((this.#o.retryBaseMs ?? 1000) * 2 ** (attempts - 1), 60000);
+      log.warn({ err: message, attempts, retryInMs: wait }, 'recording not stored yet; retrying');
+      this.#retries.set(
+        browserId,
+        setTimeout(() => {
+          this.#retries.delete(browserId);
+          this.enqueue(browserId);
+        }, wait),
+      );
+    }
+  }
+
+  /** Joins, stores and marks one recording ready. Safe to repeat. */
+  async finalize(browserId: string): Promise<void> {
+    const row = await this.#o.repo.get(browserId);
+    if (!row || row.state !== 'finalizing') return;
+    const usable: string[] = [];
+    for (const p of await this.#o.repo.parts(browserId)) {
+      if (fs.existsSync(p.file) && fs.statSync(p.file).size > 0 && (await this.#o.ffmpeg.countFrames(p.file)) > 0) usable.push(p.file);
+    }
+    if (!usable.length) {
+      await this.#o.repo.markEnded(browserId, 'empty');
+      await this.#cleanup(browserId);
+      this.#o.logger.info({ browserId }, 'browser showed nothing; no recording');
+      return;
+    }
+    const dir = path.join(this.#o.dir, browserId);
+    const out = path.join(dir, 'recording.mp4');
+    await this.#o.ffmpeg.concat(usable, path.join(dir, 'parts.txt'), out);
+    const durationMs = await this.#o.ffmpeg.durationMs(out);
+    const key = recordingKey(browserId);
+    const { sizeBytes } = await this.#o.store.put(row.projectId, key, out);
+    await this.#o.repo.markReady(browserId, { objectKey: key, sizeBytes, durationMs });
+    await this.#cleanup(browserId);
+    this.#o.logger.info({ browserId, durationMs, sizeBytes, parts: usable.length }, 'recording stored');
+  }
+
+  async #cleanup(browserId: string): Promise<void> {
+    await fs.promises.rm(path.join(this.#o.dir, browserId), { recursive: true, force: true });
+    await this.#o.repo.deleteParts(browserId).catch(() => {});
+  }
+
+  /** Stops taking work and waits up to `timeoutMs` for running jobs (the caller kills ffmpeg after). Idempotent. */
+  async stop(timeoutMs: number): Promise<void> {
+    this.#stopped = true;
+    this.#queue.length = 0;
+    for (const t of this.#retries.values()) clearTimeout(t);
+    this.#retries.clear();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.allSettled([...this.#running.values()]), new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,44 @@
+/** The agent registry (DESIGN §2 "Agents"): what each agent is for and how it is watched. */
+import { Agent, Capability, SessionKind, WatchVerb, type AgentInfo } from '../../../gen/ats/run/v1/run.js';
+
+export const AGENTS: readonly AgentInfo[] = [
+  {
+    name: 'browser-agent',
+    agent: Agent.AGENT_BROWSER_AGENT,
+    capabilities: [Capability.CAPABILITY_BROWSER, Capability.CAPABILITY_FILES],
+    sessionKind: SessionKind.SESSION_KIND_DISPOSABLE,
+    watch: WatchVerb.WATCH_VERB_STEPS,
+    run: 'POST /api/v1/agents/browser-agent/runs',
+    bestFor: [
+      'Navigating websites, clicking, filling forms and extracting what a page shows.',
+      'Questions answered by reading one or a few pages; the answer comes back inline in result.',
+      'Logged-in work with a saved browser profile.',
+    ],
+    notFor: [
+      'Processing data or producing large outputs as files (use browsercode).',
+      'Work that needs code or a terminal.',
+    ],
+    exampleTasks: [
+      'Open https://example.com and tell me the page title.',
+      'Go to the pricing page and return the plans as JSON: [{"name": string, "priceUsd": number}].',
+    ],
+  },
+  {
+    name: 'browsercode',
+    agent: Agent.AGENT_BROWSERCODE,
+    capabilities: [Capability.CAPABILITY_BROWSER, Capability.CAPABILITY_CODE, Capability.CAPABILITY_TERMINAL, Capability.CAPABILITY_FILES],
+    sessionKind: SessionKind.SESSION_KIND_DURABLE,
+    watch: WatchVerb.WATCH_VERB_EVENTS,
+    run: 'POST /api/v1/agents/browsercode/runs',
+    bestFor: [
+      'Multi-step work that mixes a browser with code, files and a terminal.',
+      'Data processing whose result is a file (CSV, JSON, reports) fetched with kind=output.',
+      'Conversations that keep files on a disk across turns.',
+    ],
+    notFor: ['A quick answer from one page (browser-agent is faster).'],
+    exampleTasks: [
+      'Download the table on https://example.com/data, compute the monthly totals and save them to totals.csv.',
+      'Read input.json from the disk, keep the entries with status "open" and save them to open.json.',
+    ],
+  },
+];

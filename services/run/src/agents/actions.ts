@@ -1,0 +1,48 @@
+/** The actions an agent can take in a browser, as models (and the builtin interpreter) name them. */
+
+export type ScrollDirection = 'down' | 'up' | 'bottom' | 'top';
+export type ExtractWhat = 'title' | 'heading' | 'text' | 'links' | 'table' | 'url';
+
+export type Action =
+  | { name: 'navigate'; url: string }
+  | { name: 'click'; index: number }
+  | { name: 'type'; index: number; text: string; submit?: boolean }
+  | { name: 'select'; index: number; option: string }
+  | { name: 'press'; key: string }
+  | { name: 'scroll'; direction: ScrollDirection }
+  | { name: 'back' }
+  | { name: 'wait'; text?: string; seconds?: number }
+  | { name: 'extract'; what: ExtractWhat; index?: number; selector?: string }
+  | { name: 'switch_tab'; tab: number }
+  | { name: 'upload'; index: number; path: string }
+  | { name: 'done'; result: string };
+
+/** One line describing an action, as stored in a step's `action`. */
+export function describeAction(a: Action): string {
+  switch (a.name) {
+    case 'navigate':
+      return `navigate ${a.url}`;
+    case 'click':
+      return `click [${a.index}]`;
+    case 'type':
+      return `type ${JSON.stringify(a.text.length > 60 ? `${a.text.slice(0, 57)}...` : a.text)} into [${a.index}]${a.submit ? ' and submit' : ''}`;
+    case 'select':
+      return `select ${JSON.stringify(a.option)} in [${a.index}]`;
+    case 'press':
+      return `press ${a.key}`;
+    case 'scroll':
+      return `scroll ${a.direction}`;
+    case 'back':
+      return 'go back';
+    case 'wait':
+      return a.text !== undefined ? `wait for ${JSON.stringify(a.text)}` : `wait ${a.seconds ?? 1}s`;
+    case 'extract':
+      return `extract ${a.what}${a.index !== undefined ? ` of [${a.index}]` : a.selector ? ` of ${a.selector}` : ''}`;
+    case 'switch_tab':
+      return `switch to tab ${a.tab}`;
+    case 'upload':
+      return `upload ${a.path} into [${a.index}]`;
+    case 'done':
+      return 'done';
+  }
+}

@@ -1,0 +1,91 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { BuiltinModel, findElement, parseTask, splitInstructions } from './builtin-model.js';
+import { ElementNotFound, ModelError, type DecideInput, type PageElement } from './model.js';
+
+const el = (index: number, over: Partial<PageElement>): PageElement => ({ index, tag: 'input', role: '', type: 'text', text: '', label: '', placeholder: '', name: '', id: '', href: '', ...over });
+
+test('when a task is split, then sentences and lines separate but quotes and URLs stay whole', () => {
+  assert.deepEqual(splitInstructions("Open http://127.0.0.1:8080/form.html. Type 'Hello. World' into 'Name'.\nThen click 'Send'; extract the heading"), [
+    'Open http://127.0.0.1:8080/form.html',
+    "Type 'Hello. World' into 'Name'",
+    "click 'Send'",
+    'extract the heading',
+  ]);
+  assert.deepEqual(splitInstructions('1. Go to example.com\n2. Read the page\'s title.'), ['Go to example.com', "Read the page's title"]);
+});
+
+test('when explicit instructions are parsed, then each becomes its intent', () => {
+  const parsed = parseTask(
+    [
+      'Open http://localhost:1234/a.html',
+      "Fill in 'Email' with 'ada@example.com'",
+      'Type "Ada Lovelace" into the "Full name" field and submit',
+      "Select 'Blue' from the 'Colour' dropdown",
+      'Press Enter',
+      'Click the link "Next page"',
+      'Scroll down to the bottom',
+      "Wait for 'Thank you'",
+      "Upload 'cv.pdf' into 'Resume'",
+      'Extract the table as JSON',
+      "Get the text of '#confirmation'",
+      'List all links',
+      'Read the main heading',
+      "Answer 'ok'",
+    ].join('\n'),
+  ).map((i) => i.intent);
+  assert.deepEqual(parsed, [
+    { kind: 'navigate', url: 'http://localhost:1234/a.html' },
+    { kind: 'type', value: 'ada@example.com', target: 'Email', submit: false },
+    { kind: 'type', value: 'Ada Lovelace', target: 'Full name', submit: true },
+    { kind: 'select', value: 'Blue', target: 'Colour' },
+    { kind: 'press', key: 'Enter' },
+    { kind: 'click', target: 'Next page', hint: 'link' },
+    { kind: 'scroll', direction: 'bottom' },
+    { kind: 'wait', text: 'Thank you' },
+    { kind: 'upload', file: 'cv.pdf', target: 'Resume' },
+    { kind: 'extract', what: 'table' },
+    { kind: 'extract', what: 'text', target: '#confirmation' },
+    { kind: 'extract', what: 'links' },
+    { kind: 'extract', what: 'heading' },
+    { kind: 'answer', text: 'ok' },
+  ]);
+});
+
+test('when one instruction cannot be parsed, then the error quotes it', () => {
+  assert.throws(() => parseTask('Open http://x.test\nFigure out the cheapest flight to Lisbon\nExtract the title'), (err: unknown) => {
+    assert.ok(err instanceof ModelError);
+    assert.match(err.message, /cannot follow this step: "Figure out the cheapest flight to Lisbon"/);
+    return true;
+  });
+});
+
+test('when elements are looked up, then labels, placeholders, names and texts match, fields before buttons', () => {
+  const els = [el(1, { label: 'Full name' }), el(2, { placeholder: 'you@example.com', name: 'email' }), el(3, { tag: 'button', type: 'submit', text: 'Submit order' }), el(4, { tag: 'a', text: 'Next page', href: 'x' }), el(5, { type: 'file', label: 'Resume' })];
+  assert.equal(findElement(els, 'full name', 'field')?.index, 1);
+  assert.equal(findElement(els, 'Email', 'field')?.index, 2);
+  assert.equal(findElement(els, 'Submit', 'click')?.index, 3);
+  assert.equal(findElement(els, 'next page', 'click', 'link')?.index, 4);
+  assert.equal(findElement(els, 'Resume', 'file')?.index, 5);
+  assert.equal(findElement(els, 'Nowhere', 'click'), undefined);
+});
+
+test('when the builtin model runs, then it walks the instructions, resolves elements and answers with what it extracted', async () => {
+  const model = new BuiltinModel("Type 'Ada' into 'Name'. Click 'Send'. Extract the heading.");
+  const observation = { url: 'http://t/form', title: 'Form', text: '', tabs: [], elements: [el(7, { label: 'Name' }), el(8, { tag: 'button', text: 'Send' })] };
+  const input: DecideInput = { task: '', turns: [], observation, history: [], diskFiles: [] };
+  const signal = new AbortController().signal;
+  const d1 = await model.decide(input, signal);
+  assert.deepEqual(d1.action, { name: 'type', index: 7, text: 'Ada', submit: false });
+  input.history.push({ thought: d1.thought, action: d1.action });
+  assert.deepEqual((await model.decide(input, signal)).action, { name: 'click', index: 8 });
+  const d3 = await model.decide(input, signal);
+  assert.deepEqual(d3.action, { name: 'extract', what: 'heading' });
+  input.history.push({ thought: d3.thought, action: d3.action, extracted: 'Thanks, Ada' });
+  assert.deepEqual((await model.decide(input, signal)).action, { name: 'done', result: 'Thanks, Ada' });
+});
+
+test('when a named element is not on the page, then the model says which', async () => {
+  const model = new BuiltinModel("Click 'Missing'");
+  await assert.rejects(model.decide({ task: '', turns: [], observation: { url: 'http://t/', title: '', text: '', tabs: [], elements: [] }, history: [], diskFiles: [] }, new AbortController().signal), ElementNotFound);
+});

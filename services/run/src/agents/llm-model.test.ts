@@ -1,0 +1,117 @@
+/** The LLM model against a fake OpenAI-compatible server, driving real Chromium. */
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import puppeteer, { type Browser } from 'puppeteer-core';
+import { elementIndex, startFakeOpenAI, userText, type FakeOpenAI } from '../../../../test/support/fake-openai.js';
+import { serveSite, type TestSite } from '../../../../test/support/site.js';
+import { runBrowserAgent } from './browser-agent.js';
+import { ModelError, type Usage } from './model.js';
+import { createModelRegistry, type ModelRegistry } from './models.js';
+
+let site: TestSite;
+let browser: Browser;
+let fake: FakeOpenAI;
+let models: ModelRegistry;
+/** The same provider with room for the SDK's retry back-off (about 2 s) inside the model timeout. */
+let patient: ModelRegistry;
+
+before(async () => {
+  site = await serveSite();
+  fake = await startFakeOpenAI();
+  browser = await puppeteer.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'] });
+  models = createModelRegistry({
+    openaiBaseUrl: fake.baseUrl,
+    openaiApiKey: 'sk-test-not-a-secret',
+    openaiModels: ['fake-gpt'],
+    anthropicModels: [],
+    prices: { 'fake-gpt': { input: 2, output: 10 } },
+    timeoutMs: 1500,
+    maxRetries: 1,
+  });
+  patient = createModelRegistry({ openaiBaseUrl: fake.baseUrl, openaiModels: ['fake-gpt'], anthropicModels: [], prices: {}, timeoutMs: 15000, maxRetries: 1 });
+});
+after(async () => {
+  await browser.close();
+  await fake.close();
+  await site.close();
+});
+beforeEach(() => {
+  fake.requests.length = 0;
+});
+
+async function run(task: string, registry = models) {
+  const usage: Usage[] = [];
+  const result = await runBrowserAgent({
+    browser,
+    model: registry.create('fake-gpt', task),
+    task,
+    turns: [{ task: 'an earlier turn', result: 'its answer' }],
+    diskFiles: [],
+    maxSteps: 20,
+    deadline: Date.now() + 60000,
+    actionTimeoutMs: 10000,
+    signal: new AbortController().signal,
+    recordStep: async () => {},
+    recordUsage: async (u) => void usage.push(u),
+  });
+  return { result, usage };
+}
+
+describe('an OpenAI-compatible model', () => {
+  test('when the model fills the form through tool calls, then each request carries the page state and tokens and cost add up', async () => {
+    fake.script = (req, n) => {
+      switch (n) {
+        case 0:
+          return { tool: 'navigate', args: { url: site.url('run-form.html') } };
+        case 1:
+          return { tool: 'type', args: { index: elementIndex(req, /label="Full name"/), text: 'Grace Hopper' } };
+        case 2:
+          return { tool: 'click', args: { index: elementIndex(req, /<button.*Place order/) } };
+        case 3:
+          return { tool: 'wait', args: { text: 'Thank you' } };
+        case 4:
+          return { tool: 'extract', args: { what: 'text', selector: '#confirmation' } };
+        default: {
+          const answer = /→ (Thank you[^\n]*)/.exec(userText(req))![1]!;
+          return { tool: 'done', args: { result: answer } };
+        }
+      }
+    };
+    const { result, usage } = await run('Order a red lamp for Grace Hopper and tell me the confirmation.');
+    assert.equal(result, 'Thank you, Grace Hopper! A red lamp is on its way to .');
+    assert.equal(fake.requests.length, 6);
+    const first = fake.requests[0]!;
+    assert.equal(first.model, 'fake-gpt');
+    assert.ok(first.tools!.some((t) => t.function.name === 'click') && first.tools!.some((t) => t.function.name === 'done'));
+    assert.match(userText(first), /Task: Order a red lamp/);
+    assert.match(userText(first), /Turn 1 answer: its answer/, 'the earlier turn is in the conversation');
+    assert.match(userText(fake.requests[1]!), /URL: .*run-form\.html[\s\S]*label="Full name"/, 'the page state after navigating');
+    assert.match(userText(fake.requests[5]!), /Steps so far:[\s\S]*"click"/);
+    const total = usage.reduce((a, u) => ({ inputTokens: a.inputTokens + u.inputTokens, outputTokens: a.outputTokens + u.outputTokens }), { inputTokens: 0, outputTokens: 0 });
+    assert.deepEqual(total, { inputTokens: 600, outputTokens: 60 });
+    assert.equal(models.price('fake-gpt', total), (600 * 2 + 60 * 10) / 1e6);
+  });
+
+  test('when the provider keeps failing with 500, then the run fails with a clear error after the retry', async () => {
+    fake.script = () => ({ status: 500 });
+    await assert.rejects(run('anything', patient), (err: unknown) => err instanceof ModelError && /The model provider failed: HTTP 500/.test(err.message));
+    assert.equal(fake.requests.length, 2, 'one try and one retry');
+  });
+
+  test('when the provider fails once, then the call is retried and the run goes on', async () => {
+    fake.script = (_req, n) => (n === 0 ? { status: 503 } : { tool: 'done', args: { result: 'fine' } });
+    assert.equal((await run('anything', patient)).result, 'fine');
+  });
+
+  test('when the provider never answers, then the run fails at the model timeout instead of hanging', async () => {
+    fake.script = () => ({ hang: true });
+    const started = Date.now();
+    await assert.rejects(run('anything'), (err: unknown) => err instanceof ModelError && /did not answer within 2 s/.test(err.message));
+    assert.ok(Date.now() - started < 10000);
+  });
+
+  test('when the model makes a malformed tool call, then the run fails saying so', async () => {
+    fake.script = () => ({ tool: 'click', args: '{"index": "not a number"' });
+    await assert.rejects(run('anything'), (err: unknown) => err instanceof ModelError && /malformed tool call to "click"|invalid|tool/i.test(err.message));
+  });
+});

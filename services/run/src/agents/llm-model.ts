@@ -1,0 +1,135 @@
+/**
+ * An LLM behind the AI SDK (OpenAI-compatible endpoints, Anthropic) deciding one browser action
+ * per step through tool calling. Each call carries the task, earlier turns, the steps so far and
+ * the page state. Provider failures become clear run errors; a call never outlives its timeout.
+ */
+import { APICallError, generateText, jsonSchema, tool, type LanguageModel } from 'ai';
+import type { Action } from './actions.js';
+import { ModelError, type AgentModel, type DecideInput, type Decision, type StepMemory } from './model.js';
+import type { Observation } from './page-tools.js';
+
+const SYSTEM = `You operate a web browser to complete the user's task. Each turn you see the current page: its URL, title, tabs, the interactive elements as "[index] <tag> text", and the visible text. Call exactly one tool per turn. Refer to elements by their [index]. When the task is complete, or cannot be completed, call "done" with the answer for the user (plain text; if the task asks for JSON, the JSON text).`;
+
+const obj = (properties: Record<string, unknown>, required: string[] = []) => jsonSchema<any>({ type: 'object', properties, required, additionalProperties: false });
+const index = { type: 'integer', description: 'The [index] of the element' };
+
+/** The tools, one per action; their inputs are validated by the SDK against these schemas. */
+const TOOLS = {
+  navigate: tool({ description: 'Open a URL in the current tab', inputSchema: obj({ url: { type: 'string' } }, ['url']) }),
+  click: tool({ description: 'Click an element', inputSchema: obj({ index }, ['index']) }),
+  type: tool({ description: 'Replace the text of a field; submit=true presses Enter after', inputSchema: obj({ index, text: { type: 'string' }, submit: { type: 'boolean' } }, ['index', 'text']) }),
+  select: tool({ description: 'Choose an option of a <select> by its text', inputSchema: obj({ index, option: { type: 'string' } }, ['index', 'option']) }),
+  press: tool({ description: 'Press a key (Enter, Tab, Escape, ArrowDown, …)', inputSchema: obj({ key: { type: 'string' } }, ['key']) }),
+  scroll: tool({ description: 'Scroll the page', inputSchema: obj({ direction: { type: 'string', enum: ['down', 'up', 'bottom', 'top'] } }, ['direction']) }),
+  go_back: tool({ description: 'Go back in history', inputSchema: obj({}) }),
+  wait: tool({ description: 'Wait for a text to appear, or a number of seconds (max 10)', inputSchema: obj({ text: { type: 'string' }, seconds: { type: 'number' } }) }),
+  extract: tool({
+    description: 'Read something from the page: title, heading, url, links (JSON), table (JSON), or text (of an element by index or CSS selector, or the whole page)',
+    inputSchema: obj({ what: { type: 'string', enum: ['title', 'heading', 'text', 'links', 'table', 'url'] }, index, selector: { type: 'string' } }, ['what']),
+  }),
+  switch_tab: tool({ description: 'Switch to a tab by its number (0-based)', inputSchema: obj({ tab: { type: 'integer' } }, ['tab']) }),
+  upload: tool({ description: "Put a file from the run's disk into a file input", inputSchema: obj({ index, path: { type: 'string' } }, ['index', 'path']) }),
+  done: tool({ description: 'Finish with the answer for the user', inputSchema: obj({ result: { type: 'string' } }, ['result']) }),
+};
+
+/** The tool call the model made → an action. */
+export function toAction(name: string, input: Record<string, any>): Action {
+  switch (name) {
+    case 'go_back':
+      return { name: 'back' };
+    case 'navigate':
+    case 'click':
+    case 'type':
+    case 'select':
+    case 'press':
+    case 'scroll':
+    case 'wait':
+    case 'extract':
+    case 'switch_tab':
+    case 'upload':
+    case 'done':
+      return { name, ...input } as Action;
+    default:
+      throw new ModelError(`The model called an unknown tool "${name}"`);
+  }
+}
+
+/** The page as the model reads it. */
+export function describePage(o: Observation): string {
+  const els = o.elements
+    .map((e) => {
+      const words = [e.text, e.label && `label="${e.label}"`, e.placeholder && `placeholder="${e.placeholder}"`, e.name && `name="${e.name}"`, e.href && `href="${e.href}"`, e.options && `options=${JSON.stringify(e.options)}`].filter(Boolean).join(' ');
+      return `[${e.index}] <${e.tag}${e.type && e.tag === 'input' ? ` type=${e.type}` : ''}> ${words}`;
+    })
+    .join('\n');
+  const tabs = o.tabs.map((t) => `${t.active ? '*' : ' '} tab ${t.tab}: ${t.title} — ${t.url}`).join('\n');
+  return `URL: ${o.url}\nTitle: ${o.title}\nTabs:\n${tabs}\nInteractive elements:\n${els || '(none)'}\nVisible text:\n${o.text}`;
+}
+
+function describeHistory(h: StepMemory[]): string {
+  if (!h.length) return '(no steps yet)';
+  return h.map((s, i) => `${i + 1}. ${JSON.stringify(s.action)}${s.extracted !== undefined ? ` → ${s.extracted.slice(0, 2000)}` : ''}${s.error ? ` → FAILED: ${s.error}` : ''}`).join('\n');
+}
+
+export interface LlmModelOptions {
+  name: string;
+  model: LanguageModel;
+  timeoutMs: number;
+  maxRetries: number;
+}
+
+export class LlmModel implements AgentModel {
+  readonly name: string;
+  readonly #o: LlmModelOptions;
+
+  constructor(options: LlmModelOptions) {
+    this.name = options.name;
+    this.#o = options;
+  }
+
+  async decide(input: DecideInput, signal: AbortSignal): Promise<Decision> {
+    const turns = input.turns.map((t, i) => `Turn ${i + 1} task: ${t.task}\nTurn ${i + 1} answer: ${t.result ?? '(none)'}`).join('\n\n');
+    const prompt = [
+      turns && `Earlier in this conversation:\n${turns}`,
+      `Task: ${input.task}`,
+      input.diskFiles.length ? `Files on the run's disk: ${input.diskFiles.join(', ')}` : '',
+      `Steps so far:\n${describeHistory(input.history)}`,
+      `Current page:\n${describePage(input.observation)}`,
+    ]
+      .filter(Boolean)
+      .join('\n\n');
+    const timeout = AbortSignal.timeout(this.#o.timeoutMs);
+    let result;
+    try {
+      result = await generateText({
+        model: this.#o.model,
+        system: SYSTEM,
+        prompt,
+        tools: TOOLS,
+        toolChoice: 'required',
+        maxRetries: this.#o.maxRetries,
+        abortSignal: AbortSignal.any([signal, timeout]),
+      });
+    } catch (err) {
+      if (signal.aborted) throw err;
+      if (timeout.aborted) throw new ModelError(`The model did not answer within ${Math.round(this.#o.timeoutMs / 1000)} s`, { cause: err });
+      throw new ModelError(`The model provider failed: ${providerMessage(err)}`, { cause: err });
+    }
+    const usage = { inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0 };
+    const call = result.toolCalls[0];
+    if (!call) {
+      // A model that answers in prose instead of calling a tool has given its answer.
+      if (result.text.trim()) return { thought: 'answered without a tool', action: { name: 'done', result: result.text.trim() }, usage };
+      throw new ModelError('The model answered with neither a tool call nor text');
+    }
+    if ((call as { invalid?: boolean }).invalid) throw new ModelError(`The model made a malformed tool call to "${call.toolName}": ${String((call as { error?: unknown }).error ?? '').slice(0, 300)}`);
+    return { thought: result.text.trim() || `calls ${call.toolName}`, action: toAction(call.toolName, call.input as Record<string, any>), usage };
+  }
+}
+
+/** What went wrong at the provider, without echoing request bodies or keys. */
+function providerMessage(err: unknown): string {
+  const e = (err as { lastError?: unknown }).lastError ?? err;
+  if (APICallError.isInstance(e)) return `HTTP ${e.statusCode ?? '?'}${e.isRetryable ? ' (retried)' : ''}: ${(e.message ?? '').slice(0, 200)}`;
+  return ((e as Error).message ?? String(e)).split('\n')[0]!.slice(0, 200);
+}

@@ -1,0 +1,59 @@
+/** What an agent model sees and decides each step, whatever is behind it (an LLM or the builtin interpreter). */
+import type { Action } from './actions.js';
+import type { Observation, PageElement } from './page-tools.js';
+
+/** One earlier step of this run, as the model remembers it. */
+export interface StepMemory {
+  thought: string;
+  action: Action;
+  /** What an extraction returned. */
+  extracted?: string;
+  /** Why the action failed, when it did (the model may try something else). */
+  error?: string;
+}
+
+export interface DecideInput {
+  task: string;
+  /** Earlier turns of the session (follow-ups see the conversation). */
+  turns: { task: string; result: string | null }[];
+  observation: Observation;
+  history: StepMemory[];
+  /** Files on the run's disk, by path (for uploads). */
+  diskFiles: string[];
+}
+
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export interface Decision {
+  thought: string;
+  action: Action;
+  usage?: Usage;
+}
+
+export interface AgentModel {
+  readonly name: string;
+  decide(input: DecideInput, signal: AbortSignal): Promise<Decision>;
+}
+
+/** The model could not follow the task (unparseable instruction, malformed tool call, …): the run fails with this message. */
+export class ModelError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = this.constructor.name;
+  }
+}
+
+/** An element the model named is not (yet) on the page. */
+export class ElementNotFound extends Error {
+  readonly target: string;
+  constructor(target: string, url: string) {
+    super(`No element matching ${JSON.stringify(target)} on ${url}`);
+    this.name = this.constructor.name;
+    this.target = target;
+  }
+}
+
+export type { Observation, PageElement };

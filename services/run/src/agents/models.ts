@@ -1,0 +1,69 @@
+/**
+ * Which models a run may name, how to build one, and what its tokens cost. `builtin` needs no
+ * provider and is the default only when no provider is configured.
+ */
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { InvalidArgumentError } from '../../../common/src/errors.js';
+import { BuiltinModel } from './builtin-model.js';
+import { LlmModel } from './llm-model.js';
+import type { AgentModel, Usage } from './model.js';
+
+/** USD per million tokens. */
+export type PriceTable = Record<string, { input: number; output: number }>;
+
+export interface ModelsConfig {
+  openaiBaseUrl?: string | undefined;
+  openaiApiKey?: string | undefined;
+  /** Model names served by the OpenAI-compatible endpoint; empty = any name not claimed elsewhere. */
+  openaiModels: string[];
+  anthropicApiKey?: string | undefined;
+  anthropicBaseUrl?: string | undefined;
+  /** Model names routed to Anthropic; empty = names starting with "claude". */
+  anthropicModels: string[];
+  defaultModel?: string | undefined;
+  prices: PriceTable;
+  timeoutMs: number;
+  maxRetries: number;
+}
+
+export interface ModelRegistry {
+  /** The model used when a run names none. */
+  readonly defaultModel: string;
+  /** Throws InvalidArgumentError unless `name` can be used. */
+  check(name: string): void;
+  /** Builds the model for one run (the builtin parses the task here; its errors fail the run). */
+  create(name: string, task: string): AgentModel;
+  /** Cost in USD of `usage` on `model` (0 when the table has no price for it). */
+  price(name: string, usage: Usage): number;
+}
+
+export function createModelRegistry(c: ModelsConfig): ModelRegistry {
+  const openai = c.openaiBaseUrl ? createOpenAICompatible({ name: 'openai-compatible', baseURL: c.openaiBaseUrl, ...(c.openaiApiKey ? { apiKey: c.openaiApiKey } : {}), includeUsage: true }) : undefined;
+  const anthropic = c.anthropicApiKey ? createAnthropic({ apiKey: c.anthropicApiKey, ...(c.anthropicBaseUrl ? { baseURL: c.anthropicBaseUrl } : {}) }) : undefined;
+  const isAnthropic = (name: string) => Boolean(anthropic) && (c.anthropicModels.length ? c.anthropicModels.includes(name) : name.startsWith('claude'));
+  const isOpenai = (name: string) => Boolean(openai) && (c.openaiModels.length ? c.openaiModels.includes(name) : !isAnthropic(name));
+  const offered = () => ['builtin', ...c.openaiModels, ...c.anthropicModels].join(', ') + (openai && !c.openaiModels.length ? ', or any model of the OpenAI-compatible endpoint' : '');
+
+  const defaultModel = c.defaultModel ?? c.openaiModels[0] ?? c.anthropicModels[0] ?? (anthropic ? 'claude-sonnet-4-5' : undefined) ?? 'builtin';
+  if (defaultModel !== 'builtin' && !isOpenai(defaultModel) && !isAnthropic(defaultModel)) {
+    throw new InvalidArgumentError(`DEFAULT_MODEL ${defaultModel} is served by no configured provider`);
+  }
+  if (openai && !c.defaultModel && !c.openaiModels.length) throw new InvalidArgumentError('With OPENAI_BASE_URL set, set DEFAULT_MODEL or OPENAI_MODELS');
+
+  return {
+    defaultModel,
+    check(name) {
+      if (name !== 'builtin' && !isOpenai(name) && !isAnthropic(name)) throw new InvalidArgumentError(`Unknown model "${name}"; this service offers: ${offered()}`);
+    },
+    create(name, task) {
+      if (name === 'builtin') return new BuiltinModel(task);
+      const model = isAnthropic(name) ? anthropic!(name) : openai!.chatModel(name);
+      return new LlmModel({ name, model, timeoutMs: c.timeoutMs, maxRetries: c.maxRetries });
+    },
+    price(name, usage) {
+      const p = c.prices[name];
+      return p ? (usage.inputTokens * p.input + usage.outputTokens * p.output) / 1e6 : 0;
+    },
+  };
+}

@@ -1,0 +1,262 @@
+/**
+ * Observing a page and acting on it with puppeteer-core. Interactive elements get a stable index
+ * (a data attribute that survives re-observation of the same document), so a model can name
+ * "[3]" and mean the same element in the next step.
+ */
+import path from 'node:path';
+import type { Browser, ElementHandle, Page } from 'puppeteer-core';
+import { InvalidArgumentError } from '../../../common/src/errors.js';
+import type { Action, ExtractWhat } from './actions.js';
+
+export interface PageElement {
+  index: number;
+  tag: string;
+  role: string;
+  type: string;
+  text: string;
+  label: string;
+  placeholder: string;
+  name: string;
+  id: string;
+  href: string;
+  options?: string[];
+}
+
+export interface Observation {
+  url: string;
+  title: string;
+  elements: PageElement[];
+  text: string;
+  tabs: { tab: number; url: string; title: string; active: boolean }[];
+}
+
+/** An action's failure the agent can report (element gone, timeout, …), not a service bug. */
+export class ActionError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = this.constructor.name;
+  }
+}
+
+const SELECTOR = 'a[href], button, input:not([type=hidden]), select, textarea, summary, [role=button], [role=link], [role=checkbox], [role=tab], [role=menuitem], [contenteditable=true], [onclick]';
+
+/* Runs in the page: indexes visible interactive elements and reads the visible text. */
+function collect(selector: string, maxText: number) {
+  const root = document.documentElement as HTMLElement;
+  let next = Number(root.dataset.atsNext ?? '1');
+  const elements = [];
+  for (const node of Array.from(document.querySelectorAll(selector))) {
+    const el = node as HTMLElement & { value?: string; placeholder?: string; type?: string; href?: string; labels?: NodeListOf<HTMLLabelElement>; options?: HTMLOptionsCollection };
+    const rect = el.getBoundingClientRect();
+    const style = getComputedStyle(el);
+    const fileInput = el.tagName === 'INPUT' && el.type === 'file';
+    if (!fileInput && (style.display === 'none' || style.visibility === 'hidden' || (rect.width === 0 && rect.height === 0))) continue;
+    if (!el.dataset.atsIdx) el.dataset.atsIdx = String(next++);
+    const label = (el.labels && el.labels[0]?.innerText) || el.getAttribute('aria-label') || el.getAttribute('title') || '';
+    const text = (el.innerText || (el.tagName === 'INPUT' && ['submit', 'button', 'reset'].includes(el.type ?? '') ? el.value : '') || '').trim();
+    elements.push({
+      index: Number(el.dataset.atsIdx),
+      tag: el.tagName.toLowerCase(),
+      role: el.getAttribute('role') ?? '',
+      type: el.type ?? '',
+      text: text.replace(/\s+/g, ' ').slice(0, 120),
+      label: label.trim().replace(/\s+/g, ' ').slice(0, 120),
+      placeholder: el.placeholder ?? '',
+      name: el.getAttribute('name') ?? '',
+      id: el.id,
+      href: el.tagName === 'A' ? (el.href ?? '') : '',
+      ...(el.tagName === 'SELECT' && el.options ? { options: Array.from(el.options).map((o) => o.text.trim()) } : {}),
+    });
+  }
+  root.dataset.atsNext = String(next);
+  return { elements, text: (document.body?.innerText ?? '').slice(0, maxText) };
+}
+
+/** The page the agent works in: the visible tab, else the last one. */
+export async function activePage(browser: Browser): Promise<Page> {
+  const pages = (await browser.pages()).filter((p) => !p.isClosed());
+  for (const p of pages) {
+    if (await p.evaluate(() => document.visibilityState === 'visible').catch(() => false)) return p;
+  }
+  return pages[pages.length - 1] ?? (await browser.newPage());
+}
+
+export async function observe(browser: Browser, page: Page, maxText = 6000): Promise<Observation> {
+  const { elements, text } = await page.evaluate(collect, SELECTOR, maxText);
+  const pages = (await browser.pages()).filter((p) => !p.isClosed());
+  const tabs = await Promise.all(pages.map(async (p, tab) => ({ tab, url: p.url(), title: await p.title().catch(() => ''), active: p === page })));
+  return { url: page.url(), title: await page.title(), elements, text, tabs };
+}
+
+async function element(page: Page, index: number): Promise<ElementHandle<Element>> {
+  const handle = await page.$(`[data-ats-idx="${index}"]`);
+  if (!handle) throw new ActionError(`There is no element [${index}] on the page any more`);
+  return handle;
+}
+
+/** Waits until the page has had no network traffic briefly (after a click, a key, a submit). */
+async function settle(page: Page, timeoutMs: number): Promise<void> {
+  await page.waitForNetworkIdle({ idleTime: 150, timeout: timeoutMs }).catch(() => undefined);
+}
+
+function tableAsJson(): unknown {
+  const table = document.querySelector('table');
+  if (!table) return null;
+  const rows = Array.from(table.querySelectorAll('tr'));
+  const headerRow = table.querySelector('thead tr') ?? rows[0];
+  if (!headerRow) return [];
+  const headers = Array.from(headerRow.querySelectorAll('th,td')).map((c, i) => (c as HTMLElement).innerText.trim() || `column${i + 1}`);
+  return rows
+    .filter((r) => r !== headerRow)
+    .map((r) => Array.from(r.querySelectorAll('th,td')).map((c) => (c as HTMLElement).innerText.trim()))
+    .filter((cells) => cells.length > 0)
+    .map((cells) => Object.fromEntries(headers.map((h, i) => [h, cells[i] ?? ''])));
+}
+
+async function extract(page: Page, what: ExtractWhat, index?: number, selector?: string): Promise<string> {
+  switch (what) {
+    case 'title':
+      return page.title();
+    case 'url':
+      return page.url();
+    case 'heading': {
+      const h = await page.evaluate(() => (document.querySelector('h1') ?? document.querySelector('h2') ?? document.querySelector('h3'))?.textContent?.trim() ?? null);
+      if (h === null) throw new ActionError('The page has no heading');
+      return h;
+    }
+    case 'links':
+      return JSON.stringify(await page.evaluate(() => Array.from(document.querySelectorAll('a[href]')).map((a) => ({ text: (a as HTMLElement).innerText.trim(), href: (a as HTMLAnchorElement).href }))));
+    case 'table': {
+      const t = await page.evaluate(tableAsJson);
+      if (t === null) throw new ActionError('The page has no table');
+      return JSON.stringify(t);
+    }
+    case 'text': {
+      if (index !== undefined) return (await (await element(page, index)).evaluate((el) => (el as HTMLElement).innerText.trim()));
+      if (selector) {
+        const text = await page.$eval(selector, (el) => (el as HTMLElement).innerText.trim()).catch(() => null);
+        if (text === null) throw new ActionError(`Nothing on the page matches ${selector}`);
+        return text;
+      }
+      return page.evaluate(() => document.body?.innerText ?? '');
+    }
+  }
+}
+
+export interface ActResult {
+  /** The page to observe next (switching tabs changes it). */
+  page: Page;
+  /** What an extraction returned, for the model and the answer. */
+  extracted?: string;
+}
+
+export interface ActOptions {
+  /** Where disk files live (uploads); paths never leave it. */
+  diskDir?: string | undefined;
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
+/** Carries out one action (not `done`). */
+export async function act(browser: Browser, page: Page, action: Action, opts: ActOptions): Promise<ActResult> {
+  const t = opts.timeoutMs;
+  switch (action.name) {
+    case 'navigate': {
+      let url = action.url.trim();
+      if (!/^[a-z][a-z0-9+.-]*:/i.test(url)) url = `https://${url}`;
+      if (!/^https?:|^about:|^file:/i.test(url)) throw new ActionError(`Cannot open ${url}`);
+      await page.goto(url, { waitUntil: 'load', timeout: t }).catch((err: Error) => {
+        throw new ActionError(`Could not open ${url}: ${err.message.split('\n')[0]}`);
+      });
+      return { page };
+    }
+    case 'click': {
+      const el = await element(page, action.index);
+      const before = (await browser.pages()).length;
+      await el.click().catch((err: Error) => {
+        throw new ActionError(`Could not click [${action.index}]: ${err.message.split('\n')[0]}`);
+      });
+      await settle(page, t);
+      const pages = await browser.pages();
+      // A link that opened a new tab: follow it.
+      if (pages.length > before) {
+        const opened = pages[pages.length - 1]!;
+        await opened.bringToFront();
+        await opened.waitForNetworkIdle({ idleTime: 150, timeout: t }).catch(() => undefined);
+        return { page: opened };
+      }
+      return { page };
+    }
+    case 'type': {
+      const el = await element(page, action.index);
+      await el.evaluate((node) => {
+        const input = node as HTMLInputElement;
+        input.focus();
+        if ('value' in input) input.value = '';
+        else (node as HTMLElement).textContent = '';
+      });
+      await el.type(action.text);
+      if (action.submit) {
+        await page.keyboard.press('Enter');
+        await settle(page, t);
+      }
+      return { page };
+    }
+    case 'select': {
+      const el = await element(page, action.index);
+      const value = await el.evaluate((node, wanted) => {
+        const sel = node as HTMLSelectElement;
+        const w = wanted.toLowerCase();
+        const opt = Array.from(sel.options ?? []).find((o) => o.text.trim().toLowerCase() === w || o.value.toLowerCase() === w) ?? Array.from(sel.options ?? []).find((o) => o.text.toLowerCase().includes(w));
+        return opt ? opt.value : null;
+      }, action.option);
+      if (value === null) throw new ActionError(`[${action.index}] has no option ${JSON.stringify(action.option)}`);
+      await el.select(value);
+      return { page };
+    }
+    case 'press':
+      await page.keyboard.press(action.key as Parameters<Page['keyboard']['press']>[0]).catch(() => {
+        throw new ActionError(`Unknown key ${action.key}`);
+      });
+      await settle(page, t);
+      return { page };
+    case 'scroll':
+      await page.evaluate((d) => {
+        if (d === 'bottom') window.scrollTo(0, document.body.scrollHeight);
+        else if (d === 'top') window.scrollTo(0, 0);
+        else window.scrollBy(0, (d === 'down' ? 1 : -1) * window.innerHeight * 0.8);
+      }, action.direction);
+      return { page };
+    case 'back':
+      await page.goBack({ waitUntil: 'load', timeout: t });
+      return { page };
+    case 'wait':
+      if (action.text !== undefined) {
+        await page.waitForFunction((text: string) => document.body?.innerText.includes(text), { timeout: t, signal: opts.signal } as never, action.text).catch(() => {
+          throw new ActionError(`The text ${JSON.stringify(action.text)} did not appear within ${Math.round(t / 1000)} s`);
+        });
+      } else {
+        await new Promise((r) => setTimeout(r, Math.min(10, Math.max(0, action.seconds ?? 1)) * 1000));
+      }
+      return { page };
+    case 'extract':
+      return { page, extracted: await extract(page, action.what, action.index, action.selector) };
+    case 'switch_tab': {
+      const pages = (await browser.pages()).filter((p) => !p.isClosed());
+      const target = pages[action.tab];
+      if (!target) throw new ActionError(`There is no tab ${action.tab}`);
+      await target.bringToFront();
+      return { page: target };
+    }
+    case 'upload': {
+      if (!opts.diskDir) throw new ActionError('This run has no disk to upload from');
+      const file = path.resolve(opts.diskDir, action.path);
+      if (!file.startsWith(path.resolve(opts.diskDir) + path.sep)) throw new InvalidArgumentError(`${action.path} is not on the disk`);
+      const el = (await element(page, action.index)) as ElementHandle<HTMLInputElement>;
+      await el.uploadFile(file);
+      return { page };
+    }
+    case 'done':
+      return { page };
+  }
+}

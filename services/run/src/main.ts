@@ -1,0 +1,78 @@
+/** Composition root of the run service: config → database → bus → clients → runs, workers → gRPC → signals. */
+import path from 'node:path';
+import { connectBus } from '../../common/src/bus.js';
+import { openDatabase } from '../../common/src/db.js';
+import { createLogger } from '../../common/src/logger.js';
+import { serveGrpc } from '../../common/src/service-host.js';
+import { runMain } from '../../common/src/shutdown.js';
+import { createModelRegistry } from './agents/models.js';
+import { closeRunClients, createRunClients } from './clients.js';
+import { loadRunConfig } from './config.js';
+import { RunEvents } from './run-events.js';
+import { RunRepository, migrations } from './run.repository.js';
+import { RunWorker } from './run-worker.js';
+import { Runs } from './runs.js';
+import { RunScheduler } from './scheduler.js';
+import { createRunServer } from './server.js';
+
+runMain('run', async () => {
+  const config = loadRunConfig();
+  const logger = createLogger('run', config.logLevel);
+  const db = await openDatabase({ service: 'run', dataDir: config.dataDir, databaseUrl: config.databaseUrl, migrations, logger });
+  const bus = await connectBus(config.natsUrl, 'run', logger);
+  const repo = new RunRepository(db.knex);
+  const events = new RunEvents(repo, bus.nc, logger);
+  const clients = createRunClients(config);
+  const models = createModelRegistry({
+    openaiBaseUrl: config.openaiBaseUrl,
+    openaiApiKey: config.openaiApiKey,
+    openaiModels: config.openaiModels,
+    anthropicApiKey: config.anthropicApiKey,
+    anthropicBaseUrl: config.anthropicBaseUrl,
+    anthropicModels: config.anthropicModels,
+    defaultModel: config.defaultModel,
+    prices: config.prices,
+    timeoutMs: config.modelTimeoutMs,
+    maxRetries: config.modelMaxRetries,
+  });
+  const runs = new Runs({ repo, events, clients, models, nc: bus.nc, logger });
+  const browserStops = runs.closeSessionsOnBrowserStop();
+  const worker = new RunWorker({
+    repo,
+    events,
+    clients,
+    models,
+    runs,
+    logger,
+    workDir: path.join(config.dataDir, 'run', 'work'),
+    limits: { maxSteps: config.maxSteps, maxRunMs: config.maxRunMinutes * 60000, actionTimeoutMs: config.actionTimeoutMs },
+    price: (model, usage) => models.price(model, usage),
+  });
+  const scheduler = new RunScheduler({
+    repo,
+    events,
+    clients,
+    nc: bus.nc,
+    logger,
+    execute: (run, signal) => worker.execute(run, signal),
+    concurrency: config.concurrency,
+    leaseMs: config.leaseMs,
+    maxRunningPerProject: config.maxRunningPerProject,
+    pollMs: config.pollMs,
+  });
+  await serveGrpc({
+    logger,
+    server: createRunServer({ logger, runs }),
+    host: config.grpcHost,
+    port: config.grpcPort,
+    shutdownTimeoutMs: config.shutdownTimeoutMs,
+    stops: [
+      { name: 'scheduler', stop: () => scheduler.stop(Math.floor(config.shutdownTimeoutMs / 4)) },
+      { name: 'browser-stops', stop: () => browserStops.unsubscribe() },
+      { name: 'grpc-clients', stop: () => closeRunClients(clients) },
+      { name: 'nats', stop: () => bus.stop() },
+      { name: 'database', stop: () => db.stop() },
+    ],
+  });
+  scheduler.start();
+});

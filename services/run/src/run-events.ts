@@ -1,0 +1,69 @@
+/**
+ * A run's events: appended to the database (the source of truth, a monotonic id per run) and
+ * published on NATS `ats.run.<runId>.event`. `watch` streams backlog then live events; NATS only
+ * wakes it early, every read comes from the database, so a watcher never sees a gap or a duplicate.
+ */
+import type { NatsConnection } from '../../common/src/bus.js';
+import type { Logger } from '../../common/src/logger.js';
+import type { EventRow, RunRepository } from './run.repository.js';
+
+export const TERMINAL_EVENTS = new Set(['run.completed', 'run.failed', 'run.stopped']);
+export const runEventSubject = (runId: string) => `ats.run.${runId}.event`;
+
+export class RunEvents {
+  readonly #repo: RunRepository;
+  readonly #nc: NatsConnection;
+  readonly #logger: Logger;
+
+  constructor(repo: RunRepository, nc: NatsConnection, logger: Logger) {
+    this.#repo = repo;
+    this.#nc = nc;
+    this.#logger = logger;
+  }
+
+  async append(runId: string, type: string, data: Record<string, unknown> = {}): Promise<EventRow> {
+    const ev = await this.#repo.appendEvent(runId, type, data);
+    try {
+      this.#nc.publish(runEventSubject(runId), JSON.stringify(ev));
+    } catch (err) {
+      this.#logger.warn({ runId, err: (err as Error).message }, 'event not published (watchers fall back to polling)');
+    }
+    return ev;
+  }
+
+  /** Events after `after`, then live ones as they come, ending after the terminal event. */
+  async *watch(runId: string, after: number, signal: AbortSignal, pollMs = 2000): AsyncGenerator<EventRow> {
+    const sub = this.#nc.subscribe(runEventSubject(runId));
+    let wake: (() => void) | undefined;
+    (async () => {
+      for await (const _ of sub) wake?.();
+    })().catch(() => undefined);
+    const onAbort = () => wake?.();
+    signal.addEventListener('abort', onAbort);
+    let last = after;
+    try {
+      while (!signal.aborted) {
+        for (;;) {
+          const page = await this.#repo.events(runId, last, 500);
+          for (const ev of page.events) {
+            last = ev.id;
+            yield ev;
+            if (TERMINAL_EVENTS.has(ev.type)) return;
+          }
+          if (!page.hasMore) break;
+        }
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, pollMs);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wake = undefined;
+      }
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      sub.unsubscribe();
+    }
+  }
+}

@@ -1,0 +1,161 @@
+/**
+ * Executes one claimed run: the disk is materialised (for uploads), the session's live browser is
+ * reused or a new one provisioned, the agent loop runs, the run ends `completed` or `failed`
+ * (a stop was already recorded by StopRun), and the browser is released for the session.
+ */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import puppeteer, { type Browser } from 'puppeteer-core';
+import { BrowserStatus } from '../../../gen/ats/browserpool/v1/browser_pool.js';
+import { AppError, RemoteError } from '../../common/src/errors.js';
+import type { Logger } from '../../common/src/logger.js';
+import { materializeDisk } from '../../file-storage/src/disk-sync.js';
+import { LimitReached, RunStopped, runBrowserAgent, type RecordedStep } from './agents/browser-agent.js';
+import { ModelError } from './agents/model.js';
+import type { ModelRegistry } from './agents/models.js';
+import { ActionError } from './agents/page-tools.js';
+import type { RunClients } from './clients.js';
+import type { RunEvents } from './run-events.js';
+import type { RunRepository, RunRow } from './run.repository.js';
+import { poolAgent, type Runs } from './runs.js';
+
+export interface RunLimits {
+  maxSteps: number;
+  maxRunMs: number;
+  actionTimeoutMs: number;
+}
+
+export interface RunWorkerDeps {
+  repo: RunRepository;
+  events: RunEvents;
+  clients: RunClients;
+  models: ModelRegistry;
+  runs: Runs;
+  logger: Logger;
+  workDir: string;
+  limits: RunLimits;
+  /** Cost in USD of a model's tokens. */
+  price(model: string, usage: { inputTokens: number; outputTokens: number }): number;
+}
+
+/** The message a failed run shows: what the user can act on, never internals. */
+function failureMessage(err: unknown): string | undefined {
+  if (err instanceof ModelError || err instanceof LimitReached || err instanceof ActionError) return err.message;
+  if (err instanceof RemoteError) return err.publicMessage ? `Browser or storage error: ${err.publicMessage}` : undefined;
+  if (err instanceof AppError) return err.message;
+  return undefined;
+}
+
+async function putObject(clients: RunClients, projectId: string, key: string, contentType: string, bytes: Buffer): Promise<void> {
+  const { stream, response } = clients.fileStorage.api.putObject();
+  response.catch(() => undefined);
+  stream.write({ header: { projectId, key, contentType } });
+  for (let i = 0; i < bytes.length; i += 512 * 1024) stream.write({ chunk: bytes.subarray(i, i + 512 * 1024) });
+  stream.end();
+  await response;
+}
+
+export class RunWorker {
+  readonly #d: RunWorkerDeps;
+
+  constructor(deps: RunWorkerDeps) {
+    this.#d = deps;
+  }
+
+  /** Provisions the session's browser or reuses its live one; returns its id. */
+  async #browserFor(run: RunRow): Promise<{ id: string; liveViewUrl: string }> {
+    const { repo, clients } = this.#d;
+    const session = await repo.session(run.projectId, run.agent, run.sessionId);
+    if (session?.browserId) {
+      const { browser } = await clients.browserPool.api.getBrowser({ projectId: run.projectId, browserId: session.browserId });
+      if (browser && browser.status === BrowserStatus.BROWSER_STATUS_ACTIVE) return { id: browser.id, liveViewUrl: browser.liveViewUrl };
+      await repo.updateSession(run.sessionId, { status: 'closed', closed_reason: 'browser stopped' });
+      throw new ModelError("The session's browser was stopped, so the session is closed; start a new conversation");
+    }
+    const { browser } = await clients.browserPool.api.createBrowser(
+      {
+        projectId: run.projectId,
+        profileId: run.browser.profileId,
+        proxyCountryCode: run.browser.proxyCountryCode,
+        screenWidth: run.browser.screenWidth,
+        screenHeight: run.browser.screenHeight,
+        sessionId: run.sessionId,
+        runId: run.id,
+        agent: poolAgent(run.agent),
+      },
+      { deadlineMs: 60000 },
+    );
+    await repo.updateSession(run.sessionId, { browser_id: browser!.id });
+    return { id: browser!.id, liveViewUrl: browser!.liveViewUrl };
+  }
+
+  /** Runs one claimed run to its end. Never throws. */
+  async execute(run: RunRow, signal: AbortSignal): Promise<void> {
+    const { repo, events, clients, logger } = this.#d;
+    const log = logger.child({ runId: run.id });
+    const workDir = path.join(this.#d.workDir, run.id);
+    let cdp: Browser | undefined;
+    let browserId: string | undefined;
+    try {
+      await events.append(run.id, 'run.started', { model: run.model });
+      const model = this.#d.models.create(run.model, run.task);
+      const manifest = run.diskId ? await materializeDisk(clients.fileStorage, run.projectId, run.diskId, workDir) : new Map<string, string>();
+      if (signal.aborted) throw new RunStopped();
+
+      const browser = await this.#browserFor(run);
+      browserId = browser.id;
+      await repo.setRunBrowser(run.id, browser.id);
+      await events.append(run.id, 'browser.ready', { browserId: browser.id, liveViewUrl: browser.liveViewUrl });
+      const { websocketUrl } = await clients.browserPool.api.getCdpEndpoint({ projectId: run.projectId, browserId: browser.id });
+      cdp = await puppeteer.connect({ browserWSEndpoint: websocketUrl, defaultViewport: null, protocolTimeout: this.#d.limits.actionTimeoutMs * 2 });
+
+      const result = await runBrowserAgent({
+        browser: cdp,
+        model,
+        task: run.task,
+        turns: await repo.turns(run.sessionId, run.id),
+        diskDir: workDir,
+        diskFiles: [...manifest.keys()],
+        maxSteps: this.#d.limits.maxSteps,
+        deadline: Date.parse(run.startedAt ?? new Date().toISOString()) + this.#d.limits.maxRunMs,
+        actionTimeoutMs: this.#d.limits.actionTimeoutMs,
+        signal,
+        recordStep: (step) => this.#recordStep(run, step),
+        recordUsage: async (usage) => {
+          await repo.addUsage(run.id, { ...usage, costUsd: this.#d.price(run.model, usage) });
+        },
+      });
+      if (await repo.finish(run.id, ['running'], 'completed', { result })) await events.append(run.id, 'run.completed', { result });
+    } catch (err) {
+      if (signal.aborted || err instanceof RunStopped) {
+        log.info('run stopped');
+      } else {
+        const message = failureMessage(err);
+        if (!message) log.error({ err }, 'run failed unexpectedly');
+        const error = message ?? 'The run failed because of an internal error';
+        if (await repo.finish(run.id, ['running'], 'failed', { error })) await events.append(run.id, 'run.failed', { error });
+      }
+    } finally {
+      await cdp?.disconnect().catch(() => undefined);
+      await fs.rm(workDir, { recursive: true, force: true }).catch(() => undefined);
+      if (browserId && !signal.aborted) {
+        // The session keeps its browser for follow-ups; releasing saves the profile.
+        await clients.browserPool.api.releaseBrowser({ projectId: run.projectId, browserId, runId: run.id }).catch((err: Error) => log.warn({ err: err.message }, 'could not release the browser'));
+      }
+    }
+  }
+
+  async #recordStep(run: RunRow, step: RecordedStep): Promise<void> {
+    let key: string | null = null;
+    if (step.screenshot) {
+      key = `runs/${run.id}/step-${step.number}.jpg`;
+      await putObject(this.#d.clients, run.projectId, key, 'image/jpeg', step.screenshot).catch((err: Error) => {
+        this.#d.logger.warn({ runId: run.id, err: err.message }, 'screenshot not stored');
+        key = null;
+      });
+    }
+    await this.#d.repo.insertStep({ runId: run.id, number: step.number, url: step.url, action: step.action, thought: step.thought, screenshotKey: key, ts: step.startedAt.toISOString(), durationMs: step.durationMs });
+    await this.#d.events.append(run.id, 'step', { number: step.number, url: step.url, action: step.action, thought: step.thought, durationMs: step.durationMs, actionMs: step.actionMs });
+  }
+}
+

@@ -1,0 +1,83 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import { drivers, tempDir, testSchema } from '../../../test/support/infra.js';
+import { openDatabase, type Database } from '../../common/src/db.js';
+import { RunRepository, migrations } from './run.repository.js';
+
+for (const driver of await drivers()) {
+  describe(`run repository on ${driver.name}`, () => {
+    let db: Database;
+    let repo: RunRepository;
+    const dataDir = tempDir('runs');
+    let n = 0;
+    before(async () => {
+      db = await openDatabase({ service: 'run', dataDir, databaseUrl: driver.databaseUrl, schema: testSchema(), migrations });
+      repo = new RunRepository(db.knex);
+    });
+    after(async () => {
+      if (db.schema) await db.knex.raw(`drop schema "${db.schema}" cascade`);
+      await db.stop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    });
+
+    async function queue(projectId: string, sessionId = `ses_${++n}`) {
+      const id = `run_${String(++n).padStart(4, '0')}`;
+      if (!(await repo.session(projectId, null, sessionId))) await repo.insertSession({ id: sessionId, projectId, agent: 'browser-agent', diskId: null, workspaceId: null });
+      await repo.insertRun({ id, projectId, agent: 'browser-agent', sessionId, task: 't', model: 'builtin', browser: {}, missingFileIds: [], workspaceId: null, diskId: null });
+      await new Promise((r) => setTimeout(r, 2)); // distinct created_at, so order is observable
+      return id;
+    }
+
+    test('when runs are claimed, then oldest first, never over the project limit, one per session', async () => {
+      const a1 = await queue('prj_a');
+      const a2 = await queue('prj_a');
+      const a3 = await queue('prj_a');
+      const b1 = await queue('prj_b', 'ses_shared');
+      const b2 = await queue('prj_b', 'ses_shared');
+      const claimed: string[] = [];
+      for (;;) {
+        const r = await repo.claim('w1', 10000, 2);
+        if (!r) break;
+        claimed.push(r.id);
+        assert.equal(r.status, 'running');
+      }
+      assert.deepEqual(claimed, [a1, a2, b1], 'a3 waits for prj_a, b2 for its session');
+      assert.equal(await repo.runningCount('prj_a'), 2);
+      assert.ok(await repo.finish(a1, ['running'], 'completed', { result: 'ok' }));
+      assert.ok(await repo.finish(b1, ['running'], 'completed', { result: 'ok' }));
+      assert.deepEqual([(await repo.claim('w1', 10000, 2))?.id, (await repo.claim('w1', 10000, 2))?.id], [a3, b2]);
+      for (const id of [a2, a3, b2]) await repo.finish(id, ['running'], 'completed');
+    });
+
+    test('when a lease is not renewed, then the run is failed with the given error; a renewing owner keeps its runs', async () => {
+      const kept = await queue('prj_c');
+      const lost = await queue('prj_c');
+      assert.equal((await repo.claim('alive', 200, 5))!.id, kept);
+      assert.equal((await repo.claim('dead', 200, 5))!.id, lost);
+      await new Promise((r) => setTimeout(r, 250));
+      assert.deepEqual(await repo.renewLeases('alive', [kept], 10000), []);
+      const failed = await repo.failExpired('lease expired');
+      assert.deepEqual(failed.map((r) => [r.id, r.status, r.error]), [[lost, 'failed', 'lease expired']]);
+      assert.deepEqual(await repo.renewLeases('dead', [lost], 10000), [lost], 'the dead owner no longer holds it');
+      assert.equal(await repo.finish(lost, ['running'], 'completed'), false, 'a failed run is not completed later');
+      await repo.finish(kept, ['running'], 'completed');
+    });
+
+    test('when events are appended concurrently, then their ids are 1..n without gaps', async () => {
+      const id = await queue('prj_d');
+      await Promise.all(Array.from({ length: 20 }, (_, i) => repo.appendEvent(id, 'step', { i })));
+      const { events } = await repo.events(id, 0, 100);
+      assert.deepEqual(events.map((e) => e.id), Array.from({ length: 20 }, (_, i) => i + 1));
+      assert.deepEqual(events.map((e) => e.data.i).sort((a, b) => Number(a) - Number(b)), Array.from({ length: 20 }, (_, i) => i));
+    });
+
+    test('when usage is added, then tokens and cost accumulate exactly', async () => {
+      const id = await queue('prj_e');
+      await repo.addUsage(id, { inputTokens: 100, outputTokens: 10, costUsd: 0.00045 });
+      await repo.addUsage(id, { inputTokens: 50, outputTokens: 5, costUsd: 0.000225 });
+      const r = (await repo.run(id))!;
+      assert.deepEqual([r.totalInputTokens, r.totalOutputTokens, r.totalCostUsd], [150, 15, '0.000675']);
+    });
+  });
+}

@@ -1,0 +1,395 @@
+/**
+ * The run service's tables and the only code that knows them: sessions, runs (with their lease),
+ * steps and events (a monotonic id per run). The database is the source of truth; NATS only
+ * carries notifications.
+ */
+import type { Knex, Migration } from '../../common/src/db.js';
+import { toCount } from '../../common/src/db.js';
+
+export const migrations: Migration[] = [
+  {
+    name: '20261122020000_sessions_runs_steps_events',
+    async up(knex) {
+      await knex.schema.createTable('sessions', (t) => {
+        t.string('id').primary();
+        t.string('project_id').notNullable();
+        t.string('agent').notNullable();
+        t.string('status', 8).notNullable();
+        t.string('disk_id');
+        t.string('browser_id');
+        t.string('workspace_id');
+        t.string('latest_run_id');
+        t.string('closed_reason');
+        t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+        t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+        t.index(['project_id', 'agent', 'created_at']);
+        t.index(['browser_id']);
+      });
+      await knex.schema.createTable('runs', (t) => {
+        t.string('id').primary();
+        t.string('project_id').notNullable();
+        t.string('agent').notNullable();
+        t.string('session_id').notNullable();
+        t.string('status', 12).notNullable();
+        t.text('task').notNullable();
+        t.string('model').notNullable();
+        t.text('browser_options').notNullable();
+        t.text('missing_file_ids').notNullable();
+        t.string('workspace_id');
+        t.string('disk_id');
+        t.string('browser_id');
+        t.text('result');
+        t.text('error');
+        t.decimal('total_cost_usd', 18, 8).notNullable().defaultTo(0);
+        t.integer('total_input_tokens').notNullable().defaultTo(0);
+        t.integer('total_output_tokens').notNullable().defaultTo(0);
+        t.string('lease_owner');
+        t.timestamp('lease_expires_at', { useTz: true });
+        t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+        t.timestamp('started_at', { useTz: true });
+        t.timestamp('finished_at', { useTz: true });
+        t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+        t.index(['status', 'created_at']);
+        t.index(['project_id', 'agent', 'created_at']);
+        t.index(['session_id']);
+      });
+      await knex.schema.createTable('steps', (t) => {
+        t.string('run_id').notNullable();
+        t.integer('number').notNullable();
+        t.text('url');
+        t.text('action').notNullable();
+        t.text('thought');
+        t.string('screenshot_key');
+        t.timestamp('ts', { useTz: true }).notNullable();
+        t.integer('duration_ms').notNullable();
+        t.primary(['run_id', 'number']);
+      });
+      await knex.schema.createTable('events', (t) => {
+        t.string('run_id').notNullable();
+        t.integer('id').notNullable();
+        t.timestamp('ts', { useTz: true }).notNullable();
+        t.string('type').notNullable();
+        t.text('data').notNullable();
+        t.primary(['run_id', 'id']);
+      });
+    },
+  },
+];
+
+export type AgentName = 'browser-agent' | 'browsercode';
+export type RunStatus = 'queued' | 'running' | 'completed' | 'stopped' | 'failed';
+export const TERMINAL: readonly RunStatus[] = ['completed', 'stopped', 'failed'];
+
+export interface BrowserOptions {
+  proxyCountryCode?: string | undefined;
+  screenWidth?: number | undefined;
+  screenHeight?: number | undefined;
+  profileId?: string | undefined;
+}
+
+export interface RunRow {
+  id: string;
+  projectId: string;
+  agent: AgentName;
+  sessionId: string;
+  status: RunStatus;
+  task: string;
+  model: string;
+  browser: BrowserOptions;
+  missingFileIds: string[];
+  workspaceId: string | null;
+  diskId: string | null;
+  browserId: string | null;
+  result: string | null;
+  error: string | null;
+  totalCostUsd: string;
+  totalInputTokens: number;
+  totalOutputTokens: number;
+  leaseOwner: string | null;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  updatedAt: string;
+}
+
+export interface SessionRow {
+  id: string;
+  projectId: string;
+  agent: AgentName;
+  status: 'open' | 'closed';
+  diskId: string | null;
+  browserId: string | null;
+  workspaceId: string | null;
+  latestRunId: string | null;
+  busy: boolean;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface StepRow {
+  runId: string;
+  number: number;
+  url: string | null;
+  action: string;
+  thought: string | null;
+  screenshotKey: string | null;
+  ts: string;
+  durationMs: number;
+}
+
+export interface EventRow {
+  runId: string;
+  id: number;
+  ts: string;
+  type: string;
+  data: Record<string, unknown>;
+}
+
+const iso = (v: unknown): string | null => (v == null ? null : new Date(v as string).toISOString());
+
+function decimal(v: unknown): string {
+  const s = String(v ?? '0');
+  return s.includes('.') ? s.replace(/\.?0+$/, '') || '0' : s;
+}
+
+function run(r: any): RunRow {
+  return {
+    id: r.id,
+    projectId: r.project_id,
+    agent: r.agent,
+    sessionId: r.session_id,
+    status: r.status,
+    task: r.task,
+    model: r.model,
+    browser: JSON.parse(r.browser_options),
+    missingFileIds: JSON.parse(r.missing_file_ids),
+    workspaceId: r.workspace_id,
+    diskId: r.disk_id,
+    browserId: r.browser_id,
+    result: r.result,
+    error: r.error,
+    totalCostUsd: decimal(r.total_cost_usd),
+    totalInputTokens: Number(r.total_input_tokens),
+    totalOutputTokens: Number(r.total_output_tokens),
+    leaseOwner: r.lease_owner,
+    createdAt: iso(r.created_at)!,
+    startedAt: iso(r.started_at),
+    finishedAt: iso(r.finished_at),
+    updatedAt: iso(r.updated_at)!,
+  };
+}
+
+function session(r: any): SessionRow {
+  return {
+    id: r.id,
+    projectId: r.project_id,
+    agent: r.agent,
+    status: r.status,
+    diskId: r.disk_id,
+    browserId: r.browser_id,
+    workspaceId: r.workspace_id,
+    latestRunId: r.latest_run_id,
+    busy: Boolean(r.busy),
+    createdAt: iso(r.created_at)!,
+    updatedAt: iso(r.updated_at)!,
+  };
+}
+
+/** A session row with `busy` = it has a queued or running run. */
+const SESSION_COLUMNS = (knex: Knex) => [
+  's.*',
+  knex.raw(`exists (select 1 from runs r where r.session_id = s.id and r.status in ('queued', 'running')) as busy`),
+];
+
+/** Keyset cursor: `<created_at ISO>|<id>` of the last item of the previous page. */
+function applyCursor(q: Knex.QueryBuilder, alias: string, cursor: string | undefined): void {
+  if (!cursor) return;
+  const [ts, id] = cursor.split('|');
+  if (!ts || !id || Number.isNaN(Date.parse(ts))) return;
+  q.where((w) => w.where(`${alias}.created_at`, '<', ts).orWhere((x) => x.where(`${alias}.created_at`, '=', ts).andWhere(`${alias}.id`, '<', id)));
+}
+
+export class RunRepository {
+  readonly knex: Knex;
+  constructor(knex: Knex) {
+    this.knex = knex;
+  }
+
+  // ---- sessions ----
+
+  async insertSession(s: { id: string; projectId: string; agent: AgentName; diskId: string | null; workspaceId: string | null }, trx: Knex = this.knex): Promise<void> {
+    await trx('sessions').insert({ id: s.id, project_id: s.projectId, agent: s.agent, status: 'open', disk_id: s.diskId, workspace_id: s.workspaceId });
+  }
+
+  async session(projectId: string, agent: AgentName | null, id: string, trx: Knex = this.knex): Promise<SessionRow | undefined> {
+    const q = trx('sessions as s').select(SESSION_COLUMNS(trx)).where({ 's.id': id, 's.project_id': projectId });
+    if (agent) q.where('s.agent', agent);
+    const r = await q.first();
+    return r ? session(r) : undefined;
+  }
+
+  async sessions(projectId: string, agent: AgentName, status: 'open' | 'closed' | null, limit: number, cursor: string | undefined) {
+    const q = this.knex('sessions as s').select(SESSION_COLUMNS(this.knex)).where({ 's.project_id': projectId, 's.agent': agent });
+    if (status) q.where('s.status', status);
+    applyCursor(q, 's', cursor);
+    const rows = (await q.orderBy([{ column: 's.created_at', order: 'desc' }, { column: 's.id', order: 'desc' }]).limit(limit + 1)).map(session);
+    const items = rows.slice(0, limit);
+    return { items, hasMore: rows.length > limit, nextCursor: rows.length > limit ? `${items[items.length - 1]!.createdAt}|${items[items.length - 1]!.id}` : '' };
+  }
+
+  async updateSession(id: string, patch: Partial<{ browser_id: string | null; status: 'open' | 'closed'; closed_reason: string; latest_run_id: string; disk_id: string }>, trx: Knex = this.knex): Promise<void> {
+    await trx('sessions').where({ id }).update({ ...patch, updated_at: new Date().toISOString() });
+  }
+
+  /** Closes the open sessions whose browser is `browserId`; returns their ids. */
+  async closeSessionsOfBrowser(browserId: string, reason: string): Promise<string[]> {
+    const rows = await this.knex('sessions').where({ browser_id: browserId, status: 'open', agent: 'browser-agent' }).update({ status: 'closed', closed_reason: reason, updated_at: new Date().toISOString() }, ['id']);
+    return rows.map((r: { id: string }) => r.id);
+  }
+
+  // ---- runs ----
+
+  async insertRun(r: { id: string; projectId: string; agent: AgentName; sessionId: string; task: string; model: string; browser: BrowserOptions; missingFileIds: string[]; workspaceId: string | null; diskId: string | null }, trx: Knex = this.knex): Promise<void> {
+    await trx('runs').insert({
+      id: r.id,
+      project_id: r.projectId,
+      agent: r.agent,
+      session_id: r.sessionId,
+      status: 'queued',
+      task: r.task,
+      model: r.model,
+      browser_options: JSON.stringify(r.browser),
+      missing_file_ids: JSON.stringify(r.missingFileIds),
+      workspace_id: r.workspaceId,
+      disk_id: r.diskId,
+    });
+  }
+
+  async run(id: string, trx: Knex = this.knex): Promise<RunRow | undefined> {
+    const r = await trx('runs').where({ id }).first();
+    return r ? run(r) : undefined;
+  }
+
+  async runs(projectId: string, agent: AgentName, filter: { sessionId?: string; status?: RunStatus }, limit: number, cursor: string | undefined) {
+    const q = this.knex('runs as r').where({ 'r.project_id': projectId, 'r.agent': agent });
+    if (filter.sessionId) q.where('r.session_id', filter.sessionId);
+    if (filter.status) q.where('r.status', filter.status);
+    applyCursor(q, 'r', cursor);
+    const rows = (await q.orderBy([{ column: 'r.created_at', order: 'desc' }, { column: 'r.id', order: 'desc' }]).limit(limit + 1)).map(run);
+    const items = rows.slice(0, limit);
+    return { items, hasMore: rows.length > limit, nextCursor: rows.length > limit ? `${items[items.length - 1]!.createdAt}|${items[items.length - 1]!.id}` : '' };
+  }
+
+  /** Earlier finished turns of a session, oldest first (what the agent sees of the conversation). */
+  async turns(sessionId: string, beforeRunId: string): Promise<{ task: string; result: string | null; status: RunStatus }[]> {
+    const before = await this.knex('runs').where({ id: beforeRunId }).first('created_at');
+    const rows = await this.knex('runs').where({ session_id: sessionId }).whereIn('status', TERMINAL).andWhere('created_at', '<', before.created_at).orderBy('created_at');
+    return rows.map((r) => ({ task: r.task, result: r.result, status: r.status }));
+  }
+
+  /**
+   * Claims the oldest queued run that may start: its project is under `limit` running runs and
+   * its session has no running run. A global advisory lock serialises claimers across replicas
+   * (claims are short), and SKIP LOCKED keeps them off rows another transaction holds.
+   */
+  async claim(owner: string, leaseMs: number, limit: number): Promise<RunRow | undefined> {
+    return this.knex.transaction(async (trx) => {
+      await trx.raw('select pg_advisory_xact_lock(727201)');
+      const row = await trx('runs as r')
+        .where('r.status', 'queued')
+        .whereRaw(`(select count(*) from runs x where x.project_id = r.project_id and x.status = 'running') < ?`, [limit])
+        .whereNotExists(trx('runs as y').where('y.session_id', trx.ref('r.session_id')).andWhere('y.status', 'running'))
+        .orderBy([{ column: 'r.created_at' }, { column: 'r.id' }])
+        .forUpdate()
+        .skipLocked()
+        .first('r.id');
+      if (!row) return undefined;
+      const now = new Date();
+      await trx('runs').where({ id: row.id }).update({
+        status: 'running',
+        lease_owner: owner,
+        lease_expires_at: new Date(now.getTime() + leaseMs).toISOString(),
+        started_at: now.toISOString(),
+        updated_at: now.toISOString(),
+      });
+      return this.run(row.id, trx);
+    });
+  }
+
+  /** Extends the lease of runs this owner still holds; returns the ids it no longer holds running. */
+  async renewLeases(owner: string, ids: string[], leaseMs: number): Promise<string[]> {
+    if (!ids.length) return [];
+    const until = new Date(Date.now() + leaseMs).toISOString();
+    const renewed = await this.knex('runs').whereIn('id', ids).andWhere({ lease_owner: owner, status: 'running' }).update({ lease_expires_at: until }, ['id']);
+    const held = new Set(renewed.map((r: { id: string }) => r.id));
+    return ids.filter((id) => !held.has(id));
+  }
+
+  /** Fails running runs whose lease ran out (their worker died); returns them. */
+  async failExpired(error: string): Promise<RunRow[]> {
+    const now = new Date().toISOString();
+    const rows = await this.knex('runs').where('status', 'running').andWhere('lease_expires_at', '<', now).update({ status: 'failed', error, finished_at: now, updated_at: now, lease_owner: null }, ['*']);
+    return rows.map(run);
+  }
+
+  /** Moves a run to a terminal status if it is still in one of `from`; false when it was not. */
+  async finish(id: string, from: RunStatus[], to: RunStatus, fields: { result?: string | null; error?: string | null } = {}): Promise<boolean> {
+    const now = new Date().toISOString();
+    const n = await this.knex('runs').where({ id }).whereIn('status', from).update({ status: to, ...fields, finished_at: now, updated_at: now, lease_owner: null });
+    return n > 0;
+  }
+
+  async setRunBrowser(id: string, browserId: string): Promise<void> {
+    await this.knex('runs').where({ id }).update({ browser_id: browserId, updated_at: new Date().toISOString() });
+  }
+
+  async addUsage(id: string, usage: { inputTokens: number; outputTokens: number; costUsd: number }): Promise<void> {
+    await this.knex('runs')
+      .where({ id })
+      .update({
+        total_input_tokens: this.knex.raw('total_input_tokens + ?', [usage.inputTokens]),
+        total_output_tokens: this.knex.raw('total_output_tokens + ?', [usage.outputTokens]),
+        total_cost_usd: this.knex.raw('total_cost_usd + ?', [usage.costUsd.toFixed(8)]),
+        updated_at: new Date().toISOString(),
+      });
+  }
+
+  async runningCount(projectId: string): Promise<number> {
+    const [{ c }] = await this.knex('runs').where({ project_id: projectId, status: 'running' }).count({ c: '*' });
+    return toCount(c);
+  }
+
+  // ---- steps ----
+
+  async insertStep(s: StepRow): Promise<void> {
+    await this.knex('steps').insert({ run_id: s.runId, number: s.number, url: s.url, action: s.action, thought: s.thought, screenshot_key: s.screenshotKey, ts: s.ts, duration_ms: s.durationMs });
+  }
+
+  async steps(runId: string, after: number, limit: number): Promise<{ steps: StepRow[]; hasMore: boolean }> {
+    const rows = await this.knex('steps').where('run_id', runId).andWhere('number', '>', after).orderBy('number').limit(limit + 1);
+    return {
+      steps: rows.slice(0, limit).map((r) => ({ runId: r.run_id, number: r.number, url: r.url, action: r.action, thought: r.thought, screenshotKey: r.screenshot_key, ts: iso(r.ts)!, durationMs: r.duration_ms })),
+      hasMore: rows.length > limit,
+    };
+  }
+
+  // ---- events ----
+
+  /** Appends an event with the next id of its run; a per-run advisory lock makes ids strictly serial. */
+  async appendEvent(runId: string, type: string, data: Record<string, unknown>): Promise<EventRow> {
+    const ts = new Date().toISOString();
+    return this.knex.transaction(async (trx) => {
+      await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [runId]);
+      const [row] = await trx
+        .insert(trx.select(trx.raw('?', [runId]), trx.raw('coalesce(max(id), 0) + 1'), trx.raw('?', [ts]), trx.raw('?', [type]), trx.raw('?', [JSON.stringify(data)])).from('events').where('run_id', runId))
+        .into(trx.raw('events (run_id, id, ts, type, data)'))
+        .returning(['id']);
+      return { runId, id: Number(row.id), ts, type, data };
+    });
+  }
+
+  async events(runId: string, after: number, limit: number): Promise<{ events: EventRow[]; hasMore: boolean }> {
+    const rows = await this.knex('events').where('run_id', runId).andWhere('id', '>', after).orderBy('id').limit(limit + 1);
+    return { events: rows.slice(0, limit).map((r) => ({ runId: r.run_id, id: Number(r.id), ts: iso(r.ts)!, type: r.type, data: JSON.parse(r.data) })), hasMore: rows.length > limit };
+  }
+}

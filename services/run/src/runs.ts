@@ -1,0 +1,195 @@
+/**
+ * The run domain: creating runs (and their sessions and disks), reading and listing them, their
+ * steps and events, and stopping them. Execution lives in run-worker.ts and scheduling in
+ * scheduler.ts.
+ */
+import { Agent as PoolAgent, StopReason } from '../../../gen/ats/browserpool/v1/browser_pool.js';
+import { Agent as FsAgent } from '../../../gen/ats/filestorage/v1/file_storage.js';
+import { ConflictError, InvalidArgumentError, NotFoundError, UnimplementedError } from '../../common/src/errors.js';
+import type { NatsConnection } from '../../common/src/bus.js';
+import { newId } from '../../common/src/ids.js';
+import type { Logger } from '../../common/src/logger.js';
+import type { ModelRegistry } from './agents/models.js';
+import type { RunClients } from './clients.js';
+import type { RunEvents } from './run-events.js';
+import { TERMINAL, type AgentName, type BrowserOptions, type RunRepository, type RunRow, type RunStatus, type SessionRow } from './run.repository.js';
+
+export const WAKEUP_SUBJECT = 'ats.runs.wakeup';
+export const stopSubject = (runId: string) => `ats.run.${runId}.stop`;
+
+export interface CreateRunInput {
+  projectId: string;
+  agent: AgentName;
+  task: string;
+  model?: string | undefined;
+  browser?: BrowserOptions | undefined;
+  sessionId?: string | undefined;
+  attachedFileIds: string[];
+  workspaceId?: string | undefined;
+}
+
+export const fsAgent = (a: AgentName) => (a === 'browser-agent' ? FsAgent.AGENT_BROWSER_AGENT : FsAgent.AGENT_BROWSERCODE);
+export const poolAgent = (a: AgentName) => (a === 'browser-agent' ? PoolAgent.AGENT_BROWSER_AGENT : PoolAgent.AGENT_BROWSERCODE);
+
+export interface RunsDeps {
+  repo: RunRepository;
+  events: RunEvents;
+  clients: RunClients;
+  models: ModelRegistry;
+  nc: NatsConnection;
+  logger: Logger;
+}
+
+export class Runs {
+  readonly #d: RunsDeps;
+
+  constructor(deps: RunsDeps) {
+    this.#d = deps;
+  }
+
+  async create(input: CreateRunInput): Promise<RunRow> {
+    const { repo, clients } = this.#d;
+    if (input.agent === 'browsercode') throw new UnimplementedError('The browsercode agent is not implemented yet');
+    if (input.workspaceId) throw new InvalidArgumentError('workspace_id is only supported by the browsercode agent');
+    if (!input.task.trim()) throw new InvalidArgumentError('task must not be empty');
+    const model = input.model || this.#d.models.defaultModel;
+    this.#d.models.check(model);
+    const runId = newId('run');
+
+    let session: SessionRow | undefined;
+    let sessionId = input.sessionId;
+    let diskId: string;
+    if (sessionId) {
+      session = await this.#followable(input.projectId, input.agent, sessionId);
+      diskId = session.diskId!;
+    } else {
+      sessionId = newId('ses');
+      const { disk } = await clients.fileStorage.api.createDisk({ projectId: input.projectId, agent: fsAgent(input.agent), sessionId });
+      diskId = disk!.id;
+    }
+
+    let missing: string[] = [];
+    if (input.attachedFileIds.length) {
+      const r = await clients.fileStorage.api.attachFiles({ projectId: input.projectId, agent: fsAgent(input.agent), diskId, runId, fileIds: input.attachedFileIds });
+      missing = r.missingFileIds;
+    }
+
+    await repo.knex.transaction(async (trx) => {
+      if (session) {
+        const again = await repo.session(input.projectId, input.agent, sessionId!, trx);
+        if (!again || again.status === 'closed') throw new ConflictError('Session is closed');
+        if (again.busy) throw new ConflictError('Session is busy');
+      } else {
+        await repo.insertSession({ id: sessionId!, projectId: input.projectId, agent: input.agent, diskId, workspaceId: null }, trx);
+      }
+      await repo.insertRun({ id: runId, projectId: input.projectId, agent: input.agent, sessionId: sessionId!, task: input.task, model, browser: input.browser ?? {}, missingFileIds: missing, workspaceId: null, diskId }, trx);
+      await repo.updateSession(sessionId!, { latest_run_id: runId }, trx);
+    });
+    await this.#d.events.append(runId, 'run.queued', { sessionId, model, missingFileIds: missing });
+    this.#d.nc.publish(WAKEUP_SUBJECT);
+    return (await repo.run(runId))!;
+  }
+
+  /** The session a follow-up continues; browser-agent sessions must be open and idle. */
+  async #followable(projectId: string, agent: AgentName, sessionId: string): Promise<SessionRow> {
+    const s = await this.#d.repo.session(projectId, agent, sessionId);
+    if (!s) throw new NotFoundError('Session not found');
+    if (s.status === 'closed') throw new ConflictError('Session is closed');
+    if (s.busy && agent === 'browser-agent') throw new ConflictError('Session is busy');
+    return s;
+  }
+
+  async get(projectId: string, agent: AgentName | null, runId: string): Promise<RunRow> {
+    const r = await this.#d.repo.run(runId);
+    if (!r || r.projectId !== projectId || (agent && r.agent !== agent)) throw new NotFoundError('Run not found');
+    return r;
+  }
+
+  /**
+   * Stops a queued or running run. browser-agent: the browser is stopped and the session closes
+   * (they share a lifetime). The worker, wherever it runs, is told over NATS and aborts.
+   */
+  async stop(projectId: string, agent: AgentName | null, runId: string): Promise<RunRow> {
+    const run = await this.get(projectId, agent, runId);
+    if (TERMINAL.includes(run.status)) throw new ConflictError(`Run already ${run.status}`);
+    const stopped = await this.#d.repo.finish(runId, ['queued', 'running'], 'stopped');
+    if (!stopped) {
+      const now = await this.get(projectId, agent, runId);
+      throw new ConflictError(`Run already ${now.status}`);
+    }
+    await this.#d.events.append(runId, 'run.stopped', { wasRunning: run.status === 'running' });
+    this.#d.nc.publish(stopSubject(runId));
+    if (run.agent === 'browser-agent') await this.closeSession(run, 'run stopped');
+    this.#d.nc.publish(WAKEUP_SUBJECT);
+    return (await this.#d.repo.run(runId))!;
+  }
+
+  /** Closes a browser-agent session and stops its browser (errors are logged; the pool reaps anyway). */
+  async closeSession(run: RunRow, reason: string): Promise<void> {
+    const session = await this.#d.repo.session(run.projectId, run.agent, run.sessionId);
+    await this.#d.repo.updateSession(run.sessionId, { status: 'closed', closed_reason: reason });
+    const browserId = session?.browserId ?? run.browserId;
+    if (!browserId) return;
+    await this.#d.clients.browserPool.api
+      .stopBrowser({ projectId: run.projectId, browserId, reason: StopReason.STOP_REASON_RUN_STOPPED }, { deadlineMs: 30000 })
+      .catch((err: Error) => this.#d.logger.warn({ runId: run.id, browserId, err: err.message }, 'could not stop the browser of a stopped run'));
+  }
+
+  /**
+   * Closes browser-agent sessions whose browser stopped (reaped, timed out or stopped directly):
+   * a session shares its browser's lifetime. Returns the subscription.
+   */
+  closeSessionsOnBrowserStop(): { unsubscribe(): void } {
+    return this.#d.nc.subscribe('ats.browser.*.stopped', {
+      callback: (_err, msg) => {
+        const browserId = msg.subject.split('.')[2]!;
+        this.#d.repo.closeSessionsOfBrowser(browserId, 'browser stopped').then(
+          (ids) => ids.length && this.#d.logger.info({ browserId, sessions: ids }, 'sessions closed with their browser'),
+          (err: Error) => this.#d.logger.warn({ browserId, err: err.message }, 'closing sessions of a stopped browser failed'),
+        );
+      },
+    });
+  }
+
+  async list(projectId: string, agent: AgentName, filter: { sessionId?: string; status?: RunStatus }, limit: number, cursor: string) {
+    return this.#d.repo.runs(projectId, agent, filter, limit || 50, cursor || undefined);
+  }
+
+  async steps(projectId: string, agent: AgentName | null, runId: string, after: number, limit: number) {
+    const run = await this.get(projectId, agent, runId);
+    const page = await this.#d.repo.steps(runId, after, limit || 50);
+    const urls = await Promise.all(
+      page.steps.map((s) =>
+        s.screenshotKey
+          ? this.#d.clients.fileStorage.api.signObjectUrl({ projectId: run.projectId, key: s.screenshotKey, ttlSeconds: 0, downloadFilename: '' }).then(
+              (r) => r.url,
+              () => null,
+            )
+          : Promise.resolve(null),
+      ),
+    );
+    return { steps: page.steps.map((s, i) => ({ ...s, screenshotUrl: urls[i] })), hasMore: page.hasMore, nextAfter: page.steps.length ? page.steps[page.steps.length - 1]!.number : after };
+  }
+
+  async events(projectId: string, agent: AgentName | null, runId: string, after: number, limit: number) {
+    await this.get(projectId, agent, runId);
+    const page = await this.#d.repo.events(runId, after, limit || 50);
+    return { ...page, nextAfter: page.events.length ? page.events[page.events.length - 1]!.id : after };
+  }
+
+  async watch(projectId: string, agent: AgentName | null, runId: string, after: number, signal: AbortSignal) {
+    await this.get(projectId, agent, runId);
+    return this.#d.events.watch(runId, after, signal);
+  }
+
+  async session(projectId: string, agent: AgentName, sessionId: string): Promise<SessionRow> {
+    const s = await this.#d.repo.session(projectId, agent, sessionId);
+    if (!s) throw new NotFoundError('Session not found');
+    return s;
+  }
+
+  async sessions(projectId: string, agent: AgentName, status: 'open' | 'closed' | null, limit: number, cursor: string) {
+    return this.#d.repo.sessions(projectId, agent, status, limit || 50, cursor || undefined);
+  }
+}
+

@@ -1,0 +1,152 @@
+/**
+ * Claims queued runs and runs them, up to `concurrency` at once in this process. Wake-ups come
+ * over NATS; a slow poll is the fallback. Each claimed run holds a lease that this process renews;
+ * a run whose lease expires (its process died) is failed by whichever scheduler notices, and its
+ * browser released. A stop request (NATS) aborts the run here at once.
+ */
+import { randomBytes } from 'node:crypto';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import type { Logger } from '../../common/src/logger.js';
+import type { RunClients } from './clients.js';
+import type { RunEvents } from './run-events.js';
+import type { RunRepository, RunRow } from './run.repository.js';
+import { WAKEUP_SUBJECT } from './runs.js';
+
+export const LEASE_EXPIRED_ERROR = 'The run was interrupted: the worker running it stopped responding (its lease expired). Browser actions are not safely repeatable, so the run was not retried.';
+export const SHUTDOWN_ERROR = 'The run was interrupted: the run service shut down while it was running.';
+
+export interface SchedulerOptions {
+  repo: RunRepository;
+  events: RunEvents;
+  clients: RunClients;
+  nc: NatsConnection;
+  logger: Logger;
+  execute(run: RunRow, signal: AbortSignal): Promise<void>;
+  concurrency: number;
+  leaseMs: number;
+  maxRunningPerProject: number;
+  pollMs: number;
+}
+
+export class RunScheduler {
+  readonly owner = `worker_${randomBytes(6).toString('hex')}`;
+  readonly #o: SchedulerOptions;
+  readonly #active = new Map<string, AbortController>();
+  readonly #timers: NodeJS.Timeout[] = [];
+  #subs: Subscription[] = [];
+  #claiming = false;
+  #again = false;
+  #stopped = false;
+  #idle: Promise<void> = Promise.resolve();
+  #markIdle: () => void = () => {};
+
+  constructor(options: SchedulerOptions) {
+    this.#o = options;
+  }
+
+  get activeRunIds(): string[] {
+    return [...this.#active.keys()];
+  }
+
+  start(): void {
+    const { nc, leaseMs, pollMs } = this.#o;
+    const wake = nc.subscribe(WAKEUP_SUBJECT, { callback: () => this.poke() });
+    const stops = nc.subscribe('ats.run.*.stop', { callback: (_e, msg) => this.#active.get(msg.subject.split('.')[2]!)?.abort() });
+    this.#subs = [wake, stops];
+    this.#timers.push(setInterval(() => this.poke(), pollMs));
+    this.#timers.push(setInterval(() => void this.#renew(), Math.max(200, Math.floor(leaseMs / 3))));
+    this.#timers.push(setInterval(() => void this.reapExpired(), Math.max(200, Math.floor(leaseMs / 2))));
+    void this.reapExpired();
+    this.poke();
+  }
+
+  /** Claims runs until the slots are full or nothing can start. */
+  poke(): void {
+    if (this.#stopped) return;
+    if (this.#claiming) {
+      this.#again = true;
+      return;
+    }
+    this.#claiming = true;
+    void (async () => {
+      try {
+        do {
+          this.#again = false;
+          while (!this.#stopped && this.#active.size < this.#o.concurrency) {
+            const run = await this.#o.repo.claim(this.owner, this.#o.leaseMs, this.#o.maxRunningPerProject);
+            if (!run) break;
+            this.#launch(run);
+          }
+        } while (this.#again && !this.#stopped);
+      } catch (err) {
+        this.#o.logger.error({ err }, 'claiming runs failed');
+      } finally {
+        this.#claiming = false;
+      }
+    })();
+  }
+
+  #launch(run: RunRow): void {
+    const ctl = new AbortController();
+    if (this.#active.size === 0) this.#idle = new Promise((r) => (this.#markIdle = r));
+    this.#active.set(run.id, ctl);
+    this.#o.logger.info({ runId: run.id, projectId: run.projectId }, 'run claimed');
+    this.#o
+      .execute(run, ctl.signal)
+      .catch((err) => this.#o.logger.error({ err, runId: run.id }, 'run execution threw'))
+      .finally(() => {
+        this.#active.delete(run.id);
+        if (this.#active.size === 0) this.#markIdle();
+        this.#o.nc.publish(WAKEUP_SUBJECT); // a slot (and maybe a project's quota) is free
+      });
+  }
+
+  async #renew(): Promise<void> {
+    try {
+      const lost = await this.#o.repo.renewLeases(this.owner, this.activeRunIds, this.#o.leaseMs);
+      // Stopped (or failed by someone else): abort here too.
+      for (const id of lost) this.#active.get(id)?.abort();
+    } catch (err) {
+      this.#o.logger.warn({ err: (err as Error).message }, 'lease renewal failed');
+    }
+  }
+
+  /** Fails runs whose worker died, releases their browsers; returns how many. */
+  async reapExpired(): Promise<number> {
+    try {
+      const expired = await this.#o.repo.failExpired(LEASE_EXPIRED_ERROR);
+      for (const run of expired) await this.#afterInterrupted(run, LEASE_EXPIRED_ERROR);
+      if (expired.length) this.poke();
+      return expired.length;
+    } catch (err) {
+      this.#o.logger.warn({ err: (err as Error).message }, 'reaping expired leases failed');
+      return 0;
+    }
+  }
+
+  async #afterInterrupted(run: RunRow, error: string): Promise<void> {
+    this.#o.logger.warn({ runId: run.id }, 'run failed: interrupted');
+    await this.#o.events.append(run.id, 'run.failed', { error });
+    if (run.browserId) {
+      await this.#o.clients.browserPool.api.releaseBrowser({ projectId: run.projectId, browserId: run.browserId, runId: run.id }).catch(() => undefined);
+    }
+  }
+
+  /** Stops claiming; runs still active are aborted and failed (never left running). Idempotent. */
+  async stop(graceMs: number): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    for (const t of this.#timers) clearInterval(t);
+    for (const s of this.#subs) s.unsubscribe();
+    const ids = this.activeRunIds;
+    if (!ids.length) return;
+    for (const id of ids) {
+      if (await this.#o.repo.finish(id, ['running'], 'failed', { error: SHUTDOWN_ERROR })) {
+        const run = await this.#o.repo.run(id);
+        if (run) await this.#afterInterrupted(run, SHUTDOWN_ERROR);
+      }
+      this.#active.get(id)?.abort();
+    }
+    await Promise.race([this.#idle, new Promise((r) => setTimeout(r, graceMs))]);
+  }
+}

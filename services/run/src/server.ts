@@ -1,0 +1,15 @@
+import { GrpcServer, implement } from '../../common/src/grpc.js';
+import type { Logger } from '../../common/src/logger.js';
+import { RunServiceService } from '../../../gen/ats/run/v1/run.js';
+import { runHandlers } from './run.handlers.js';
+import type { Runs } from './runs.js';
+
+export interface RunServerDeps {
+  logger: Logger;
+  runs: Runs;
+}
+
+/** Builds the run service's gRPC server (does not listen). */
+export function createRunServer(deps: RunServerDeps): GrpcServer {
+  return new GrpcServer([{ name: 'ats.run.v1.RunService', definition: RunServiceService, implementation: implement(RunServiceService, runHandlers(deps.runs), deps.logger) }]);
+}

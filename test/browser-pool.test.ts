@@ -1,0 +1,376 @@
+/**
+ * Browsers and profiles through the real stack: the public routes, the CDP proxy with puppeteer
+ * and Playwright, profiles across browsers, downloads into file storage, NATS lifecycle events,
+ * frames and input over gRPC, and a SIGKILL of the pool with browsers open.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { connect as natsConnect, type NatsConnection } from '@nats-io/transport-node';
+import { chromium } from 'playwright-core';
+import puppeteer, { type Browser as PuppeteerBrowser } from 'puppeteer-core';
+import { Agent, BrowserPoolServiceService, BrowserStatus, KeyEventType, StopReason, type StreamFramesResponse } from '../gen/ats/browserpool/v1/browser_pool.js';
+import { RemoteError, Status } from '../services/common/src/errors.js';
+import { createServiceClient, type ServiceClient } from '../services/common/src/grpc.js';
+import { strayTempDirs } from '../services/browser-pool/src/chromium.js';
+import { processesUsing } from '../services/browser-pool/src/process-groups.js';
+import { SITE_DIR, startFixtureSite, type FixtureSite } from '../services/browser-pool/src/testing/fixture-site.js';
+import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
+
+interface BrowserJson {
+  id: string;
+  status: 'active' | 'stopped';
+  cdpUrl: string | null;
+  liveViewUrl: string | null;
+  profileId: string | null;
+  sessionId: string | null;
+  runId: string | null;
+  screenWidth: number;
+  screenHeight: number;
+  createdAt: string;
+  timeoutAt: string;
+  stoppedAt: string | null;
+}
+interface ProfileJson {
+  id: string;
+  name: string;
+  userId: string | null;
+  lastUsedAt: string | null;
+  cookieDomains: string[];
+}
+
+let f: StackFixture;
+let site: FixtureSite;
+let pool: ServiceClient<typeof BrowserPoolServiceService>;
+let nc: NatsConnection;
+let rootDir: string;
+
+before(async () => {
+  site = await startFixtureSite();
+  f = await startStackFixture({ projects: ['alpha', 'beta'], env: { MAX_ACTIVE_BROWSERS_PER_PROJECT: '3' } });
+  rootDir = path.join(f.dataDir, 'browser-pool', 'browsers');
+  pool = createServiceClient(BrowserPoolServiceService, `127.0.0.1:${f.stack.ports.get('browser-pool')}`, 30000);
+  nc = await natsConnect({ servers: f.stack.natsUrl });
+});
+
+after(async () => {
+  pool?.close();
+  await nc?.close();
+  try {
+    // A graceful stop of the stack stops every browser; then nothing of them may be left.
+    await f?.stack.stop();
+    assert.deepEqual(chromiumUnder(''), [], 'no Chromium process of the stack outlives it');
+    assert.deepEqual(fs.readdirSync(rootDir), [], 'no browser directory is left');
+    assert.deepEqual(strayTempDirs(rootDir), [], 'no temporary directory is left');
+  } finally {
+    await f?.stop();
+    await site?.close();
+  }
+});
+
+const alpha = () => f.projects.alpha!;
+const beta = () => f.projects.beta!;
+/** Live Chromium processes of one browser ('' = of any browser of this stack). */
+const chromiumUnder = (browserId: string) => processesUsing(`--user-data-dir=${path.join(rootDir, browserId)}${browserId ? path.sep : ''}`);
+
+async function call(key: string, method: string, url: string, body?: unknown): Promise<Response> {
+  return f.api(url, { method, key, headers: body === undefined ? {} : { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+}
+
+async function createBrowser(body: Record<string, unknown> = {}, key = alpha().key): Promise<BrowserJson> {
+  const res = await call(key, 'POST', '/api/v1/browsers', body);
+  assert.equal(res.status, 201, await res.clone().text());
+  return (await res.json()) as BrowserJson;
+}
+
+async function stopBrowser(id: string, key = alpha().key): Promise<BrowserJson> {
+  const res = await call(key, 'POST', `/api/v1/browsers/${id}/stop`);
+  assert.equal(res.status, 200, await res.clone().text());
+  return (await res.json()) as BrowserJson;
+}
+
+const connectPuppeteer = (cdpUrl: string) => puppeteer.connect({ browserWSEndpoint: cdpUrl, defaultViewport: null });
+
+async function firstPage(b: PuppeteerBrowser) {
+  return (await b.pages())[0]!;
+}
+
+async function logIn(cdpUrl: string, user: string): Promise<void> {
+  const b = await connectPuppeteer(cdpUrl);
+  const page = await firstPage(b);
+  await page.goto(`${site.origin}/login.html`);
+  await page.type('#user', user);
+  await Promise.all([page.waitForFunction(() => document.getElementById('status')!.textContent === 'logged in'), page.click('#submit')]);
+  await b.disconnect();
+}
+
+/** What the account page shows: the server's view (cookie) and the browser's (localStorage). */
+async function whoAmI(cdpUrl: string): Promise<{ server: string; client: string }> {
+  const b = await connectPuppeteer(cdpUrl);
+  const page = await firstPage(b);
+  await page.goto(`${site.origin}/account.html`);
+  await page.waitForFunction(() => document.title === 'Account ready');
+  const who = await page.evaluate(() => ({ server: document.getElementById('server')!.textContent!, client: document.getElementById('client')!.textContent! }));
+  await b.disconnect();
+  return who;
+}
+
+describe('a browser driven over CDP', () => {
+  test('when a browser is created, driven with puppeteer through cdpUrl and stopped, then its process is gone and cdpUrl is refused', async () => {
+    const b = await createBrowser();
+    assert.match(b.id, /^brw_[a-z0-9]{24}$/);
+    assert.equal(b.status, 'active');
+    const cdp = new URL(b.cdpUrl!);
+    assert.equal(`${cdp.protocol}//${cdp.host}`, f.stack.edgeUrl('cdp').replace(/^http/, 'ws'));
+    assert.equal(cdp.pathname, `/cdp/${b.id}`);
+    assert.ok(cdp.searchParams.get('token'));
+    assert.ok(b.liveViewUrl!.startsWith(`${f.stack.edgeUrl('liveView')}/browsers/${b.id}?token=`), 'a live view URL minted by the live-view service');
+    assert.deepEqual([b.screenWidth, b.screenHeight], [1280, 800]);
+    assert.ok(Date.parse(b.timeoutAt) - Date.parse(b.createdAt) === 60 * 60_000, 'default timeout: 60 minutes');
+    assert.ok(chromiumUnder(b.id).length > 0, 'its own Chromium is running');
+
+    const client = await connectPuppeteer(b.cdpUrl!);
+    const page = await firstPage(client);
+    await page.goto(`${site.origin}/index.html`);
+    assert.equal(await page.title(), 'Fixture home');
+    assert.equal(await page.evaluate(() => `${innerWidth}x${innerHeight}`), '1280x800');
+    const version = (await (await fetch(b.cdpUrl!.replace(/^ws/, 'http').replace('?', '/json/version?'))).json()) as { webSocketDebuggerUrl: string };
+    assert.equal(version.webSocketDebuggerUrl, b.cdpUrl);
+
+    const stopped = await stopBrowser(b.id);
+    assert.equal(stopped.status, 'stopped');
+    assert.equal(stopped.cdpUrl, null);
+    assert.ok(stopped.stoppedAt);
+    assert.deepEqual(chromiumUnder(b.id), [], 'no process of it is left');
+    await assert.rejects(connectPuppeteer(b.cdpUrl!), 'cdpUrl is refused');
+    assert.equal(client.connected, false, 'the attached client was cut');
+    assert.equal((await stopBrowser(b.id)).stoppedAt, stopped.stoppedAt, 'stop is idempotent');
+    const read = (await (await call(alpha().key, 'GET', `/api/v1/browsers/${b.id}`)).json()) as BrowserJson;
+    assert.equal(read.status, 'stopped');
+  });
+
+  test("when Playwright connects over CDP, then it drives the browser's default context until the browser stops", async () => {
+    const b = await createBrowser({ screen_width: 800, screen_height: 600, timeout_minutes: 5 });
+    assert.deepEqual([b.screenWidth, b.screenHeight], [800, 600]);
+    assert.ok(Date.parse(b.timeoutAt) - Date.parse(b.createdAt) === 5 * 60_000);
+    const browser = await chromium.connectOverCDP(b.cdpUrl!);
+    const context = browser.contexts()[0]!;
+    const page = context.pages()[0] ?? (await context.newPage());
+    await page.goto(`${site.origin}/index.html`);
+    assert.equal(await page.title(), 'Fixture home');
+    assert.equal(await page.evaluate(() => `${innerWidth}x${innerHeight}`), '800x600');
+    const closed = new Promise<void>((r) => browser.once('disconnected', () => r()));
+    await stopBrowser(b.id);
+    await closed;
+    assert.deepEqual(chromiumUnder(b.id), []);
+    await assert.rejects(chromium.connectOverCDP(b.cdpUrl!, { timeout: 5000 }));
+  });
+
+  test('when a tampered token is used, then the proxy refuses it', async () => {
+    const b = await createBrowser();
+    const tampered = b.cdpUrl!.replace(/token=(.)/, (_m, c) => `token=${c === '1' ? '2' : '1'}`);
+    await assert.rejects(connectPuppeteer(tampered));
+    const res = await fetch(tampered.replace(/^ws/, 'http').replace('?', '/json/version?'));
+    assert.equal(res.status, 401);
+    await stopBrowser(b.id);
+  });
+});
+
+describe('profiles', () => {
+  test('when a browser with profile P logs in and stops, then a new browser with P is logged in, one without is not, and two profiles never mix', async () => {
+    const mk = async (name: string) => {
+      const res = await call(alpha().key, 'POST', '/api/v1/browser-profiles', { name, user_id: `u-${name}` });
+      assert.equal(res.status, 201, await res.clone().text());
+      return (await res.json()) as ProfileJson;
+    };
+    const ada = await mk('ada');
+    const bob = await mk('bob');
+    assert.deepEqual([ada.cookieDomains, ada.lastUsedAt, ada.userId], [[], null, 'u-ada']);
+
+    const first = await createBrowser({ browser_profile_id: ada.id });
+    assert.equal(first.profileId, ada.id);
+    await logIn(first.cdpUrl!, 'ada');
+    await stopBrowser(first.id);
+    const savedAda = (await (await call(alpha().key, 'GET', `/api/v1/browser-profiles/${ada.id}`)).json()) as ProfileJson;
+    assert.deepEqual(savedAda.cookieDomains, ['127.0.0.1']);
+    assert.ok(savedAda.lastUsedAt);
+
+    const bobBrowser = await createBrowser({ browser_profile_id: bob.id });
+    await logIn(bobBrowser.cdpUrl!, 'bob');
+    await stopBrowser(bobBrowser.id);
+
+    const [withAda, withBob, withNone] = await Promise.all([createBrowser({ browser_profile_id: ada.id }), createBrowser({ browser_profile_id: bob.id }), createBrowser()]);
+    assert.deepEqual(await whoAmI(withAda.cdpUrl!), { server: 'ada', client: 'ada' });
+    assert.deepEqual(await whoAmI(withBob.cdpUrl!), { server: 'bob', client: 'bob' });
+    assert.deepEqual(await whoAmI(withNone.cdpUrl!), { server: 'nobody', client: 'nobody' });
+    await Promise.all([withAda, withBob, withNone].map((b) => stopBrowser(b.id)));
+  });
+
+  test('when profiles are listed, renamed and deleted, then the changes show and a deleted profile is gone for good', async () => {
+    const created = (await (await call(alpha().key, 'POST', '/api/v1/browser-profiles', { name: 'temp' })).json()) as ProfileJson;
+    const list = (await (await call(alpha().key, 'GET', '/api/v1/browser-profiles?limit=200')).json()) as { items: ProfileJson[] };
+    assert.ok(list.items.some((p) => p.id === created.id));
+    assert.equal(((await (await call(beta().key, 'GET', '/api/v1/browser-profiles')).json()) as { items: ProfileJson[] }).items.length, 0, 'another project sees none');
+    const renamed = await call(alpha().key, 'PATCH', `/api/v1/browser-profiles/${created.id}`, { name: 'kept' });
+    assert.equal(((await renamed.json()) as ProfileJson).name, 'kept');
+    assert.equal((await call(beta().key, 'PATCH', `/api/v1/browser-profiles/${created.id}`, { name: 'theirs' })).status, 404);
+    assert.equal((await call(alpha().key, 'DELETE', `/api/v1/browser-profiles/${created.id}`)).status, 204);
+    assert.equal((await call(alpha().key, 'DELETE', `/api/v1/browser-profiles/${created.id}`)).status, 204, 'idempotent');
+    assert.equal((await call(alpha().key, 'GET', `/api/v1/browser-profiles/${created.id}`)).status, 404);
+    assert.equal((await call(alpha().key, 'POST', '/api/v1/browsers', { browser_profile_id: created.id })).status, 404);
+  });
+});
+
+describe('downloads', () => {
+  test('when a page downloads a file, then the browser lists it and its downloadUrl returns the bytes', async () => {
+    const b = await createBrowser();
+    const client = await connectPuppeteer(b.cdpUrl!);
+    const page = await firstPage(client);
+    await page.goto(`${site.origin}/download.html`);
+    await page.click('#report');
+    const expected = fs.readFileSync(path.join(SITE_DIR, 'report.csv'));
+    let items: { name: string; sizeBytes: number; lastModified: string; downloadUrl: string }[] = [];
+    for (let i = 0; i < 100 && !items.length; i++) {
+      if (i) await new Promise((r) => setTimeout(r, 50)); // until Chromium has moved the finished file into place
+      const res = await call(alpha().key, 'GET', `/api/v1/browsers/${b.id}/downloads`);
+      assert.equal(res.status, 200);
+      items = ((await res.json()) as { items: typeof items }).items;
+    }
+    assert.deepEqual(items.map((d) => [d.name, d.sizeBytes]), [['report.csv', expected.length]]);
+    assert.ok(!Number.isNaN(Date.parse(items[0]!.lastModified)));
+    const got = await fetch(items[0]!.downloadUrl);
+    assert.equal(got.status, 200);
+    assert.deepEqual(Buffer.from(await got.arrayBuffer()), expected);
+    await client.disconnect();
+    await stopBrowser(b.id);
+    const afterStop = (await (await call(alpha().key, 'GET', `/api/v1/browsers/${b.id}/downloads`)).json()) as { items: typeof items };
+    assert.deepEqual(afterStop.items.map((d) => d.name), ['report.csv'], 'downloads outlive the browser');
+    assert.equal((await call(beta().key, 'GET', `/api/v1/browsers/${b.id}/downloads`)).status, 404);
+  });
+});
+
+describe('bad input and limits', () => {
+  test('when the request is wrong or not allowed, then it is refused with the right status', async () => {
+    const unknownProfile = await call(alpha().key, 'POST', '/api/v1/browsers', { browser_profile_id: 'prf_doesnotexist00000000000' });
+    assert.equal(unknownProfile.status, 404);
+    assert.equal((await call(alpha().key, 'POST', '/api/v1/browsers', { screen_width: 1024 })).status, 422);
+    assert.equal((await call(alpha().key, 'POST', '/api/v1/browsers', { screen_width: 100, screen_height: 600 })).status, 422);
+    assert.equal((await call(alpha().key, 'POST', '/api/v1/browsers', { screen_width: 1024, screen_height: 9000 })).status, 422);
+    const noProxy = await call(alpha().key, 'POST', '/api/v1/browsers', { proxy_country_code: 'fr' });
+    assert.equal(noProxy.status, 400);
+    assert.match(((await noProxy.json()) as { detail: string }).detail, /"fr"/);
+
+    const theirs = await createBrowser({}, beta().key);
+    assert.equal((await call(alpha().key, 'GET', `/api/v1/browsers/${theirs.id}`)).status, 404);
+    assert.equal((await call(alpha().key, 'POST', `/api/v1/browsers/${theirs.id}/stop`)).status, 404);
+    assert.equal(((await (await call(beta().key, 'GET', `/api/v1/browsers/${theirs.id}`)).json()) as BrowserJson).status, 'active', 'untouched');
+    await stopBrowser(theirs.id, beta().key);
+  });
+
+  test('when a project has its maximum of active browsers, then one more is 429 with Retry-After, until one stops', async () => {
+    const open = [await createBrowser(), await createBrowser(), await createBrowser()];
+    const over = await call(alpha().key, 'POST', '/api/v1/browsers', {});
+    assert.equal(over.status, 429);
+    assert.ok(Number(over.headers.get('retry-after')) >= 1);
+    const other = await createBrowser({}, beta().key);
+    const active = (await (await call(alpha().key, 'GET', '/api/v1/browsers?status=active')).json()) as { items: BrowserJson[] };
+    assert.deepEqual(active.items.map((b) => b.id).sort(), open.map((b) => b.id).sort());
+    await stopBrowser(open[0]!.id);
+    const next = await createBrowser();
+    await Promise.all([...open.slice(1), next].map((b) => stopBrowser(b.id)));
+    await stopBrowser(other.id, beta().key);
+  });
+});
+
+describe('for the other services', () => {
+  test('when a browser starts and stops, then NATS carries started and stopped events for it', async () => {
+    const got: { subject: string; data: Record<string, unknown> }[] = [];
+    const sub = nc.subscribe('ats.browser.*.*', { callback: (_e, m) => void got.push({ subject: m.subject, data: m.json() }) });
+    await nc.flush();
+    const b = await createBrowser();
+    await stopBrowser(b.id);
+    for (let i = 0; i < 100 && got.filter((g) => g.data.browserId === b.id).length < 2; i++) await nc.flush();
+    sub.unsubscribe();
+    const mine = got.filter((g) => g.data.browserId === b.id);
+    assert.deepEqual(mine.map((g) => g.subject), [`ats.browser.${b.id}.started`, `ats.browser.${b.id}.stopped`]);
+    assert.equal(mine[0]!.data.projectId, alpha().projectId);
+    assert.equal(mine[1]!.data.reason, 'user');
+    for (const g of mine) assert.ok(!Number.isNaN(Date.parse(String(g.data.ts))) && 'sessionId' in g.data && 'runId' in g.data);
+  });
+
+  test("when a run's browser is streamed to two viewers and given input over gRPC, then both see frames and the page gets the keys", async () => {
+    const { projectId } = alpha();
+    const { browser } = await pool.api.createBrowser({ projectId, sessionId: 'ses_grpc', runId: 'run_grpc', agent: Agent.AGENT_BROWSER_AGENT });
+    const id = browser!.id;
+    assert.equal(browser!.runId, 'run_grpc');
+    const listed = (await (await call(alpha().key, 'GET', '/api/v1/browsers?session_id=ses_grpc')).json()) as { items: BrowserJson[] };
+    assert.deepEqual(listed.items.map((b) => b.id), [id]);
+    const { websocketUrl } = await pool.api.getCdpEndpoint({ projectId, browserId: id });
+    assert.match(websocketUrl, /^ws:\/\/127\.0\.0\.1:\d+\/devtools\/browser\//);
+    const agent = await connectPuppeteer(websocketUrl);
+    const page = await firstPage(agent);
+    await page.goto(`${site.origin}/index.html`);
+
+    const streams = [0, 1].map(() => pool.api.streamFrames({ projectId, browserId: id }));
+    const frames: StreamFramesResponse[][] = [[], []];
+    const ended = streams.map((s, i) => new Promise<void>((resolve, reject) => {
+      s.on('data', (m: StreamFramesResponse) => frames[i]!.push(m));
+      s.on('end', () => resolve());
+      s.on('error', reject);
+    }));
+    const image = (i: number) => frames[i]!.find((m) => m.jpeg.length > 0 && m.url.endsWith('/index.html'));
+    for (let i = 0; i < 200 && !(image(0) && image(1)); i++) await new Promise((r) => setTimeout(r, 25));
+    for (const i of [0, 1]) {
+      const m = image(i)!;
+      assert.ok(m, `viewer ${i} got a frame`);
+      assert.equal(m.width, 1280);
+      assert.equal(m.title, 'Fixture home');
+      assert.ok(m.timestampMs > 1e12);
+      assert.deepEqual(m.tabs.map((t) => t.active), [true]);
+    }
+    for (const ch of 'ok') {
+      await pool.api.dispatchInput({ projectId, browserId: id, key: { type: KeyEventType.KEY_EVENT_TYPE_DOWN, key: ch, code: `Key${ch.toUpperCase()}`, text: ch, modifiers: 0 } });
+      await pool.api.dispatchInput({ projectId, browserId: id, key: { type: KeyEventType.KEY_EVENT_TYPE_UP, key: ch, code: `Key${ch.toUpperCase()}`, text: '', modifiers: 0 } });
+    }
+    await page.waitForFunction(() => document.getElementById('typed')!.textContent === 'ok');
+    await assert.rejects(pool.api.dispatchInput({ projectId, browserId: id }), (e: unknown) => e instanceof RemoteError && e.code === Status.INVALID_ARGUMENT);
+    const foreign = pool.api.streamFrames({ projectId: beta().projectId, browserId: id });
+    await assert.rejects(
+      new Promise((resolve, reject) => {
+        foreign.on('data', () => {});
+        foreign.on('end', resolve);
+        foreign.on('error', reject);
+      }),
+      (e: { code?: number }) => e.code === Status.NOT_FOUND,
+      "another project's browser cannot be watched",
+    );
+
+    const released = await pool.api.releaseBrowser({ projectId, browserId: id, runId: 'run_grpc' });
+    assert.equal(released.browser!.runId, undefined);
+    assert.equal(released.browser!.status, BrowserStatus.BROWSER_STATUS_ACTIVE);
+    await agent.disconnect();
+    const { browser: stopped } = await pool.api.stopBrowser({ projectId, browserId: id, reason: StopReason.STOP_REASON_RUN_ENDED });
+    assert.equal(stopped!.stopReason, StopReason.STOP_REASON_RUN_ENDED);
+    await Promise.all(ended); // both streams end when the browser stops
+    await assert.rejects(pool.api.getCdpEndpoint({ projectId, browserId: id }), (e: unknown) => e instanceof RemoteError && e.code === Status.FAILED_PRECONDITION);
+  });
+});
+
+describe('a crash of the pool', () => {
+  test('when the pool is killed with SIGKILL with three browsers open and restarted, then nothing of them survives and they read stopped', async () => {
+    const open = [await createBrowser(), await createBrowser(), await createBrowser()];
+    for (const b of open) assert.ok(chromiumUnder(b.id).length > 0);
+    await f.stack.kill('browser-pool');
+    await f.stack.startService('browser-pool');
+    for (const b of open) {
+      assert.deepEqual(chromiumUnder(b.id), [], `no process of ${b.id}`);
+      assert.equal(fs.existsSync(path.join(rootDir, b.id)), false, `no directory of ${b.id}`);
+      const read = (await (await call(alpha().key, 'GET', `/api/v1/browsers/${b.id}`)).json()) as BrowserJson;
+      assert.equal(read.status, 'stopped');
+    }
+    const fresh = await createBrowser();
+    assert.equal(fresh.status, 'active', 'the restarted pool serves again');
+    await stopBrowser(fresh.id);
+  });
+});

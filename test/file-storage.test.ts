@@ -1,0 +1,213 @@
+/**
+ * Files through the real stack: the gateway's routes, presigned links on the file-storage
+ * process, gRPC for attach and disks, and a crash of file-storage mid-upload.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { Agent, FileStorageServiceService } from '../gen/ats/filestorage/v1/file_storage.js';
+import { RemoteError, Status } from '../services/common/src/errors.js';
+import { createServiceClient } from '../services/common/src/grpc.js';
+import { materializeDisk, syncDisk, type FileStorageClient } from '../services/file-storage/src/disk-sync.js';
+import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
+
+const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
+
+let f: StackFixture;
+let storage: FileStorageClient;
+before(async () => {
+  f = await startStackFixture({ projects: ['alpha', 'beta'] });
+  storage = createServiceClient(FileStorageServiceService, `127.0.0.1:${f.stack.ports.get('file-storage')}`, 5000);
+});
+after(async () => {
+  storage.close();
+  await f.stop();
+});
+
+const alpha = () => f.projects.alpha!;
+const beta = () => f.projects.beta!;
+const json = (key: string, method: string, url: string, body?: unknown) =>
+  f.api(url, { method, key, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+
+async function addFiles(key: string, names: string[], url = '/api/v1/agents/browser-agent/files') {
+  const res = await json(key, 'POST', url, { files: names.map((name) => ({ name })) });
+  assert.equal(res.status, 201, await res.clone().text());
+  return ((await res.json()) as { items: { id: string; name: string; upload_url: string }[] }).items;
+}
+
+async function putBytes(uploadUrl: string, bytes: Buffer | string) {
+  const res = await fetch(uploadUrl, { method: 'PUT', body: typeof bytes === 'string' ? bytes : new Uint8Array(bytes) });
+  assert.equal(res.status, 200, await res.clone().text());
+}
+
+describe('add, upload, attach, list, download', () => {
+  test('when two files are added and one known and one unknown id attached, then the unknown is missing and the known downloads exactly', async () => {
+    const items = await addFiles(alpha().key, ['notes.txt', 'data.json']);
+    assert.deepEqual(items.map((i) => i.name), ['notes.txt', 'data.json']);
+    assert.ok(items.every((i) => i.id.startsWith('file_') && i.upload_url.includes('sig=')));
+    const notes = randomBytes(200_000);
+    await putBytes(items[0]!.upload_url, notes);
+    await putBytes(items[1]!.upload_url, '{"a":1}');
+
+    const { disk } = await storage.api.createDisk({ projectId: alpha().projectId, agent: Agent.AGENT_BROWSER_AGENT, sessionId: 'ses_one' });
+    const runId = 'run_attach_1';
+    const attached = await storage.api.attachFiles({ projectId: alpha().projectId, agent: Agent.AGENT_BROWSER_AGENT, diskId: disk!.id, runId, fileIds: [items[0]!.id, 'file_doesnotexist000000000000'] });
+    assert.deepEqual(attached.attachedFileIds, [items[0]!.id]);
+    assert.deepEqual(attached.missingFileIds, ['file_doesnotexist000000000000']);
+
+    const list = await f.api(`/api/v1/agents/browser-agent/runs/${runId}/files?kind=input`, { key: alpha().key });
+    assert.equal(list.status, 200);
+    const { items: listed } = (await list.json()) as { items: { id: string; name: string; kind: string; downloadUrl: string; sizeBytes: number }[] };
+    assert.deepEqual(listed.map((i) => [i.id, i.name, i.kind, i.sizeBytes]), [[items[0]!.id, 'notes.txt', 'input', notes.length]]);
+    const got = await fetch(listed[0]!.downloadUrl);
+    assert.equal(sha(Buffer.from(await got.arrayBuffer())), sha(notes));
+    const tampered = listed[0]!.downloadUrl.replace(/sig=(.)/, (_m, c) => `sig=${c === 'A' ? 'B' : 'A'}`);
+    assert.equal((await fetch(tampered)).status, 403);
+
+    const outputs = await f.api(`/api/v1/agents/browser-agent/runs/${runId}/files?kind=output`, { key: alpha().key });
+    assert.deepEqual(((await outputs.json()) as { items: unknown[] }).items, []);
+  });
+
+  test("when another project's file is attached, or the other agent's, then it is missing", async () => {
+    const [theirs] = await addFiles(beta().key, ['secret.txt']);
+    await putBytes(theirs!.upload_url, 'beta only');
+    const [code] = await addFiles(alpha().key, ['script.py'], '/api/v1/agents/browsercode/files');
+    await putBytes(code!.upload_url, 'print(1)');
+    const [pending] = await addFiles(alpha().key, ['never-uploaded.txt']);
+    const { disk } = await storage.api.createDisk({ projectId: alpha().projectId, agent: Agent.AGENT_BROWSER_AGENT, sessionId: 'ses_two' });
+    const r = await storage.api.attachFiles({ projectId: alpha().projectId, agent: Agent.AGENT_BROWSER_AGENT, diskId: disk!.id, runId: 'run_x', fileIds: [theirs!.id, code!.id, pending!.id] });
+    assert.deepEqual(r.attachedFileIds, []);
+    assert.deepEqual(r.missingFileIds, [theirs!.id, code!.id, pending!.id]);
+  });
+
+  test('when a file name is unsafe, then 422 at the gateway and INVALID_ARGUMENT at the service', async () => {
+    const res = await json(alpha().key, 'POST', '/api/v1/agents/browser-agent/files', { files: [{ name: '../etc/passwd' }] });
+    assert.equal(res.status, 422);
+    await assert.rejects(storage.api.createUploads({ projectId: alpha().projectId, agent: Agent.AGENT_BROWSER_AGENT, files: [{ name: 'a/b' }] }), (err: unknown) => err instanceof RemoteError && err.code === Status.INVALID_ARGUMENT);
+  });
+});
+
+describe('workspaces', () => {
+  test('when a workspace is created, filled, renamed and deleted, then each step shows; another project gets 404', async () => {
+    const created = await json(alpha().key, 'POST', '/api/v1/agent-workspaces', { name: 'shared' });
+    assert.equal(created.status, 201);
+    const ws = (await created.json()) as { id: string; name: string };
+    assert.match(ws.id, /^wsp_/);
+
+    assert.equal((await json(beta().key, 'GET', `/api/v1/agent-workspaces/${ws.id}`)).status, 404);
+    assert.equal((await json(beta().key, 'POST', `/api/v1/agent-workspaces/${ws.id}/files`, { files: [{ name: 'x' }] })).status, 404);
+    assert.equal((await json(beta().key, 'DELETE', `/api/v1/agent-workspaces/${ws.id}`)).status, 404);
+
+    const [item] = await addFiles(alpha().key, ['input.csv'], `/api/v1/agent-workspaces/${ws.id}/files`);
+    await putBytes(item!.upload_url, 'a,b\n1,2\n');
+    const files = await json(alpha().key, 'GET', `/api/v1/agent-workspaces/${ws.id}/files`);
+    const listed = ((await files.json()) as { items: { name: string; downloadUrl: string }[] }).items;
+    assert.deepEqual(listed.map((i) => i.name), ['input.csv']);
+    assert.equal(await (await fetch(listed[0]!.downloadUrl)).text(), 'a,b\n1,2\n');
+
+    const renamed = await json(alpha().key, 'PATCH', `/api/v1/agent-workspaces/${ws.id}`, { name: 'renamed' });
+    assert.equal(((await renamed.json()) as { name: string }).name, 'renamed');
+    const all = await json(alpha().key, 'GET', '/api/v1/agent-workspaces');
+    assert.ok(((await all.json()) as { items: { id: string }[] }).items.some((w) => w.id === ws.id));
+    assert.deepEqual(((await (await json(beta().key, 'GET', '/api/v1/agent-workspaces')).json()) as { items: unknown[] }).items, []);
+
+    assert.equal((await json(alpha().key, 'DELETE', `/api/v1/agent-workspaces/${ws.id}`)).status, 204);
+    assert.equal((await json(alpha().key, 'GET', `/api/v1/agent-workspaces/${ws.id}`)).status, 404);
+  });
+});
+
+describe('disks for agent workers', () => {
+  test('when a disk is materialised, changed by a process and synced, then exactly the new and modified files are outputs', async () => {
+    const p = alpha().projectId;
+    const items = await addFiles(alpha().key, ['keep.txt', 'edit.txt', 'drop.txt'], '/api/v1/agents/browsercode/files');
+    for (const [i, item] of items.entries()) await putBytes(item.upload_url, `original ${i}\n`);
+    const { disk } = await storage.api.createDisk({ projectId: p, agent: Agent.AGENT_BROWSERCODE, sessionId: 'ses_disk' });
+    const runId = 'run_disk_1';
+    await storage.api.attachFiles({ projectId: p, agent: Agent.AGENT_BROWSERCODE, diskId: disk!.id, runId, fileIds: items.map((i) => i.id) });
+
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ats-work-'));
+    const outside = fs.mkdtempSync(path.join(os.tmpdir(), 'ats-outside-'));
+    fs.writeFileSync(path.join(outside, 'host-secret.txt'), 'not for the disk');
+    try {
+      const manifest = await materializeDisk(storage, p, disk!.id, dir);
+      assert.deepEqual([...manifest.keys()].sort(), ['drop.txt', 'edit.txt', 'keep.txt']);
+      assert.equal(fs.readFileSync(path.join(dir, 'edit.txt'), 'utf8'), 'original 1\n');
+
+      // The "agent": a separate process edits, creates, deletes, and plants a symlink out of the disk.
+      const script = `echo changed >> edit.txt && mkdir -p out && echo '{"ok":true}' > out/result.json && rm drop.txt && ln -s ${outside}/host-secret.txt leak.txt && ln -s ${outside} outdir`;
+      assert.equal(spawnSync('sh', ['-c', script], { cwd: dir }).status, 0);
+
+      const synced = await syncDisk(storage, p, disk!.id, runId, dir, manifest);
+      assert.deepEqual(synced.written.map((e) => e.path), ['edit.txt', 'out/result.json']);
+      assert.deepEqual(synced.deleted, ['drop.txt']);
+
+      const outputs = await f.api(`/api/v1/agents/browsercode/runs/${runId}/files?kind=output`, { key: alpha().key });
+      const out = ((await outputs.json()) as { items: { name: string; kind: string; downloadUrl: string }[] }).items;
+      assert.deepEqual(out.map((o) => [o.name, o.kind]), [['edit.txt', 'output'], ['out/result.json', 'output']]);
+      assert.equal(await (await fetch(out[0]!.downloadUrl)).text(), 'original 1\nchanged\n');
+      const inputs = await f.api(`/api/v1/agents/browsercode/runs/${runId}/files?kind=input`, { key: alpha().key });
+      assert.deepEqual(((await inputs.json()) as { items: { name: string }[] }).items.map((i) => i.name), ['drop.txt', 'edit.txt', 'keep.txt']);
+      const both = await f.api(`/api/v1/agents/browsercode/runs/${runId}/files`, { key: alpha().key });
+      assert.equal(((await both.json()) as { items: unknown[] }).items.length, 5);
+
+      const { entries } = await storage.api.listDiskEntries({ projectId: p, diskId: disk!.id });
+      assert.deepEqual(entries.map((e) => e.path), ['edit.txt', 'keep.txt', 'out/result.json'], 'no symlink reached the disk');
+
+      // A second materialisation elsewhere sees the synced state; a planted symlink is not written through.
+      const again = fs.mkdtempSync(path.join(os.tmpdir(), 'ats-work-'));
+      fs.symlinkSync(outside, path.join(again, 'out'));
+      await assert.rejects(materializeDisk(storage, p, disk!.id, again));
+      assert.deepEqual(fs.readdirSync(outside), ['host-secret.txt']);
+      fs.rmSync(again, { recursive: true, force: true });
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+      fs.rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
+  test('when a disk path tries to escape, then the service refuses it', async () => {
+    const p = alpha().projectId;
+    const { disk } = await storage.api.createDisk({ projectId: p, agent: Agent.AGENT_BROWSERCODE, sessionId: 'ses_escape' });
+    for (const bad of ['../escape.txt', '/etc/passwd', 'a/../../b']) {
+      const { stream, response } = storage.api.writeDiskFile();
+      stream.write({ header: { projectId: p, diskId: disk!.id, path: bad, runId: '', contentType: '' } });
+      stream.write({ chunk: Buffer.from('x') });
+      stream.end();
+      await assert.rejects(response, (err: unknown) => err instanceof RemoteError && err.code === Status.INVALID_ARGUMENT, bad);
+    }
+    await assert.rejects(storage.api.listDiskEntries({ projectId: beta().projectId, diskId: disk!.id }), (err: unknown) => err instanceof RemoteError && err.code === Status.NOT_FOUND);
+  });
+});
+
+describe('a crash during an upload', () => {
+  test('when file-storage is killed mid-upload and restarted, then no partial file is visible and the earlier bytes are intact', async () => {
+    const [item] = await addFiles(alpha().key, ['crash.bin']);
+    const v1 = randomBytes(100_000);
+    await putBytes(item!.upload_url, v1);
+
+    // Start a second upload that never finishes, then kill the process while it is receiving.
+    const received = new Promise<void>((resolve, reject) => {
+      const req = http.request(item!.upload_url.replace('localhost', '127.0.0.1'), { method: 'PUT', headers: { 'Content-Length': 50 * 1024 * 1024 } });
+      req.on('error', () => resolve());
+      req.write(randomBytes(4 * 1024 * 1024), (err) => (err ? reject(err) : resolve()));
+    });
+    await received;
+    const tmp = path.join(f.dataDir, 'file-storage', 'blobs', '.tmp');
+    for (let i = 0; i < 100 && fs.readdirSync(tmp).length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(fs.readdirSync(tmp).length, 1, 'the upload is in flight as a temporary');
+    await f.stack.kill('file-storage');
+    await f.stack.startService('file-storage');
+
+    assert.deepEqual(fs.readdirSync(tmp), [], 'the partial temporary was swept at start');
+    const { file } = await storage.api.getFile({ projectId: alpha().projectId, fileId: item!.id });
+    assert.equal(file!.uploaded, true);
+    assert.equal(file!.sizeBytes, v1.length);
+    const got = await fetch(file!.downloadUrl);
+    assert.equal(sha(Buffer.from(await got.arrayBuffer())), sha(v1));
+  });
+});

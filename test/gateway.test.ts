@@ -1,0 +1,151 @@
+/** The gateway's edge through real HTTP, with every service a real process behind real gRPC. */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { processExists, startStackFixture, type StackFixture } from './support/stack-fixture.js';
+
+let f: StackFixture;
+before(async () => {
+  f = await startStackFixture();
+});
+after(async () => {
+  const pids = f.stack.pids();
+  await f.stop();
+  assert.deepEqual(pids.filter(processExists), [], 'no process of the stack survives its stop');
+});
+
+const post = (path: string, body: string, headers: Record<string, string> = {}) =>
+  f.api(path, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+
+describe('auth', () => {
+  test('when the key is valid, then GET /agents lists both agents with their watch verbs', async () => {
+    const res = await f.api('/api/v1/agents');
+    assert.equal(res.status, 200);
+    const body = (await res.json()) as { agents: { name: string; watch: string; session: { kind: string }; capabilities: string[] }[] };
+    assert.deepEqual(body.agents.map((a) => [a.name, a.watch, a.session.kind]), [
+      ['browser-agent', 'steps', 'disposable'],
+      ['browsercode', 'events', 'durable'],
+    ]);
+    assert.deepEqual(body.agents[1]!.capabilities, ['browser', 'code', 'terminal', 'files']);
+  });
+
+  test('when the key is missing or wrong, then 401 with the documented detail', async () => {
+    for (const key of [null, 'ats_wrong_key_0123456789']) {
+      const res = await f.api('/api/v1/agents', { key });
+      assert.equal(res.status, 401);
+      assert.deepEqual(await res.json(), { detail: 'Invalid or missing API key' });
+    }
+  });
+});
+
+describe('validation (422, FastAPI-style)', () => {
+  const runs = '/api/v1/agents/browser-agent/runs';
+
+  test('when a run has a top-level browser_profile_id or structured_output, then 422 Extra inputs are not permitted', async () => {
+    for (const field of ['browser_profile_id', 'structured_output']) {
+      const res = await post(runs, JSON.stringify({ task: 'hi', [field]: 'x' }));
+      assert.equal(res.status, 422);
+      assert.deepEqual(await res.json(), { detail: [{ type: 'extra_forbidden', loc: ['body', field], msg: 'Extra inputs are not permitted', input: 'x' }] });
+    }
+  });
+
+  test('when a field has the wrong type, then 422 names its location and type', async () => {
+    const res = await post(runs, JSON.stringify({ task: 42 }));
+    assert.equal(res.status, 422);
+    assert.deepEqual(await res.json(), { detail: [{ type: 'string_type', loc: ['body', 'task'], msg: 'Input should be a valid string', input: 42 }] });
+  });
+
+  test('when a required field is missing, then 422 Field required', async () => {
+    const res = await post(runs, JSON.stringify({ model: 'builtin' }));
+    assert.equal(res.status, 422);
+    assert.deepEqual(await res.json(), { detail: [{ type: 'missing', loc: ['body', 'task'], msg: 'Field required', input: { model: 'builtin' } }] });
+  });
+
+  test('when the JSON is broken, then 422 json_invalid', async () => {
+    const res = await post(runs, '{"task": "hi",');
+    assert.equal(res.status, 422);
+    const body = (await res.json()) as { detail: { type: string; loc: unknown[]; msg: string }[] };
+    assert.equal(body.detail[0]!.type, 'json_invalid');
+    assert.equal(body.detail[0]!.msg, 'JSON decode error');
+    assert.equal(body.detail[0]!.loc[0], 'body');
+  });
+
+  test('when the body is over the cap, then 413 with a detail', async () => {
+    const res = await post(runs, JSON.stringify({ task: 'x'.repeat(2 * 1024 * 1024) }));
+    assert.equal(res.status, 413);
+    assert.match(((await res.json()) as { detail: string }).detail, /too large/);
+  });
+
+  test('when the body is not JSON, then 415', async () => {
+    const res = await post(runs, 'task=hi', { 'content-type': 'application/x-www-form-urlencoded' });
+    assert.equal(res.status, 415);
+  });
+});
+
+describe('errors and routing', () => {
+  test('when the agent in the path is unknown, then 404 Agent not found', async () => {
+    const res = await post('/api/v1/agents/nope/runs', JSON.stringify({ task: 'hi' }));
+    assert.equal(res.status, 404);
+    assert.deepEqual(await res.json(), { detail: 'Agent not found' });
+  });
+
+  test('when a valid request reaches a capability not built yet, then 501 from the service', async () => {
+    const res = await post('/api/v1/agents/browsercode/runs', JSON.stringify({ task: 'hi' }));
+    assert.equal(res.status, 501);
+    assert.deepEqual(await res.json(), { detail: 'The browsercode agent is not implemented yet' });
+  });
+
+  test('when a client sends X-Request-Id, then it is echoed; otherwise one is made', async () => {
+    const given = await f.api('/api/v1/agents', { headers: { 'x-request-id': 'req-123' } });
+    assert.equal(given.headers.get('x-request-id'), 'req-123');
+    const made = await f.api('/api/v1/agents');
+    assert.match(made.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+  });
+
+  test('when /openapi.json is read, then it is OpenAPI 3.1 and documents the run routes', async () => {
+    const res = await fetch(`${f.stack.baseUrl}/openapi.json`);
+    const doc = (await res.json()) as { openapi: string; paths: Record<string, unknown> };
+    assert.equal(doc.openapi, '3.1.0');
+    assert.ok(doc.paths['/api/v1/agents/{agent}/runs']);
+  });
+});
+
+describe('health and failure of a service', () => {
+  test('when every service runs, then /healthz reports each SERVING', async () => {
+    const res = await fetch(`${f.stack.baseUrl}/healthz`);
+    assert.equal(res.status, 200);
+    assert.deepEqual(await res.json(), {
+      status: 'ok',
+      services: { run: 'SERVING', 'browser-pool': 'SERVING', 'file-storage': 'SERVING', 'live-view': 'SERVING' },
+    });
+  });
+
+  test('when the run service is killed, then /healthz says so and its routes answer 503 at once; a restart recovers', async () => {
+    await f.stack.kill('run');
+
+    const health = await fetch(`${f.stack.baseUrl}/healthz`);
+    assert.equal(health.status, 503);
+    const report = (await health.json()) as { status: string; services: Record<string, string> };
+    assert.equal(report.status, 'degraded');
+    assert.equal(report.services.run, 'UNREACHABLE');
+    assert.equal(report.services['file-storage'], 'SERVING');
+
+    const started = Date.now();
+    const res = await f.api('/api/v1/agents');
+    assert.equal(res.status, 503);
+    assert.deepEqual(await res.json(), { detail: 'Service unavailable, try again shortly' });
+    assert.ok(Date.now() - started < 4000, 'the gateway answers before its 5 s deadline, it does not hang');
+
+    // Routes of other services are unaffected.
+    const other = await post('/api/v1/agent-workspaces', JSON.stringify({ name: 'w' }));
+    assert.equal(other.status, 201);
+
+    await f.stack.startService('run');
+    let status = 0;
+    for (let i = 0; i < 50 && status !== 200; i++) {
+      status = (await f.api('/api/v1/agents')).status;
+      if (status !== 200) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(status, 200, f.logs('run'));
+    assert.equal((await fetch(`${f.stack.baseUrl}/healthz`)).status, 200);
+  });
+});

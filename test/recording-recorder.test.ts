@@ -1,0 +1,209 @@
+/**
+ * The recorder in-process with real ffmpeg, a real database and a stand-in pool on real gRPC:
+ * the video lasts from the browser's start to its stop and shows each frame when it was on
+ * screen; a lost `stopped` event still ends the recording; a restart after the browser stopped
+ * fills the gap with the last frame; a browser that never showed anything has no recording.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { openDatabase, type Database } from '../services/common/src/db.js';
+import { createLogger } from '../services/common/src/logger.js';
+import { Ffmpeg } from '../services/live-view/src/ffmpeg.js';
+import { createPoolClient, type FrameSource } from '../services/live-view/src/pool-client.js';
+import { FakePool } from '../services/live-view/src/pool.fake.js';
+import { Recorder } from '../services/live-view/src/recorder.js';
+import { RecordingRepository, migrations } from '../services/live-view/src/recording.repository.js';
+import { Finalizer } from '../services/live-view/src/recording-finalizer.js';
+import type { RecordingStore } from '../services/live-view/src/recording-store.js';
+import { tempDir } from './support/infra.js';
+
+const logger = createLogger('test', process.env.TEST_LOG ?? 'silent');
+const PROJECT = 'prj_rec';
+const FPS = 10;
+
+let dir: string;
+let db: Database;
+let repo: RecordingRepository;
+let RED: Buffer;
+let BLUE: Buffer;
+const stored = new Map<string, string>();
+
+/** file-storage stand-in: keeps each stored MP4 as a file. */
+const store: RecordingStore = {
+  async put(_projectId, key, file) {
+    const to = path.join(dir, 'stored', key.replace(/\//g, '_'));
+    fs.mkdirSync(path.dirname(to), { recursive: true });
+    fs.copyFileSync(file, to);
+    stored.set(key, to);
+    return { sizeBytes: fs.statSync(to).size };
+  },
+  async link() {
+    throw new Error('not used');
+  },
+  close() {},
+};
+
+function jpeg(colour: string): Buffer {
+  const out = spawnSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', `color=c=${colour}:s=320x200`, '-frames:v', '1', '-f', 'image2pipe', '-c:v', 'mjpeg', 'pipe:1']);
+  assert.equal(out.status, 0, String(out.stderr));
+  return out.stdout;
+}
+
+before(async () => {
+  dir = tempDir('recorder');
+  db = await openDatabase({ service: 'live-view', dataDir: dir, migrations });
+  repo = new RecordingRepository(db.knex);
+  [RED, BLUE] = [jpeg('red'), jpeg('blue')];
+});
+after(async () => {
+  await db.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** One pool browser and a recorder process (a restart is a second recorder on the same database and folder). */
+async function world(browserId: string) {
+  const pool = new FakePool(PROJECT, browserId, logger);
+  const source: FrameSource = createPoolClient(`127.0.0.1:${await pool.server.listen('127.0.0.1', 0)}`, 5000);
+  const recorders: { recorder: Recorder; finalizer: Finalizer; ffmpeg: Ffmpeg }[] = [];
+  const startRecorder = async () => {
+    const ffmpeg = new Ffmpeg({ ffmpegPath: 'ffmpeg', ffprobePath: 'ffprobe' });
+    const finalizer = new Finalizer({ repo, store, ffmpeg, dir: path.join(dir, 'parts'), concurrency: 1, logger, retryBaseMs: 50 });
+    const settings = { ffmpegPath: 'ffmpeg', fps: FPS, crf: 30, preset: 'ultrafast', dir: path.join(dir, 'parts'), maxWidth: 1280, maxHeight: 1280 };
+    const recorder = new Recorder({ repo, source, finalizer, ffmpeg, settings, instanceId: 'test', logger });
+    await recorder.start(undefined);
+    recorders.push({ recorder, finalizer, ffmpeg });
+    return recorder;
+  };
+  return {
+    pool,
+    startRecorder,
+    /** Waits for the recording's own stream (the recorder opened it). */
+    streaming: () => until(() => pool.openStreams.some((s) => s.purpose === 'recording')),
+    async stop() {
+      for (const r of recorders) {
+        await r.recorder.stop();
+        await r.finalizer.stop(1000);
+        r.ffmpeg.stop();
+      }
+      source.close();
+      await pool.server.stop(100);
+    },
+  };
+}
+
+async function until<T>(check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 20000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const ready = (browserId: string) => until(async () => ((await repo.get(browserId))?.state === 'ready' ? stored.get(`recordings/${browserId}.mp4`) : undefined));
+
+function durationS(file: string): number {
+  return Number(spawnSync('ffprobe', ['-v', 'error', '-show_entries', 'format=duration', '-of', 'csv=p=0', file], { encoding: 'utf8' }).stdout);
+}
+
+/** 'red' or 'blue': which of the two pictures the video shows at `atS`. */
+function shows(file: string, atS: number): string {
+  const px = spawnSync('ffmpeg', ['-v', 'error', '-ss', String(atS), '-i', file, '-frames:v', '1', '-vf', 'scale=1:1', '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1']).stdout;
+  return px[0]! > px[2]! ? 'red' : 'blue';
+}
+
+test('when frames come only on change and the browser stops, then the video runs from start to stop with each picture at its time', async () => {
+  const w = await world('brw_plain');
+  try {
+    const recorder = await w.startRecorder();
+    const t0 = Date.now();
+    recorder.onStarted({ browserId: 'brw_plain', projectId: PROJECT, tsMs: t0 });
+    await w.streaming();
+    w.pool.push({ jpeg: RED, timestampMs: t0 + 200 }, 'recording');
+    w.pool.push({ jpeg: BLUE, timestampMs: t0 + 1500 }, 'recording');
+    await sleep(t0 + 2000 - Date.now());
+    recorder.onStopped({ browserId: 'brw_plain', projectId: PROJECT, tsMs: t0 + 2500 });
+    const file = await ready('brw_plain');
+    assert.ok(Math.abs(durationS(file) - 2.5) < 0.06, `2.5 s (got ${durationS(file)})`);
+    assert.deepEqual([0.05, 1.0, 1.39, 1.51, 2.4].map((s) => shows(file, s)), ['red', 'red', 'red', 'blue', 'blue']);
+    await until(() => !fs.existsSync(path.join(dir, 'parts', 'brw_plain'))); // the parts go once the MP4 is stored
+  } finally {
+    await w.stop();
+  }
+});
+
+test('when the stopped event is lost, then the end of the frame stream closes the recording at the stop time', async () => {
+  const w = await world('brw_lost_event');
+  try {
+    const recorder = await w.startRecorder();
+    const t0 = Date.now();
+    recorder.onStarted({ browserId: 'brw_lost_event', projectId: PROJECT, tsMs: t0 });
+    await w.streaming();
+    w.pool.push({ jpeg: RED, timestampMs: t0 + 100 }, 'recording');
+    await sleep(1000);
+    w.pool.stop(t0 + 1800);
+    const file = await ready('brw_lost_event');
+    assert.ok(Math.abs(durationS(file) - 1.8) < 0.06, `1.8 s (got ${durationS(file)})`);
+  } finally {
+    await w.stop();
+  }
+});
+
+test('when live-view restarts after the browser stopped, then the recording is closed with the last picture up to the stop', async () => {
+  const w = await world('brw_restart');
+  try {
+    const first = await w.startRecorder();
+    const t0 = Date.now();
+    first.onStarted({ browserId: 'brw_restart', projectId: PROJECT, tsMs: t0 });
+    await w.streaming();
+    w.pool.push({ jpeg: RED, timestampMs: t0 + 100 }, 'recording');
+    w.pool.push({ jpeg: BLUE, timestampMs: t0 + 600 }, 'recording');
+    await sleep(t0 + 1200 - Date.now());
+    await first.stop(); // the process goes away; its part ends about here
+    assert.equal((await repo.get('brw_restart'))?.state, 'recording');
+
+    w.pool.stop(t0 + 4000); // the browser stops while nobody records it
+    await w.startRecorder();
+    const file = await ready('brw_restart');
+    assert.ok(Math.abs(durationS(file) - 4) < 0.06, `4 s (got ${durationS(file)})`);
+    assert.deepEqual([0.3, 0.8, 2.5, 3.9].map((s) => shows(file, s)), ['red', 'blue', 'blue', 'blue']);
+  } finally {
+    await w.stop();
+  }
+});
+
+test('when a browser stops before it showed anything, then it has no recording', async () => {
+  const w = await world('brw_blank');
+  try {
+    const recorder = await w.startRecorder();
+    recorder.onStarted({ browserId: 'brw_blank', projectId: PROJECT, tsMs: Date.now() });
+    await w.streaming();
+    recorder.onStopped({ browserId: 'brw_blank', projectId: PROJECT, tsMs: Date.now() });
+    await until(async () => (await repo.get('brw_blank'))?.state === 'empty');
+    assert.equal(stored.has('recordings/brw_blank.mp4'), false);
+    assert.equal(await recorder.status(PROJECT, 'brw_blank', true).then((r) => r?.state), 'empty');
+  } finally {
+    await w.stop();
+  }
+});
+
+test('when a lifecycle event is for a browser the pool does not know, then nothing is recorded', async () => {
+  const w = await world('brw_ours');
+  try {
+    const recorder = await w.startRecorder();
+    recorder.onStarted({ browserId: 'brw_someone_elses', projectId: PROJECT, tsMs: Date.now() });
+    recorder.onStarted({ browserId: 'brw_ours', projectId: 'prj_other', tsMs: Date.now() });
+    recorder.onStarted({ browserId: 'brw_ours', projectId: PROJECT, tsMs: Date.now() });
+    await w.streaming();
+    assert.equal(await repo.get('brw_someone_elses'), undefined);
+    assert.equal((await repo.get('brw_ours'))?.projectId, PROJECT);
+    assert.equal(w.pool.openStreams.length, 1);
+  } finally {
+    await w.stop();
+  }
+});

@@ -1,0 +1,320 @@
+/**
+ * Runs end to end through the public API: every service its own process, real Chromium, real
+ * gRPC and NATS, pages served by the test, the builtin model and a fake OpenAI-compatible server.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { elementIndex, startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.js';
+import { serveSite, type TestSite } from './support/site.js';
+import { readSse, type SseEvent } from './support/sse.js';
+import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
+
+const LEASE_MS = 3000;
+let f: StackFixture;
+let site: TestSite;
+let fake: FakeOpenAI;
+
+before(async () => {
+  site = await serveSite();
+  fake = await startFakeOpenAI();
+  f = await startStackFixture({
+    projects: ['alpha', 'limits', 'beta'],
+    env: {
+      RUN_LEASE_MS: String(LEASE_MS),
+      MAX_RUNNING_RUNS_PER_PROJECT: '2',
+      MAX_ACTIVE_BROWSERS_PER_PROJECT: '40',
+      DEFAULT_MODEL: 'builtin',
+      OPENAI_BASE_URL: fake.baseUrl,
+      OPENAI_MODELS: 'fake-gpt',
+      MODEL_PRICES: JSON.stringify({ 'fake-gpt': { input: 3, output: 15 } }),
+      MODEL_MAX_RETRIES: '0',
+      MODEL_TIMEOUT_MS: '5000',
+    },
+  });
+});
+after(async () => {
+  await f.stop();
+  await fake.close();
+  await site.close();
+});
+
+type Project = 'alpha' | 'limits' | 'beta';
+const key = (p: Project) => f.projects[p]!.key;
+const json = (p: Project, method: string, url: string, body?: unknown) =>
+  f.api(url, { method, key: key(p), headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+const BASE = '/api/v1/agents/browser-agent';
+
+interface Created {
+  id: string;
+  status: string;
+  sessionId: string;
+  stepsUrl: string;
+  missingFileIds: string[];
+}
+
+async function start(p: Project, body: Record<string, unknown>): Promise<Created> {
+  const res = await json(p, 'POST', `${BASE}/runs`, body);
+  assert.equal(res.status, 202, await res.clone().text());
+  return (await res.json()) as Created;
+}
+
+/** Follows the run's SSE stream to its terminal event, then reads the run. */
+async function finished(p: Project, runId: string): Promise<{ run: Record<string, any>; events: SseEvent[] }> {
+  const res = await f.api(`${BASE}/runs/${runId}/events/stream`, { key: key(p) });
+  assert.equal(res.status, 200);
+  assert.match(res.headers.get('content-type') ?? '', /text\/event-stream/);
+  const events = await readSse(res);
+  const run = (await (await json(p, 'GET', `${BASE}/runs/${runId}`)).json()) as Record<string, any>;
+  return { run, events };
+}
+
+describe('the builtin model end to end', () => {
+  test('when asked to fill and submit a form, then the run completes with the confirmation text and recorded steps', async () => {
+    const created = await start('alpha', {
+      task: `Open ${site.url('run-form.html')}. Type 'Ada Lovelace' into 'Full name'. Type 'ada@example.com' into 'you@example.com'. Select 'Blue' from 'Colour'. Click 'Place order'. Wait for 'Thank you'. Extract the text of '#confirmation'.`,
+      model: 'builtin',
+    });
+    assert.equal(created.status, 'queued');
+    assert.match(created.sessionId, /^ses_/);
+    assert.equal(created.stepsUrl, `${BASE}/runs/${created.id}/steps`);
+    assert.deepEqual(created.missingFileIds, []);
+
+    const { run, events } = await finished('alpha', created.id);
+    assert.equal(run.status, 'completed', run.error);
+    assert.equal(run.result, 'Thank you, Ada Lovelace! A blue lamp is on its way to ada@example.com.');
+    assert.equal(run.output, null);
+    assert.match(run.browserId, /^brw_/);
+    assert.equal(run.totalCostUsd, '0');
+    const types = events.map((e) => e.event);
+    assert.deepEqual([types[0], types[1], types[2]], ['run.queued', 'run.started', 'browser.ready']);
+    assert.equal(types.at(-1), 'run.completed');
+    assert.equal(types.filter((t) => t === 'step').length, 7);
+    const ready = events.find((e) => e.event === 'browser.ready')!.data.data;
+    assert.equal(ready.browserId, run.browserId);
+    assert.match(String(ready.liveViewUrl), /\/browsers\/brw_.*token=/);
+
+    const steps = (await (await json('alpha', 'GET', created.stepsUrl)).json()) as { steps: Record<string, any>[]; hasMore: boolean };
+    assert.deepEqual(steps.steps.map((s) => s.number), [1, 2, 3, 4, 5, 6, 7]);
+    assert.match(steps.steps[0]!.action, /^navigate /);
+    assert.equal(steps.steps[1]!.thought, "Type 'Ada Lovelace' into 'Full name'");
+    const shot = await fetch(steps.steps[4]!.screenshotUrl);
+    assert.equal(shot.status, 200);
+    assert.equal(shot.headers.get('content-type'), 'image/jpeg');
+    const page2 = (await (await json('alpha', 'GET', `${created.stepsUrl}?after=5`)).json()) as { steps: { number: number }[] };
+    assert.deepEqual(page2.steps.map((s) => s.number), [6, 7]);
+    const status = (await (await json('alpha', 'GET', `${BASE}/runs/${created.id}/status`)).json()) as Record<string, unknown>;
+    assert.deepEqual(status, { status: 'completed', result: run.result, output: null, totalCostUsd: '0' });
+  });
+
+  test('when asked to extract a table, then the result parses as the rows', async () => {
+    const { id } = await start('alpha', { task: `Open ${site.url('run-table.html')}. Extract the table as JSON.`, model: 'builtin' });
+    const { run } = await finished('alpha', id);
+    assert.equal(run.status, 'completed', run.error);
+    assert.deepEqual(JSON.parse(run.result), [
+      { Product: 'Lamp', Price: '25' },
+      { Product: 'Desk', Price: '140' },
+      { Product: 'Chair', Price: '60' },
+    ]);
+  });
+
+  test('when a follow-up continues the session, then it reads the page the first run left open', async () => {
+    const first = await start('alpha', { task: `Open ${site.url('run-links.html')}. Click the link 'The engine'.` });
+    const one = await finished('alpha', first.id);
+    assert.equal(one.run.status, 'completed', one.run.error);
+    const second = await start('alpha', { task: 'Read the heading', session_id: first.sessionId });
+    assert.equal(second.sessionId, first.sessionId);
+    const two = await finished('alpha', second.id);
+    assert.equal(two.run.status, 'completed', two.run.error);
+    assert.equal(two.run.result, 'The Analytical Engine');
+    assert.equal(two.run.browserId, one.run.browserId, 'the follow-up reused the live browser');
+    const session = (await (await json('alpha', 'GET', `${BASE}/sessions/${first.sessionId}`)).json()) as Record<string, unknown>;
+    assert.equal(session.status, 'open');
+    assert.equal(session.latestRunId, second.id);
+    assert.equal(session.busy, false);
+  });
+
+  test('when an instruction cannot be parsed, then the run fails quoting it', async () => {
+    const { id } = await start('alpha', { task: `Open ${site.url('run-table.html')}. Find the cheapest flight to Lisbon.` });
+    const { run } = await finished('alpha', id);
+    assert.equal(run.status, 'failed');
+    assert.match(run.error, /cannot follow this step: "Find the cheapest flight to Lisbon"/);
+  });
+
+  test('when attached file ids are unknown, then 202 lists them as missing', async () => {
+    const created = await start('alpha', { task: 'Extract the title', attached_file_ids: ['file_nope00000000000000000000'] });
+    assert.deepEqual(created.missingFileIds, ['file_nope00000000000000000000']);
+    await finished('alpha', created.id);
+  });
+});
+
+describe('an OpenAI-compatible model end to end', () => {
+  test('when the model drives the run, then tokens and cost are on the run', async () => {
+    fake.script = (req, n) =>
+      n === 0
+        ? { tool: 'navigate', args: { url: site.url('run-links.html') } }
+        : n === 1
+          ? { tool: 'click', args: { index: elementIndex(req, /The engine/) } }
+          : { tool: 'done', args: { result: 'Opened the article' } };
+    const { id } = await start('alpha', { task: 'Open the engine article', model: 'fake-gpt' });
+    const { run } = await finished('alpha', id);
+    assert.equal(run.status, 'completed', run.error);
+    assert.equal(run.result, 'Opened the article');
+    assert.equal(run.model, 'fake-gpt');
+    assert.equal(run.totalInputTokens, 300);
+    assert.equal(run.totalOutputTokens, 30);
+    assert.equal(run.totalCostUsd, String((300 * 3 + 30 * 15) / 1e6));
+  });
+
+  test('when the provider fails, then the run fails with a clear error', async () => {
+    fake.script = () => ({ status: 500 });
+    const { id } = await start('alpha', { task: 'anything', model: 'fake-gpt' });
+    const { run } = await finished('alpha', id);
+    assert.equal(run.status, 'failed');
+    assert.match(run.error, /The model provider failed: HTTP 500/);
+  });
+
+  test('when an unknown model is named, then 400 lists the models offered', async () => {
+    const res = await json('alpha', 'POST', `${BASE}/runs`, { task: 'x', model: 'gpt-99' });
+    assert.equal(res.status, 400);
+    assert.match(((await res.json()) as { detail: string }).detail, /Unknown model "gpt-99".*builtin, fake-gpt/);
+  });
+});
+
+describe('stopping and sessions', () => {
+  test('when a running run is stopped, then it ends stopped at once, its browser stops and its session closes', async () => {
+    const created = await start('alpha', { task: `Open ${site.url('run-table.html')}. Wait for 'a text that never appears'.` });
+    const stream = await f.api(`${BASE}/runs/${created.id}/events/stream`, { key: key('alpha') });
+    await readSse(stream, (e) => e.event === 'step');
+    const stopped = await json('alpha', 'POST', `${BASE}/runs/${created.id}/stop`);
+    assert.equal(stopped.status, 200);
+    const run = (await stopped.json()) as Record<string, any>;
+    assert.equal(run.status, 'stopped');
+    const { events } = await finished('alpha', created.id);
+    assert.equal(events.at(-1)!.event, 'run.stopped');
+    const browser = (await (await json('alpha', 'GET', `/api/v1/browsers/${run.browserId}`)).json()) as Record<string, unknown>;
+    assert.equal(browser.status, 'stopped');
+    const session = (await (await json('alpha', 'GET', `${BASE}/sessions/${created.sessionId}`)).json()) as Record<string, unknown>;
+    assert.equal(session.status, 'closed');
+
+    const again = await json('alpha', 'POST', `${BASE}/runs/${created.id}/stop`);
+    assert.equal(again.status, 409);
+    assert.deepEqual(await again.json(), { detail: 'Run already stopped' });
+    const followUp = await json('alpha', 'POST', `${BASE}/runs`, { task: 'Extract the title', session_id: created.sessionId });
+    assert.equal(followUp.status, 409);
+    assert.deepEqual(await followUp.json(), { detail: 'Session is closed' });
+  });
+
+  test("when a finished run's browser is stopped directly, then its session closes and a follow-up gets 409", async () => {
+    const first = await start('alpha', { task: `Open ${site.url('run-table.html')}. Extract the title.` });
+    const { run } = await finished('alpha', first.id);
+    assert.equal(run.status, 'completed', run.error);
+    const stop = await json('alpha', 'POST', `/api/v1/browsers/${run.browserId}/stop`);
+    assert.equal(stop.status, 200);
+    let status = 'open';
+    for (let i = 0; i < 100 && status === 'open'; i++) {
+      status = ((await (await json('alpha', 'GET', `${BASE}/sessions/${first.sessionId}`)).json()) as { status: string }).status;
+      if (status === 'open') await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.equal(status, 'closed');
+    const followUp = await json('alpha', 'POST', `${BASE}/runs`, { task: 'Extract the title', session_id: first.sessionId });
+    assert.equal(followUp.status, 409);
+    assert.deepEqual(await followUp.json(), { detail: 'Session is closed' });
+  });
+
+  test('when a follow-up arrives while the session is busy, then 409 Session is busy', async () => {
+    const created = await start('alpha', { task: `Open ${site.url('run-table.html')}. Wait for 'never'.` });
+    const busy = await json('alpha', 'POST', `${BASE}/runs`, { task: 'Extract the title', session_id: created.sessionId });
+    assert.equal(busy.status, 409);
+    assert.deepEqual(await busy.json(), { detail: 'Session is busy' });
+    await json('alpha', 'POST', `${BASE}/runs/${created.id}/stop`);
+  });
+
+  test('when a session id is unknown or another project’s, then 404', async () => {
+    const mine = await start('alpha', { task: 'Extract the title' });
+    for (const [p, sid] of [['alpha', 'ses_unknown0000000000000000000'], ['beta', mine.sessionId]] as const) {
+      const res = await json(p, 'POST', `${BASE}/runs`, { task: 'x', session_id: sid });
+      assert.equal(res.status, 404);
+      assert.deepEqual(await res.json(), { detail: 'Session not found' });
+    }
+    assert.equal((await json('beta', 'GET', `${BASE}/runs/${mine.id}`)).status, 404);
+    await finished('alpha', mine.id);
+  });
+
+  test('when a queued run is stopped, then it is stopped without ever starting', async () => {
+    // Two long runs fill project "limits" (limit 2); the third waits queued.
+    const long = [await start('limits', { task: `Open ${site.url('run-table.html')}. Wait for 'never'.` }), await start('limits', { task: `Open ${site.url('run-table.html')}. Wait for 'never'.` })];
+    for (const r of long) await readSse(await f.api(`${BASE}/runs/${r.id}/events/stream`, { key: key('limits') }), (e) => e.event === 'run.started');
+    const queued = await start('limits', { task: 'Extract the title' });
+    const stop = await json('limits', 'POST', `${BASE}/runs/${queued.id}/stop`);
+    assert.equal(((await stop.json()) as { status: string }).status, 'stopped');
+    const { run, events } = await finished('limits', queued.id);
+    assert.equal(run.startedAt, null);
+    assert.equal(run.browserId, null);
+    assert.deepEqual(events.map((e) => e.event), ['run.queued', 'run.stopped']);
+    for (const r of long) await json('limits', 'POST', `${BASE}/runs/${r.id}/stop`);
+  });
+});
+
+describe('events', () => {
+  test('when the stream is resumed from Last-Event-ID or after=, then it continues without gaps or duplicates; paging agrees', async () => {
+    const { id } = await start('alpha', { task: `Open ${site.url('run-links.html')}. Click the link 'The engine'. Read the heading.` });
+    const all = (await finished('alpha', id)).events;
+    const ids = all.map((e) => e.id);
+    assert.deepEqual(ids, Array.from({ length: ids.length }, (_, i) => i + 1));
+    const resumed = await readSse(await f.api(`${BASE}/runs/${id}/events/stream`, { key: key('alpha'), headers: { 'Last-Event-ID': '3' } }));
+    assert.deepEqual(resumed.map((e) => e.id), ids.slice(3));
+    const viaQuery = await readSse(await f.api(`${BASE}/runs/${id}/events/stream?after=5`, { key: key('alpha') }));
+    assert.deepEqual(viaQuery.map((e) => e.id), ids.slice(5));
+
+    const paged: number[] = [];
+    let after = 0;
+    for (;;) {
+      const page = (await (await json('alpha', 'GET', `${BASE}/runs/${id}/events?after=${after}&limit=2`)).json()) as { events: { id: number }[]; nextAfter: number; hasMore: boolean };
+      paged.push(...page.events.map((e) => e.id));
+      after = page.nextAfter;
+      if (!page.hasMore) break;
+    }
+    assert.deepEqual(paged, ids);
+  });
+});
+
+describe('limits and failures', () => {
+  test('when 20 runs are created at once with a project limit of 2, then never more than 2 run and all 20 complete', async () => {
+    const created = await Promise.all(Array.from({ length: 20 }, () => start('limits', { task: `Open ${site.url('run-table.html')}. Extract the title.` })));
+    const results = await Promise.all(created.map((c) => finished('limits', c.id)));
+    assert.deepEqual(results.map((r) => r.run.status), Array(20).fill('completed'));
+    // Overlap from the runs' own start and finish times.
+    const edges = results.flatMap((r) => [
+      { t: Date.parse(r.run.startedAt), d: 1 },
+      { t: Date.parse(r.run.finishedAt), d: -1 },
+    ]);
+    edges.sort((a, b) => a.t - b.t || a.d - b.d);
+    let running = 0;
+    let most = 0;
+    for (const e of edges) most = Math.max(most, (running += e.d));
+    assert.ok(most <= 2, `at most 2 ran at once (saw ${most})`);
+    assert.equal(most, 2, 'the limit was used');
+  });
+
+  test('when the run service is killed mid-run, then after a restart that run is failed within the lease, and others still complete', async () => {
+    const victim = await start('beta', { task: `Open ${site.url('run-table.html')}. Wait for 'never'.` });
+    await readSse(await f.api(`${BASE}/runs/${victim.id}/events/stream`, { key: key('beta') }), (e) => e.event === 'step');
+    const killedAt = Date.now();
+    await f.stack.kill('run');
+    await f.stack.startService('run');
+    const back = Date.now();
+    const { run } = await finished('beta', victim.id);
+    assert.equal(run.status, 'failed');
+    assert.match(run.error, /lease expired/);
+    // Nobody can fail it while the only run service is down; once one is back, within a reaper cycle.
+    const due = Math.max(killedAt + LEASE_MS, back) + LEASE_MS;
+    assert.ok(Date.parse(run.finishedAt) <= due, `failed by ${new Date(due).toISOString()} (killed ${new Date(killedAt).toISOString()}, back ${new Date(back).toISOString()}, failed ${run.finishedAt})`);
+    const browser = (await (await json('beta', 'GET', `/api/v1/browsers/${run.browserId}`)).json()) as Record<string, unknown>;
+    assert.equal(browser.runId ?? null, null, 'its browser was released');
+
+    const other = await start('beta', { task: `Open ${site.url('run-table.html')}. Extract the title.` });
+    assert.equal((await finished('beta', other.id)).run.status, 'completed');
+    const running = (await (await json('beta', 'GET', `${BASE}/runs?status=running`)).json()) as { items: unknown[] };
+    assert.deepEqual(running.items, []);
+  });
+});
