@@ -312,7 +312,7 @@ describe('for the other services', () => {
     const page = await firstPage(agent);
     await page.goto(`${site.origin}/index.html`);
 
-    const streams = [0, 1].map(() => pool.api.streamFrames({ projectId, browserId: id }));
+    const streams = [0, 1].map(() => pool.api.streamFrames({ projectId, browserId: id, passive: false }));
     const frames: StreamFramesResponse[][] = [[], []];
     const ended = streams.map((s, i) => new Promise<void>((resolve, reject) => {
       s.on('data', (m: StreamFramesResponse) => frames[i]!.push(m));
@@ -335,7 +335,7 @@ describe('for the other services', () => {
     }
     await page.waitForFunction(() => document.getElementById('typed')!.textContent === 'ok');
     await assert.rejects(pool.api.dispatchInput({ projectId, browserId: id }), (e: unknown) => e instanceof RemoteError && e.code === Status.INVALID_ARGUMENT);
-    const foreign = pool.api.streamFrames({ projectId: beta().projectId, browserId: id });
+    const foreign = pool.api.streamFrames({ projectId: beta().projectId, browserId: id, passive: false });
     await assert.rejects(
       new Promise((resolve, reject) => {
         foreign.on('data', () => {});

@@ -204,6 +204,7 @@ export function browserPoolHandlers(pool: BrowserPool, profiles: Profiles): Hand
           }
         },
         ended,
+        { passive: req.passive },
       );
     },
     async dispatchInput(req) {

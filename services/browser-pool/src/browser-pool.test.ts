@@ -376,6 +376,32 @@ describe('timeouts and idleness', () => {
     assert.equal((await h.browsers.byId(forRun.id))!.stopReason, 'idle');
     assert.deepEqual(chromiumUnder(h.rootDir), []);
   });
+
+  test('when only a recorder streams frames, then the browser is still stopped as idle; a viewer keeps it', async () => {
+    const h = await harness({ warmSize: 0, idleTimeoutSeconds: 30 });
+    const recorded = await h.pool.create({ projectId: P });
+    const watched = await h.pool.create({ projectId: P });
+    const stopStreams = new AbortController();
+    const until = new Promise<void>((resolve) => stopStreams.signal.addEventListener('abort', () => resolve()));
+    const framesOf = { recorded: 0, watched: 0 };
+    const streams = [
+      h.pool.streamFrames(P, recorded.id, () => void framesOf.recorded++, until, { passive: true }),
+      h.pool.streamFrames(P, watched.id, () => void framesOf.watched++, until),
+      h.pool.streamFrames(P, watched.id, () => {}, until, { passive: true }),
+    ];
+    assert.ok(framesOf.recorded > 0 && framesOf.watched > 0, 'both streams are subscribed');
+    now += 31_000;
+    try {
+      await h.pool.reap();
+    } finally {
+      now -= 31_000;
+    }
+    assert.equal((await h.browsers.byId(recorded.id))!.stopReason, 'idle', 'a recorder is not use');
+    assert.equal((await h.browsers.byId(watched.id))!.status, 'active', 'a viewer is use');
+    await streams[0]; // the recorder's stream ends with its browser
+    stopStreams.abort();
+    await Promise.all(streams);
+  });
 });
 
 describe('profiles, release and saves', () => {

@@ -439,20 +439,24 @@ export class BrowserPool implements CdpProxyBackend {
     return b.chromium.wsUrl;
   }
 
-  /** Feeds frames to `onFrame` until the browser stops or `until` resolves. A stopped browser yields none. */
-  async streamFrames(projectId: string, id: string, onFrame: (f: Frame) => void, until: Promise<void>): Promise<void> {
+  /**
+   * Feeds frames to `onFrame` until the browser stops or `until` resolves. A stopped browser yields
+   * none. A passive stream (a recorder) is not use: it neither holds the browser nor refreshes its idle clock.
+   */
+  async streamFrames(projectId: string, id: string, onFrame: (f: Frame) => void, until: Promise<void>, opts: { passive?: boolean } = {}): Promise<void> {
     const b = this.#active.get(id);
     if (!b || b.row?.projectId !== projectId || this.#ending.has(id)) {
       await this.#require(projectId, id);
       return;
     }
-    const unsubscribe = b.screencast.subscribe(onFrame);
-    b.touch();
+    const passive = !!opts.passive;
+    const unsubscribe = b.screencast.subscribe(onFrame, { passive });
+    if (!passive) b.touch();
     try {
       await Promise.race([b.ending, until, this.#streamsEnded]);
     } finally {
       unsubscribe();
-      b.touch();
+      if (!passive) b.touch();
     }
   }
 

@@ -120,9 +120,9 @@ export class LiveBrowser {
     return this.#stopping !== undefined;
   }
 
-  /** True while a CDP client, a viewer or a run holds the browser: it is not idle then. */
+  /** True while a CDP client, a viewer or a run holds the browser: it is not idle then (a recorder does not count). */
   get inUse(): boolean {
-    return this.#clients.size > 0 || this.screencast.subscriberCount > 0 || !!this.row?.runId;
+    return this.#clients.size > 0 || this.screencast.watcherCount > 0 || !!this.row?.runId;
   }
 
   get clientCount(): number {

@@ -43,6 +43,7 @@ export class Screencast {
   readonly #opts: ScreencastOptions;
   readonly #logger: Logger;
   readonly #subscribers = new Set<Subscriber>();
+  readonly #passive = new Set<Subscriber>();
   /** The tab and session the screencast currently runs on. */
   #current: { targetId: string; sessionId: string } | undefined;
   #switching: Promise<void> = Promise.resolve();
@@ -72,15 +73,22 @@ export class Screencast {
     return this.#subscribers.size;
   }
 
-  /** Adds a viewer; returns the function that removes it. */
-  subscribe(fn: Subscriber): () => void {
+  /** Subscribers that count as use of the browser: every one but the passive (a recorder). */
+  get watcherCount(): number {
+    return this.#subscribers.size - this.#passive.size;
+  }
+
+  /** Adds a viewer; returns the function that removes it. A passive one does not count as a watcher. */
+  subscribe(fn: Subscriber, opts: { passive?: boolean } = {}): () => void {
     if (this.#stopped) return () => {};
     this.#subscribers.add(fn);
+    if (opts.passive) this.#passive.add(fn);
     if (this.#last) fn(this.#last);
     else fn(this.#meta(Buffer.alloc(0), Date.now(), 0, 0));
     this.#follow();
     return () => {
       if (!this.#subscribers.delete(fn)) return;
+      this.#passive.delete(fn);
       if (this.#subscribers.size === 0) this.#follow();
     };
   }
@@ -174,6 +182,7 @@ export class Screencast {
     if (this.#stopped) return;
     this.#stopped = true;
     this.#subscribers.clear();
+    this.#passive.clear();
     for (const off of this.#offs.splice(0)) off();
     if (this.#titlePoll) clearInterval(this.#titlePoll);
     this.#titlePoll = undefined;

@@ -1,8 +1,8 @@
 /**
  * What live view needs from the browser pool: frames (a server stream), input, and whether a
- * browser is still active. Frame streams carry `x-ats-frames-for` metadata (`viewers` or
- * `recording`) so the pool can tell a person watching from the recorder, which watches every
- * browser for its whole life and must not keep it from being reaped as idle.
+ * browser is still active. A frame stream says its purpose (`viewers` or `recording`; the latter
+ * as StreamFramesRequest.passive) so the pool can tell a person watching from the recorder, which
+ * watches every browser for its whole life and must not keep it from being stopped as idle.
  */
 import * as grpc from '@grpc/grpc-js';
 import { RemoteError, Status } from '../../common/src/errors.js';
@@ -16,7 +16,6 @@ import {
 } from '../../../gen/ats/browserpool/v1/browser_pool.js';
 
 export type FramePurpose = 'viewers' | 'recording';
-export const FRAMES_PURPOSE_KEY = 'x-ats-frames-for';
 
 /** The part of the pool live view uses; tests substitute it. */
 export interface FrameSource {
@@ -38,14 +37,12 @@ export function createPoolClient(address: string, deadlineMs: number): FrameSour
   const def = BrowserPoolServiceService.streamFrames;
   return {
     streamFrames(projectId, browserId, purpose) {
-      const md = new grpc.Metadata();
-      md.set(FRAMES_PURPOSE_KEY, purpose);
       return streams.makeServerStreamRequest(
         def.path,
         (v: Parameters<typeof def.requestSerialize>[0]) => def.requestSerialize(v),
         (b: Buffer) => def.responseDeserialize(b),
-        { projectId, browserId },
-        md,
+        { projectId, browserId, passive: purpose === 'recording' },
+        new grpc.Metadata(),
         {},
       );
     },

@@ -14,7 +14,6 @@ import {
   type StreamFramesRequest,
   type StreamFramesResponse,
 } from '../../../gen/ats/browserpool/v1/browser_pool.js';
-import { FRAMES_PURPOSE_KEY } from './pool-client.js';
 
 interface OpenStream {
   purpose: string;
@@ -47,7 +46,7 @@ export class FakePool {
             streamFrames: (req, call) => {
               known(req);
               return new Promise<void>((resolve) => {
-                this.streams.push({ purpose: String(call.metadata.get(FRAMES_PURPOSE_KEY)[0] ?? ''), call, end: resolve });
+                this.streams.push({ purpose: req.passive ? 'recording' : 'viewers', call, end: resolve });
                 call.once('cancelled', () => resolve());
                 if (this.status !== BrowserStatus.BROWSER_STATUS_ACTIVE) resolve();
               });

@@ -667,6 +667,8 @@ export interface StreamFramesRequest {
   projectId: string;
   /** Browser id. */
   browserId: string;
+  /** True for a recorder: its stream does not count as use, so it never keeps a browser from its idle stop. */
+  passive: boolean;
 }
 
 /** One message of the StreamFrames stream. */
@@ -3675,7 +3677,7 @@ export const GetCdpEndpointResponse: MessageFns<GetCdpEndpointResponse> = {
 };
 
 function createBaseStreamFramesRequest(): StreamFramesRequest {
-  return { projectId: "", browserId: "" };
+  return { projectId: "", browserId: "", passive: false };
 }
 
 export const StreamFramesRequest: MessageFns<StreamFramesRequest> = {
@@ -3685,6 +3687,9 @@ export const StreamFramesRequest: MessageFns<StreamFramesRequest> = {
     }
     if (message.browserId !== "") {
       writer.uint32(18).string(message.browserId);
+    }
+    if (message.passive !== false) {
+      writer.uint32(24).bool(message.passive);
     }
     return writer;
   },
@@ -3718,6 +3723,14 @@ export const StreamFramesRequest: MessageFns<StreamFramesRequest> = {
             message.browserId = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.passive = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3742,6 +3755,7 @@ export const StreamFramesRequest: MessageFns<StreamFramesRequest> = {
         : isSet(object.browser_id)
         ? globalThis.String(object.browser_id)
         : "",
+      passive: isSet(object.passive) ? globalThis.Boolean(object.passive) : false,
     };
   },
 
@@ -3753,6 +3767,9 @@ export const StreamFramesRequest: MessageFns<StreamFramesRequest> = {
     if (message.browserId !== "") {
       obj.browserId = message.browserId;
     }
+    if (message.passive !== false) {
+      obj.passive = message.passive;
+    }
     return obj;
   },
 
@@ -3763,6 +3780,7 @@ export const StreamFramesRequest: MessageFns<StreamFramesRequest> = {
     const message = createBaseStreamFramesRequest();
     message.projectId = object.projectId ?? "";
     message.browserId = object.browserId ?? "";
+    message.passive = object.passive ?? false;
     return message;
   },
 };
