@@ -88,12 +88,6 @@ describe('errors and routing', () => {
     assert.deepEqual(await res.json(), { detail: 'Agent not found' });
   });
 
-  test('when a valid request reaches a capability not built yet, then 501 from the service', async () => {
-    const res = await post('/api/v1/agents/browsercode/runs', JSON.stringify({ task: 'hi' }));
-    assert.equal(res.status, 501);
-    assert.deepEqual(await res.json(), { detail: 'The browsercode agent is not implemented yet' });
-  });
-
   test('when a client sends X-Request-Id, then it is echoed; otherwise one is made', async () => {
     const given = await f.api('/api/v1/agents', { headers: { 'x-request-id': 'req-123' } });
     assert.equal(given.headers.get('x-request-id'), 'req-123');

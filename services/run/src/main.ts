@@ -1,4 +1,5 @@
 /** Composition root of the run service: config → database → bus → clients → runs, workers → gRPC → signals. */
+import os from 'node:os';
 import path from 'node:path';
 import { connectBus } from '../../common/src/bus.js';
 import { openDatabase } from '../../common/src/db.js';
@@ -6,6 +7,7 @@ import { createLogger } from '../../common/src/logger.js';
 import { serveGrpc } from '../../common/src/service-host.js';
 import { runMain } from '../../common/src/shutdown.js';
 import { createModelRegistry } from './agents/models.js';
+import { prepareWorkDir, shellUser } from './agents/shell.js';
 import { closeRunClients, createRunClients } from './clients.js';
 import { loadRunConfig } from './config.js';
 import { RunEvents } from './run-events.js';
@@ -44,8 +46,10 @@ runMain('run', async () => {
     models,
     runs,
     logger,
-    workDir: path.join(config.dataDir, 'run', 'work'),
+    workDir: await prepareWorkDir(config.workDir ?? path.join(os.tmpdir(), 'ats-run-work'), config.dataDir),
     limits: { maxSteps: config.maxSteps, maxRunMs: config.maxRunMinutes * 60000, actionTimeoutMs: config.actionTimeoutMs },
+    shell: { timeoutMs: config.shellTimeoutMs, maxOutputBytes: config.shellMaxOutputBytes },
+    shellUser: shellUser(),
     price: (model, usage) => models.price(model, usage),
   });
   const scheduler = new RunScheduler({

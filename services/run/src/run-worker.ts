@@ -1,17 +1,22 @@
 /**
- * Executes one claimed run: the disk is materialised (for uploads), the session's live browser is
- * reused or a new one provisioned, the agent loop runs, the run ends `completed` or `failed`
- * (a stop was already recorded by StopRun), and the browser is released for the session.
+ * Executes one claimed run: the disk is materialised, the agent loop runs, the run ends
+ * `completed` or `failed` (a stop was already recorded by StopRun).
+ * browser-agent: the session's live browser is reused or a new one provisioned, and released
+ * for the session at the end. browsercode: a browser is provisioned only when the model first
+ * needs one and stopped at the end of the turn; what the run changes on the disk is stored as
+ * its output files as it goes and once more at the end, whatever the ending.
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import puppeteer, { type Browser } from 'puppeteer-core';
-import { BrowserStatus } from '../../../gen/ats/browserpool/v1/browser_pool.js';
+import { BrowserStatus, StopReason } from '../../../gen/ats/browserpool/v1/browser_pool.js';
 import { AppError, RemoteError } from '../../common/src/errors.js';
 import type { Logger } from '../../common/src/logger.js';
-import { materializeDisk } from '../../file-storage/src/disk-sync.js';
+import { materializeDisk, syncDisk, type DiskManifest } from '../../file-storage/src/disk-sync.js';
 import { LimitReached, RunStopped, runBrowserAgent, type RecordedStep } from './agents/browser-agent.js';
-import { ModelError } from './agents/model.js';
+import { runBrowsercode } from './agents/browsercode-agent.js';
+import { ModelError, type AgentModel } from './agents/model.js';
+import { giveTo, type ShellLimits } from './agents/shell.js';
 import type { ModelRegistry } from './agents/models.js';
 import { ActionError } from './agents/page-tools.js';
 import type { RunClients } from './clients.js';
@@ -34,6 +39,9 @@ export interface RunWorkerDeps {
   logger: Logger;
   workDir: string;
   limits: RunLimits;
+  shell: ShellLimits;
+  /** Who browsercode commands run as (undefined = this process's user). */
+  shellUser: { uid: number; gid: number } | undefined;
   /** Cost in USD of a model's tokens. */
   price(model: string, usage: { inputTokens: number; outputTokens: number }): number;
 }
@@ -55,6 +63,12 @@ async function putObject(clients: RunClients, projectId: string, key: string, co
   await response;
 }
 
+/** What a run holds while it executes, released at its end. */
+interface Held {
+  browserId?: string;
+  cdp?: Browser;
+}
+
 export class RunWorker {
   readonly #d: RunWorkerDeps;
 
@@ -62,10 +76,10 @@ export class RunWorker {
     this.#d = deps;
   }
 
-  /** Provisions the session's browser or reuses its live one; returns its id. */
+  /** Provisions the session's browser or reuses its live one (browser-agent); browsercode gets a fresh one each run. */
   async #browserFor(run: RunRow): Promise<{ id: string; liveViewUrl: string }> {
     const { repo, clients } = this.#d;
-    const session = await repo.session(run.projectId, run.agent, run.sessionId);
+    const session = run.agent === 'browser-agent' ? await repo.session(run.projectId, run.agent, run.sessionId) : undefined;
     if (session?.browserId) {
       const { browser } = await clients.browserPool.api.getBrowser({ projectId: run.projectId, browserId: session.browserId });
       if (browser && browser.status === BrowserStatus.BROWSER_STATUS_ACTIVE) return { id: browser.id, liveViewUrl: browser.liveViewUrl };
@@ -85,8 +99,71 @@ export class RunWorker {
       },
       { deadlineMs: 60000 },
     );
-    await repo.updateSession(run.sessionId, { browser_id: browser!.id });
+    if (run.agent === 'browser-agent') await repo.updateSession(run.sessionId, { browser_id: browser!.id });
     return { id: browser!.id, liveViewUrl: browser!.liveViewUrl };
+  }
+
+  /** Provisions (or reuses) the run's browser, announces it and connects over CDP. */
+  async #openBrowser(run: RunRow, held: Held): Promise<Browser> {
+    const { repo, events, clients } = this.#d;
+    const browser = await this.#browserFor(run);
+    held.browserId = browser.id;
+    await repo.setRunBrowser(run.id, browser.id);
+    await events.append(run.id, 'browser.ready', { browserId: browser.id, liveViewUrl: browser.liveViewUrl });
+    const { websocketUrl } = await clients.browserPool.api.getCdpEndpoint({ projectId: run.projectId, browserId: browser.id });
+    held.cdp = await puppeteer.connect({ browserWSEndpoint: websocketUrl, defaultViewport: null, protocolTimeout: this.#d.limits.actionTimeoutMs * 2 });
+    return held.cdp;
+  }
+
+  /** A browsercode turn's browser ends with it (the next turn provisions a fresh one). Idempotent. */
+  async #endTurnBrowser(run: RunRow, held: Held, signal: AbortSignal): Promise<void> {
+    const { browserId } = held;
+    if (!browserId) return;
+    held.browserId = undefined;
+    await held.cdp?.disconnect().catch(() => undefined);
+    held.cdp = undefined;
+    const reason = signal.aborted ? StopReason.STOP_REASON_RUN_STOPPED : StopReason.STOP_REASON_RUN_ENDED;
+    await this.#d.clients.browserPool.api
+      .stopBrowser({ projectId: run.projectId, browserId, reason }, { deadlineMs: 30000 })
+      .catch((err: Error) => this.#d.logger.warn({ runId: run.id, browserId, err: err.message }, 'could not stop the browser'));
+  }
+
+  /** Stores what changed in the run's directory as its output files; announces each. */
+  async #syncOutputs(run: RunRow, dir: string, manifest: DiskManifest): Promise<void> {
+    if (!run.diskId) return;
+    const { written, deleted } = await syncDisk(this.#d.clients.fileStorage, run.projectId, run.diskId, run.id, dir, manifest);
+    for (const e of written) {
+      manifest.set(e.path, e.sha256);
+      await this.#d.events.append(run.id, 'file.written', { path: e.path, sizeBytes: Number(e.sizeBytes), sha256: e.sha256 });
+    }
+    for (const p of deleted) {
+      manifest.delete(p);
+      await this.#d.events.append(run.id, 'file.deleted', { path: p });
+    }
+  }
+
+  async #runBrowsercode(run: RunRow, model: AgentModel, dir: string, manifest: DiskManifest, held: Held, signal: AbortSignal): Promise<string> {
+    const { repo, events } = this.#d;
+    await giveTo(dir, this.#d.shellUser);
+    return runBrowsercode({
+      model,
+      task: run.task,
+      turns: await repo.turns(run.sessionId, run.id),
+      diskDir: dir,
+      maxSteps: this.#d.limits.maxSteps,
+      deadline: Date.parse(run.startedAt ?? new Date().toISOString()) + this.#d.limits.maxRunMs,
+      actionTimeoutMs: this.#d.limits.actionTimeoutMs,
+      shell: this.#d.shell,
+      shellUser: this.#d.shellUser,
+      signal,
+      openBrowser: () => this.#openBrowser(run, held),
+      emit: (type, data) => events.append(run.id, type, data).then(() => undefined),
+      syncOutputs: () => this.#syncOutputs(run, dir, manifest),
+      recordStep: (step) => this.#recordStep(run, step),
+      recordUsage: async (usage) => {
+        await repo.addUsage(run.id, { ...usage, costUsd: this.#d.price(run.model, usage) });
+      },
+    });
   }
 
   /** Runs one claimed run to its end. Never throws. */
@@ -94,39 +171,43 @@ export class RunWorker {
     const { repo, events, clients, logger } = this.#d;
     const log = logger.child({ runId: run.id });
     const workDir = path.join(this.#d.workDir, run.id);
-    let cdp: Browser | undefined;
-    let browserId: string | undefined;
+    const code = run.agent === 'browsercode';
+    const held: Held = {};
+    let manifest: DiskManifest | undefined;
     try {
       await events.append(run.id, 'run.started', { model: run.model });
-      const model = this.#d.models.create(run.model, run.task);
-      const manifest = run.diskId ? await materializeDisk(clients.fileStorage, run.projectId, run.diskId, workDir) : new Map<string, string>();
+      const model = this.#d.models.create(run.model, run.task, code ? 'code' : 'browser');
+      manifest = run.diskId ? await materializeDisk(clients.fileStorage, run.projectId, run.diskId, workDir) : new Map<string, string>();
       if (signal.aborted) throw new RunStopped();
 
-      const browser = await this.#browserFor(run);
-      browserId = browser.id;
-      await repo.setRunBrowser(run.id, browser.id);
-      await events.append(run.id, 'browser.ready', { browserId: browser.id, liveViewUrl: browser.liveViewUrl });
-      const { websocketUrl } = await clients.browserPool.api.getCdpEndpoint({ projectId: run.projectId, browserId: browser.id });
-      cdp = await puppeteer.connect({ browserWSEndpoint: websocketUrl, defaultViewport: null, protocolTimeout: this.#d.limits.actionTimeoutMs * 2 });
-
-      const result = await runBrowserAgent({
-        browser: cdp,
-        model,
-        task: run.task,
-        turns: await repo.turns(run.sessionId, run.id),
-        diskDir: workDir,
-        diskFiles: [...manifest.keys()],
-        maxSteps: this.#d.limits.maxSteps,
-        deadline: Date.parse(run.startedAt ?? new Date().toISOString()) + this.#d.limits.maxRunMs,
-        actionTimeoutMs: this.#d.limits.actionTimeoutMs,
-        signal,
-        recordStep: (step) => this.#recordStep(run, step),
-        recordUsage: async (usage) => {
-          await repo.addUsage(run.id, { ...usage, costUsd: this.#d.price(run.model, usage) });
-        },
-      });
+      let result: string;
+      if (code) {
+        result = await this.#runBrowsercode(run, model, workDir, manifest, held, signal);
+        await this.#syncOutputs(run, workDir, manifest);
+        await this.#endTurnBrowser(run, held, signal); // stopped before the run reads completed
+      } else {
+        const cdp = await this.#openBrowser(run, held);
+        result = await runBrowserAgent({
+          browser: cdp,
+          model,
+          task: run.task,
+          turns: await repo.turns(run.sessionId, run.id),
+          diskDir: workDir,
+          diskFiles: [...manifest.keys()],
+          maxSteps: this.#d.limits.maxSteps,
+          deadline: Date.parse(run.startedAt ?? new Date().toISOString()) + this.#d.limits.maxRunMs,
+          actionTimeoutMs: this.#d.limits.actionTimeoutMs,
+          signal,
+          recordStep: (step) => this.#recordStep(run, step),
+          recordUsage: async (usage) => {
+            await repo.addUsage(run.id, { ...usage, costUsd: this.#d.price(run.model, usage) });
+          },
+        });
+      }
       if (await repo.finish(run.id, ['running'], 'completed', { result })) await events.append(run.id, 'run.completed', { result });
     } catch (err) {
+      // browsercode keeps what a failed or stopped turn wrote: the session goes on.
+      if (code && manifest) await this.#syncOutputs(run, workDir, manifest).catch((e: Error) => log.warn({ err: e.message }, 'could not store the files of an unfinished run'));
       if (signal.aborted || err instanceof RunStopped) {
         log.info('run stopped');
       } else {
@@ -136,9 +217,12 @@ export class RunWorker {
         if (await repo.finish(run.id, ['running'], 'failed', { error })) await events.append(run.id, 'run.failed', { error });
       }
     } finally {
-      await cdp?.disconnect().catch(() => undefined);
+      await held.cdp?.disconnect().catch(() => undefined);
       await fs.rm(workDir, { recursive: true, force: true }).catch(() => undefined);
-      if (browserId && !signal.aborted) {
+      const { browserId } = held;
+      if (code) {
+        await this.#endTurnBrowser(run, held, signal);
+      } else if (browserId && !signal.aborted) {
         // The session keeps its browser for follow-ups; releasing saves the profile.
         await clients.browserPool.api.releaseBrowser({ projectId: run.projectId, browserId, runId: run.id }).catch((err: Error) => log.warn({ err: err.message }, 'could not release the browser'));
       }

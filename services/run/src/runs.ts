@@ -5,7 +5,7 @@
  */
 import { Agent as PoolAgent, StopReason } from '../../../gen/ats/browserpool/v1/browser_pool.js';
 import { Agent as FsAgent } from '../../../gen/ats/filestorage/v1/file_storage.js';
-import { ConflictError, InvalidArgumentError, NotFoundError, UnimplementedError } from '../../common/src/errors.js';
+import { ConflictError, InvalidArgumentError, NotFoundError } from '../../common/src/errors.js';
 import type { NatsConnection } from '../../common/src/bus.js';
 import { newId } from '../../common/src/ids.js';
 import type { Logger } from '../../common/src/logger.js';
@@ -49,23 +49,26 @@ export class Runs {
 
   async create(input: CreateRunInput): Promise<RunRow> {
     const { repo, clients } = this.#d;
-    if (input.agent === 'browsercode') throw new UnimplementedError('The browsercode agent is not implemented yet');
-    if (input.workspaceId) throw new InvalidArgumentError('workspace_id is only supported by the browsercode agent');
+    if (input.workspaceId && input.agent !== 'browsercode') throw new InvalidArgumentError('workspace_id is only supported by the browsercode agent');
     if (!input.task.trim()) throw new InvalidArgumentError('task must not be empty');
     const model = input.model || this.#d.models.defaultModel;
     this.#d.models.check(model);
     const runId = newId('run');
 
+    // The disk the run works on: its workspace's (browsercode, when given or kept by the
+    // session), else its session's own.
     let session: SessionRow | undefined;
     let sessionId = input.sessionId;
+    let workspaceId: string | null = input.workspaceId || null;
     let diskId: string;
     if (sessionId) {
       session = await this.#followable(input.projectId, input.agent, sessionId);
-      diskId = session.diskId!;
+      workspaceId ??= session.workspaceId;
+      diskId = workspaceId && workspaceId !== session.workspaceId ? await this.#workspaceDisk(input.projectId, workspaceId) : session.diskId!;
     } else {
       sessionId = newId('ses');
-      const { disk } = await clients.fileStorage.api.createDisk({ projectId: input.projectId, agent: fsAgent(input.agent), sessionId });
-      diskId = disk!.id;
+      if (workspaceId) diskId = await this.#workspaceDisk(input.projectId, workspaceId);
+      else diskId = (await clients.fileStorage.api.createDisk({ projectId: input.projectId, agent: fsAgent(input.agent), sessionId })).disk!.id;
     }
 
     let missing: string[] = [];
@@ -78,11 +81,11 @@ export class Runs {
       if (session) {
         const again = await repo.session(input.projectId, input.agent, sessionId!, trx);
         if (!again || again.status === 'closed') throw new ConflictError('Session is closed');
-        if (again.busy) throw new ConflictError('Session is busy');
+        if (again.busy && input.agent === 'browser-agent') throw new ConflictError('Session is busy');
       } else {
-        await repo.insertSession({ id: sessionId!, projectId: input.projectId, agent: input.agent, diskId, workspaceId: null }, trx);
+        await repo.insertSession({ id: sessionId!, projectId: input.projectId, agent: input.agent, diskId, workspaceId }, trx);
       }
-      await repo.insertRun({ id: runId, projectId: input.projectId, agent: input.agent, sessionId: sessionId!, task: input.task, model, browser: input.browser ?? {}, missingFileIds: missing, workspaceId: null, diskId }, trx);
+      await repo.insertRun({ id: runId, projectId: input.projectId, agent: input.agent, sessionId: sessionId!, task: input.task, model, browser: input.browser ?? {}, missingFileIds: missing, workspaceId, diskId }, trx);
       await repo.updateSession(sessionId!, { latest_run_id: runId }, trx);
     });
     await this.#d.events.append(runId, 'run.queued', { sessionId, model, missingFileIds: missing });
@@ -90,7 +93,13 @@ export class Runs {
     return (await repo.run(runId))!;
   }
 
-  /** The session a follow-up continues; browser-agent sessions must be open and idle. */
+  /** The disk of a workspace of this project (404 when there is none). */
+  async #workspaceDisk(projectId: string, workspaceId: string): Promise<string> {
+    const { disk } = await this.#d.clients.fileStorage.api.createDisk({ projectId, agent: fsAgent('browsercode'), workspaceId });
+    return disk!.id;
+  }
+
+  /** The session a follow-up continues; browser-agent sessions must be open and idle (a busy browsercode session queues the run). */
   async #followable(projectId: string, agent: AgentName, sessionId: string): Promise<SessionRow> {
     const s = await this.#d.repo.session(projectId, agent, sessionId);
     if (!s) throw new NotFoundError('Session not found');

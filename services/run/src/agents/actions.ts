@@ -1,4 +1,7 @@
-/** The actions an agent can take in a browser, as models (and the builtin interpreter) name them. */
+/**
+ * The actions an agent can take, as models (and the builtin interpreter) name them: browser
+ * actions for both agents; shell and file actions for browsercode only.
+ */
 
 export type ScrollDirection = 'down' | 'up' | 'bottom' | 'top';
 export type ExtractWhat = 'title' | 'heading' | 'text' | 'links' | 'table' | 'url';
@@ -15,7 +18,18 @@ export type Action =
   | { name: 'extract'; what: ExtractWhat; index?: number; selector?: string }
   | { name: 'switch_tab'; tab: number }
   | { name: 'upload'; index: number; path: string }
+  | { name: 'shell'; command: string }
+  | { name: 'write_file'; path: string; content: string }
+  | { name: 'read_file'; path: string }
+  | { name: 'list_files' }
   | { name: 'done'; result: string };
+
+/** Actions that work on the run's disk and terminal rather than in a browser. */
+export type CodeAction = Extract<Action, { name: 'shell' | 'write_file' | 'read_file' | 'list_files' }>;
+
+export function isCodeAction(a: Action): a is CodeAction {
+  return a.name === 'shell' || a.name === 'write_file' || a.name === 'read_file' || a.name === 'list_files';
+}
 
 /** One line describing an action, as stored in a step's `action`. */
 export function describeAction(a: Action): string {
@@ -42,6 +56,14 @@ export function describeAction(a: Action): string {
       return `switch to tab ${a.tab}`;
     case 'upload':
       return `upload ${a.path} into [${a.index}]`;
+    case 'shell':
+      return `run ${a.command.length > 80 ? `${a.command.slice(0, 77)}...` : a.command}`;
+    case 'write_file':
+      return `write ${a.path}`;
+    case 'read_file':
+      return `read ${a.path}`;
+    case 'list_files':
+      return 'list files';
     case 'done':
       return 'done';
   }

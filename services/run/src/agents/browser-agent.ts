@@ -51,7 +51,8 @@ export interface BrowserAgentInput {
   recordUsage(usage: Usage): Promise<void>;
 }
 
-function check(input: BrowserAgentInput, steps: number): void {
+/** Throws when the run was stopped or a limit is passed before step `steps`. */
+export function check(input: { signal: AbortSignal; maxSteps: number; deadline: number }, steps: number): void {
   if (input.signal.aborted) throw new RunStopped();
   if (steps > input.maxSteps) throw new LimitReached(`Step limit reached: ${input.maxSteps} steps without finishing the task`);
   if (Date.now() > input.deadline) throw new LimitReached('Time limit reached before the task was finished');
@@ -72,7 +73,7 @@ export async function runBrowserAgent(input: BrowserAgentInput): Promise<string>
     check(input, n);
     const started = Date.now();
     let observation = await observe(browser, page);
-    const decideInput = () => ({ task: input.task, turns: input.turns, observation, history, diskFiles: input.diskFiles });
+    const decideInput = () => ({ task: input.task, toolset: 'browser' as const, turns: input.turns, observation, history, diskFiles: input.diskFiles });
     let decision;
     try {
       decision = await model.decide(decideInput(), input.signal);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { BuiltinModel, findElement, parseTask, splitInstructions } from './builtin-model.js';
-import { ElementNotFound, ModelError, type DecideInput, type PageElement } from './model.js';
+import { ElementNotFound, ModelError, NeedsBrowser, type DecideInput, type PageElement } from './model.js';
 
 const el = (index: number, over: Partial<PageElement>): PageElement => ({ index, tag: 'input', role: '', type: 'text', text: '', label: '', placeholder: '', name: '', id: '', href: '', ...over });
 
@@ -73,7 +73,7 @@ test('when elements are looked up, then labels, placeholders, names and texts ma
 test('when the builtin model runs, then it walks the instructions, resolves elements and answers with what it extracted', async () => {
   const model = new BuiltinModel("Type 'Ada' into 'Name'. Click 'Send'. Extract the heading.");
   const observation = { url: 'http://t/form', title: 'Form', text: '', tabs: [], elements: [el(7, { label: 'Name' }), el(8, { tag: 'button', text: 'Send' })] };
-  const input: DecideInput = { task: '', turns: [], observation, history: [], diskFiles: [] };
+  const input: DecideInput = { task: '', toolset: 'browser', turns: [], observation, history: [], diskFiles: [] };
   const signal = new AbortController().signal;
   const d1 = await model.decide(input, signal);
   assert.deepEqual(d1.action, { name: 'type', index: 7, text: 'Ada', submit: false });
@@ -87,5 +87,51 @@ test('when the builtin model runs, then it walks the instructions, resolves elem
 
 test('when a named element is not on the page, then the model says which', async () => {
   const model = new BuiltinModel("Click 'Missing'");
-  await assert.rejects(model.decide({ task: '', turns: [], observation: { url: 'http://t/', title: '', text: '', tabs: [], elements: [] }, history: [], diskFiles: [] }, new AbortController().signal), ElementNotFound);
+  await assert.rejects(model.decide({ task: '', toolset: 'browser', turns: [], observation: { url: 'http://t/', title: '', text: '', tabs: [], elements: [] }, history: [], diskFiles: [] }, new AbortController().signal), ElementNotFound);
+});
+
+test('when browsercode instructions are parsed, then commands, writes, saves, reads and listings are understood; form fields are not taken for files', () => {
+  const parsed = parseTask(
+    [
+      'Run `python3 -c "print(6*7)" > answer.txt`',
+      "Write 'hello world' to notes/hello.txt",
+      'Save the result to out.json',
+      "Save the table as JSON to 'data/table.json'",
+      'Read file notes/hello.txt',
+      'List the files',
+      "Write 'Ada' into 'Name'",
+    ].join('\n'),
+    'code',
+  );
+  assert.deepEqual(
+    parsed.map((p) => p.intent),
+    [
+      { kind: 'shell', command: 'python3 -c "print(6*7)" > answer.txt' },
+      { kind: 'write', content: 'hello world', path: 'notes/hello.txt' },
+      { kind: 'save', path: 'out.json' },
+      { kind: 'save', path: 'data/table.json' },
+      { kind: 'read_file', path: 'notes/hello.txt' },
+      { kind: 'list_files' },
+      { kind: 'type', value: 'Ada', target: 'Name', submit: false },
+    ],
+  );
+});
+
+test('when browser-agent is given a terminal instruction, then the run is refused naming browsercode', () => {
+  assert.throws(() => parseTask('Run `ls`'), (e: unknown) => e instanceof ModelError && /browsercode/.test(e.message));
+});
+
+test('when browsercode has no browser yet and an instruction needs a page, then the model asks for one; a save writes the last finding', async () => {
+  const model = new BuiltinModel("Run `echo 42`. Save it to out.txt. Click 'Send'", 'code');
+  const input: DecideInput = { task: '', toolset: 'code', turns: [], observation: undefined, history: [], diskFiles: [] };
+  const signal = new AbortController().signal;
+  const d1 = await model.decide(input, signal);
+  assert.deepEqual(d1.action, { name: 'shell', command: 'echo 42' });
+  input.history.push({ thought: d1.thought, action: d1.action, extracted: '42' });
+  const d2 = await model.decide(input, signal);
+  assert.deepEqual(d2.action, { name: 'write_file', path: 'out.txt', content: '42\n' });
+  input.history.push({ thought: d2.thought, action: d2.action, extracted: 'Wrote out.txt (3 bytes)' });
+  await assert.rejects(model.decide(input, signal), NeedsBrowser);
+  input.observation = { url: 'about:blank', title: '', text: '', tabs: [], elements: [el(3, { tag: 'button', text: 'Send' })] };
+  assert.deepEqual((await model.decide(input, signal)).action, { name: 'click', index: 3 });
 });

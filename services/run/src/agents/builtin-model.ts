@@ -1,10 +1,11 @@
 /**
  * The `builtin` model: a deterministic interpreter of explicit instructions, one per sentence or
- * line ("Open URL. Type 'Ada' into 'Name'. Click 'Submit'. Extract the table."). It needs no
- * provider. An instruction it cannot parse fails the run before any action, quoting it.
+ * line ("Open URL. Type 'Ada' into 'Name'. Click 'Submit'. Extract the table."; for browsercode
+ * also "Run `cmd`. Save the result to out.json. Read file notes.txt."). It needs no provider.
+ * An instruction it cannot parse fails the run before any action, quoting it.
  */
 import type { Action, ExtractWhat, ScrollDirection } from './actions.js';
-import { ElementNotFound, ModelError, type AgentModel, type DecideInput, type Decision, type PageElement } from './model.js';
+import { ElementNotFound, ModelError, NeedsBrowser, type AgentModel, type DecideInput, type Decision, type PageElement, type Toolset } from './model.js';
 
 type Intent =
   | { kind: 'navigate'; url: string }
@@ -18,7 +19,14 @@ type Intent =
   | { kind: 'extract'; what: ExtractWhat; target?: string }
   | { kind: 'upload'; file: string; target: string }
   | { kind: 'tab'; tab: number }
-  | { kind: 'answer'; text: string };
+  | { kind: 'answer'; text: string }
+  | { kind: 'shell'; command: string }
+  | { kind: 'write'; path: string; content: string }
+  | { kind: 'save'; path: string }
+  | { kind: 'read_file'; path: string }
+  | { kind: 'list_files' };
+
+const CODE_INTENTS: Intent['kind'][] = ['shell', 'write', 'save', 'read_file', 'list_files'];
 
 export interface Instruction {
   source: string;
@@ -58,6 +66,9 @@ export function splitInstructions(task: string): string[] {
 }
 
 const pick = (m: RegExpMatchArray, i: number) => (m[i] ?? m[i + 1] ?? '').trim();
+/** A file path, quoted or not: one word with a dot or a slash in it (out.json, data/a.csv), so a form field's name is never taken for one. */
+const PATH = `(?:${OPEN}([^'"“”‘’\`]*[./][^'"“”‘’\`]*)${CLOSE}|([\\w.-]*[./][\\w./-]*\\w))`;
+const pathOf = (m: RegExpMatchArray, i: number) => (m[i] ?? m[i + 1] ?? '').trim();
 const KEYS: Record<string, string> = { enter: 'Enter', return: 'Enter', tab: 'Tab', escape: 'Escape', esc: 'Escape', space: 'Space', backspace: 'Backspace', 'arrow down': 'ArrowDown', 'arrow up': 'ArrowUp', 'down arrow': 'ArrowDown', 'up arrow': 'ArrowUp', pagedown: 'PageDown', 'page down': 'PageDown', pageup: 'PageUp', 'page up': 'PageUp' };
 const EXTRACT_VERB = '(?:extract|get|read|return|report|tell me|find|give me|what is|what\'s|copy)';
 
@@ -65,6 +76,13 @@ const EXTRACT_VERB = '(?:extract|get|read|return|report|tell me|find|give me|wha
 export function parseInstruction(s: string): Intent | undefined {
   let m: RegExpMatchArray | null;
   const t = s.trim();
+  // Terminal and files (browsercode). A command is always in backticks, so it may hold anything.
+  if ((m = t.match(/^(?:run|execute|exec)\s+(?:the\s+)?(?:command\s+|shell\s+command\s+|script\s+)?`([^`]+)`$/i))) return { kind: 'shell', command: m[1]! };
+  if ((m = t.match(/^(?:run|execute)\s+(?:the\s+)?(?:command|shell command)\s*:\s*(.+)$/i))) return { kind: 'shell', command: m[1]! };
+  if ((m = t.match(new RegExp(`^(?:write|save|put)\\s+${OPEN}([\\s\\S]*?)${CLOSE}\\s+(?:to|into|in|as)\\s+(?:the\\s+)?(?:file\\s+)?${PATH}$`, 'i')))) return { kind: 'write', content: m[1]!, path: pathOf(m, 2) };
+  if ((m = t.match(new RegExp(`^(?:save|write|store|put)\\s+(?:the\\s+|that\\s+|this\\s+|it\\b)?(?:result|results|answer|output|extracted\\s+\\w+|table|links|text|title|heading|data|it|that|this)?\\s*(?:as\\s+json\\s+)?(?:to|into|in|as)\\s+(?:the\\s+|a\\s+)?(?:file\\s+)?${PATH}$`, 'i')))) return { kind: 'save', path: pathOf(m, 1) };
+  if ((m = t.match(new RegExp(`^(?:read|show|print|cat|open)\\s+(?:the\\s+)?file\\s+${PATH}$`, 'i')))) return { kind: 'read_file', path: pathOf(m, 1) };
+  if (/^(?:list|show)\s+(?:all\s+)?(?:the\s+)?files(?:\s+on\s+the\s+disk)?$/i.test(t)) return { kind: 'list_files' };
   if ((m = t.match(/^(?:open|go to|navigate to|visit|load|browse to)\s+(?:the\s+)?(?:page\s+|url\s+|website\s+|site\s+)?[<'"“‘`]?([a-z][a-z0-9+.-]*:\/\/\S+?|[\w-]+(?:\.[\w-]+)+(?:[:/]\S*)?)[>'"”’`]?$/i))) return { kind: 'navigate', url: m[1]! };
   if ((m = t.match(new RegExp(`^(?:click|press|tap|hit)(?:\\s+on)?\\s+(?:the\\s+)?(?:(link|button|tab|checkbox)\\s+)?${OPEN}(.+?)${CLOSE}(?:\\s+(link|button|tab|checkbox))?$`, 'i')))) return { kind: 'click', target: m[2]!.trim(), hint: (m[1] ?? m[3])?.toLowerCase() };
   if ((m = t.match(/^(?:click|tap)(?:\s+on)?\s+(?:the\s+)?(.+?)(?:\s+(link|button|tab|checkbox))?$/i))) return { kind: 'click', target: m[1]!.trim(), hint: m[2]?.toLowerCase() };
@@ -91,13 +109,17 @@ export function parseInstruction(s: string): Intent | undefined {
   return undefined;
 }
 
+const UNDERSTOOD = "open <url>; click 'Text'; type 'value' into 'Field'; select 'Option' from 'Field'; press Enter; scroll down; wait for 'text'; upload 'file' into 'Field'; extract the title, heading, text of 'selector', links or table; answer 'text'";
+const UNDERSTOOD_CODE = "; run `command`; write 'text' to file.txt; save the result to out.json; read file notes.txt; list files";
+
 /** Parses a whole task; throws ModelError quoting the first instruction it cannot follow. */
-export function parseTask(task: string): Instruction[] {
+export function parseTask(task: string, toolset: Toolset = 'browser'): Instruction[] {
   const steps = splitInstructions(task);
   if (!steps.length) throw new ModelError('The builtin model needs at least one instruction');
   return steps.map((source) => {
     const intent = parseInstruction(source);
-    if (!intent) throw new ModelError(`The builtin model cannot follow this step: "${source}". It understands explicit instructions such as: open <url>; click 'Text'; type 'value' into 'Field'; select 'Option' from 'Field'; press Enter; scroll down; wait for 'text'; upload 'file' into 'Field'; extract the title, heading, text of 'selector', links or table; answer 'text'.`);
+    if (!intent) throw new ModelError(`The builtin model cannot follow this step: "${source}". It understands explicit instructions such as: ${UNDERSTOOD}${toolset === 'code' ? UNDERSTOOD_CODE : ''}.`);
+    if (toolset === 'browser' && CODE_INTENTS.includes(intent.kind)) throw new ModelError(`"${source}" needs a terminal or files, which browser-agent does not have; use the browsercode agent`);
     return { source, intent };
   });
 }
@@ -123,8 +145,8 @@ export class BuiltinModel implements AgentModel {
   readonly #instructions: Instruction[];
   #next = 0;
 
-  constructor(task: string) {
-    this.#instructions = parseTask(task);
+  constructor(task: string, toolset: Toolset = 'browser') {
+    this.#instructions = parseTask(task, toolset);
   }
 
   /** The answer: an explicit `answer`, else what was extracted (one per line), else "Done". */
@@ -137,8 +159,12 @@ export class BuiltinModel implements AgentModel {
     const instr = this.#instructions[this.#next];
     if (!instr) return { thought: 'All instructions are done', action: { name: 'done', result: this.#result(input) } };
     const { intent, source } = instr;
-    const { observation: o } = input;
+    const page = () => {
+      if (!input.observation) throw new NeedsBrowser();
+      return input.observation;
+    };
     const need = (target: string, want: 'field' | 'click' | 'file', hint?: string) => {
+      const o = page();
       const el = findElement(o.elements, target, want, hint);
       if (!el) throw new ElementNotFound(target, o.url);
       return el.index;
@@ -158,18 +184,23 @@ export class BuiltinModel implements AgentModel {
         action = { name: 'select', index: need(intent.target, 'field'), option: intent.value };
         break;
       case 'press':
+        page();
         action = { name: 'press', key: intent.key };
         break;
       case 'scroll':
+        page();
         action = { name: 'scroll', direction: intent.direction };
         break;
       case 'back':
+        page();
         action = { name: 'back' };
         break;
       case 'wait':
+        page();
         action = { name: 'wait', ...(intent.text !== undefined ? { text: intent.text } : { seconds: intent.seconds ?? 1 }) };
         break;
       case 'extract': {
+        const o = page();
         if (intent.target && /^[#.[]|^[a-z][a-z0-9]*$/i.test(intent.target) && !o.elements.some((e) => norm(e.text) === norm(intent.target!))) {
           action = { name: 'extract', what: intent.what, selector: intent.target };
         } else if (intent.target) {
@@ -185,7 +216,28 @@ export class BuiltinModel implements AgentModel {
         break;
       }
       case 'tab':
+        page();
         action = { name: 'switch_tab', tab: intent.tab };
+        break;
+      case 'shell':
+        action = { name: 'shell', command: intent.command };
+        break;
+      case 'write':
+        action = { name: 'write_file', path: intent.path, content: intent.content };
+        break;
+      case 'save': {
+        // What the run found so far: the last extraction (or command output, file read).
+        const found = input.history.filter((h) => h.extracted !== undefined && h.action.name !== 'write_file');
+        if (!found.length) throw new ModelError(`"${source}": there is nothing to save yet (extract something or run a command first)`);
+        const last = found[found.length - 1]!.extracted!;
+        action = { name: 'write_file', path: intent.path, content: last.endsWith('\n') ? last : `${last}\n` };
+        break;
+      }
+      case 'read_file':
+        action = { name: 'read_file', path: intent.path };
+        break;
+      case 'list_files':
+        action = { name: 'list_files' };
         break;
       case 'answer':
         this.#next++;

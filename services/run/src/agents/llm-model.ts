@@ -9,6 +9,7 @@ import { ModelError, type AgentModel, type DecideInput, type Decision, type Step
 import type { Observation } from './page-tools.js';
 
 const SYSTEM = `You operate a web browser to complete the user's task. Each turn you see the current page: its URL, title, tabs, the interactive elements as "[index] <tag> text", and the visible text. Call exactly one tool per turn. Refer to elements by their [index]. When the task is complete, or cannot be completed, call "done" with the answer for the user (plain text; if the task asks for JSON, the JSON text).`;
+const SYSTEM_CODE = `You complete the user's task with a Linux terminal, files and a web browser. The working directory is the run's disk: files you write there are returned to the user as output files, and files the user attached are there too. "shell" runs one bash command there and returns its output and exit code (no network credentials, limited time and output). Use write_file/read_file/list_files for files. The browser opens when you first use a browser tool (start with navigate); each turn then shows the current page: its URL, title, tabs, the interactive elements as "[index] <tag> text", and the visible text. Call exactly one tool per turn. Larger results belong in files. When the task is complete, or cannot be completed, call "done" with the answer for the user.`;
 
 const obj = (properties: Record<string, unknown>, required: string[] = []) => jsonSchema<any>({ type: 'object', properties, required, additionalProperties: false });
 const index = { type: 'integer', description: 'The [index] of the element' };
@@ -32,9 +33,24 @@ const TOOLS = {
   done: tool({ description: 'Finish with the answer for the user', inputSchema: obj({ result: { type: 'string' } }, ['result']) }),
 };
 
-/** The tool call the model made → an action. */
-export function toAction(name: string, input: Record<string, any>): Action {
+/** browsercode's tools: the browser's plus a terminal and files. */
+const CODE_TOOLS = {
+  ...TOOLS,
+  shell: tool({ description: "Run one bash command in the run's disk directory; returns its output and exit code", inputSchema: obj({ command: { type: 'string' } }, ['command']) }),
+  write_file: tool({ description: "Write a text file on the run's disk (relative path; replaces it)", inputSchema: obj({ path: { type: 'string' }, content: { type: 'string' } }, ['path', 'content']) }),
+  read_file: tool({ description: "Read a text file of the run's disk", inputSchema: obj({ path: { type: 'string' } }, ['path']) }),
+  list_files: tool({ description: "List the files of the run's disk with their sizes", inputSchema: obj({}) }),
+};
+
+/** The tool call the model made → an action (code tools only for browsercode). */
+export function toAction(name: string, input: Record<string, any>, toolset: 'browser' | 'code' = 'browser'): Action {
   switch (name) {
+    case 'shell':
+    case 'write_file':
+    case 'read_file':
+    case 'list_files':
+      if (toolset !== 'code') throw new ModelError(`The model called an unknown tool "${name}"`);
+      return { name, ...input } as Action;
     case 'go_back':
       return { name: 'back' };
     case 'navigate':
@@ -55,7 +71,8 @@ export function toAction(name: string, input: Record<string, any>): Action {
 }
 
 /** The page as the model reads it. */
-export function describePage(o: Observation): string {
+export function describePage(o: Observation | undefined): string {
+  if (!o) return '(no browser is open yet; a browser tool such as navigate opens one)';
   const els = o.elements
     .map((e) => {
       const words = [e.text, e.label && `label="${e.label}"`, e.placeholder && `placeholder="${e.placeholder}"`, e.name && `name="${e.name}"`, e.href && `href="${e.href}"`, e.options && `options=${JSON.stringify(e.options)}`].filter(Boolean).join(' ');
@@ -68,7 +85,7 @@ export function describePage(o: Observation): string {
 
 function describeHistory(h: StepMemory[]): string {
   if (!h.length) return '(no steps yet)';
-  return h.map((s, i) => `${i + 1}. ${JSON.stringify(s.action)}${s.extracted !== undefined ? ` → ${s.extracted.slice(0, 2000)}` : ''}${s.error ? ` → FAILED: ${s.error}` : ''}`).join('\n');
+  return h.map((s, i) => `${i + 1}. ${JSON.stringify(s.action).slice(0, 2000)}${s.extracted !== undefined ? ` → ${s.extracted.slice(0, 4000)}` : ''}${s.error ? ` → FAILED: ${s.error}` : ''}`).join('\n');
 }
 
 export interface LlmModelOptions {
@@ -92,7 +109,7 @@ export class LlmModel implements AgentModel {
     const prompt = [
       turns && `Earlier in this conversation:\n${turns}`,
       `Task: ${input.task}`,
-      input.diskFiles.length ? `Files on the run's disk: ${input.diskFiles.join(', ')}` : '',
+      input.diskFiles.length ? `Files on the run's disk: ${input.diskFiles.slice(0, 200).join(', ')}${input.diskFiles.length > 200 ? ` (and ${input.diskFiles.length - 200} more)` : ''}` : '',
       `Steps so far:\n${describeHistory(input.history)}`,
       `Current page:\n${describePage(input.observation)}`,
     ]
@@ -103,9 +120,9 @@ export class LlmModel implements AgentModel {
     try {
       result = await generateText({
         model: this.#o.model,
-        system: SYSTEM,
+        system: input.toolset === 'code' ? SYSTEM_CODE : SYSTEM,
         prompt,
-        tools: TOOLS,
+        tools: input.toolset === 'code' ? CODE_TOOLS : TOOLS,
         toolChoice: 'required',
         maxRetries: this.#o.maxRetries,
         abortSignal: AbortSignal.any([signal, timeout]),
@@ -123,7 +140,7 @@ export class LlmModel implements AgentModel {
       throw new ModelError('The model answered with neither a tool call nor text');
     }
     if ((call as { invalid?: boolean }).invalid) throw new ModelError(`The model made a malformed tool call to "${call.toolName}": ${String((call as { error?: unknown }).error ?? '').slice(0, 300)}`);
-    return { thought: result.text.trim() || `calls ${call.toolName}`, action: toAction(call.toolName, call.input as Record<string, any>), usage };
+    return { thought: result.text.trim() || `calls ${call.toolName}`, action: toAction(call.toolName, call.input as Record<string, any>, input.toolset), usage };
   }
 }
 

@@ -12,11 +12,16 @@ export interface StepMemory {
   error?: string;
 }
 
+/** What the model may use: a browser only (browser-agent), or also a terminal and files (browsercode). */
+export type Toolset = 'browser' | 'code';
+
 export interface DecideInput {
   task: string;
+  toolset: Toolset;
   /** Earlier turns of the session (follow-ups see the conversation). */
   turns: { task: string; result: string | null }[];
-  observation: Observation;
+  /** The page; undefined while browsercode has not opened a browser yet. */
+  observation: Observation | undefined;
   history: StepMemory[];
   /** Files on the run's disk, by path (for uploads). */
   diskFiles: string[];
@@ -42,6 +47,14 @@ export interface AgentModel {
 export class ModelError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
+    this.name = this.constructor.name;
+  }
+}
+
+/** The model needs to see a page before it can decide, and no browser is open yet. */
+export class NeedsBrowser extends Error {
+  constructor() {
+    super('A browser is needed');
     this.name = this.constructor.name;
   }
 }

@@ -7,7 +7,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { InvalidArgumentError } from '../../../common/src/errors.js';
 import { BuiltinModel } from './builtin-model.js';
 import { LlmModel } from './llm-model.js';
-import type { AgentModel, Usage } from './model.js';
+import type { AgentModel, Toolset, Usage } from './model.js';
 
 /** USD per million tokens. */
 export type PriceTable = Record<string, { input: number; output: number }>;
@@ -33,7 +33,7 @@ export interface ModelRegistry {
   /** Throws InvalidArgumentError unless `name` can be used. */
   check(name: string): void;
   /** Builds the model for one run (the builtin parses the task here; its errors fail the run). */
-  create(name: string, task: string): AgentModel;
+  create(name: string, task: string, toolset?: Toolset): AgentModel;
   /** Cost in USD of `usage` on `model` (0 when the table has no price for it). */
   price(name: string, usage: Usage): number;
 }
@@ -56,8 +56,8 @@ export function createModelRegistry(c: ModelsConfig): ModelRegistry {
     check(name) {
       if (name !== 'builtin' && !isOpenai(name) && !isAnthropic(name)) throw new InvalidArgumentError(`Unknown model "${name}"; this service offers: ${offered()}`);
     },
-    create(name, task) {
-      if (name === 'builtin') return new BuiltinModel(task);
+    create(name, task, toolset = 'browser') {
+      if (name === 'builtin') return new BuiltinModel(task, toolset);
       const model = isAnthropic(name) ? anthropic!(name) : openai!.chatModel(name);
       return new LlmModel({ name, model, timeoutMs: c.timeoutMs, maxRetries: c.maxRetries });
     },

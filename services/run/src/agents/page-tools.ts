@@ -256,6 +256,11 @@ export async function act(browser: Browser, page: Page, action: Action, opts: Ac
       await el.uploadFile(file);
       return { page };
     }
+    case 'shell':
+    case 'write_file':
+    case 'read_file':
+    case 'list_files':
+      throw new ActionError(`${action.name} is not a browser action`);
     case 'done':
       return { page };
   }

@@ -1,0 +1,172 @@
+/**
+ * The browsercode agent's terminal: one `bash -c` command with the run's disk as working
+ * directory, its output streamed as it comes, time and output capped, the whole process group
+ * killed on timeout or stop. The environment is built from nothing (no service secret can leak
+ * into it), and when the service runs as root the command runs as an unprivileged user.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+
+export interface ShellLimits {
+  /** Wall-clock limit of one command. */
+  timeoutMs: number;
+  /** Output kept (and streamed) per command; the rest is counted and dropped. */
+  maxOutputBytes: number;
+}
+
+export interface ShellResult {
+  exitCode: number | null;
+  /** The signal that ended the command (SIGKILL after a timeout or stop). */
+  signal: string | null;
+  timedOut: boolean;
+  /** Output beyond maxOutputBytes was dropped. */
+  truncated: boolean;
+  /** stdout and stderr interleaved as they came, up to the cap. */
+  output: string;
+  durationMs: number;
+}
+
+export interface ShellOptions extends ShellLimits {
+  cwd: string;
+  signal: AbortSignal;
+  onOutput(stream: 'stdout' | 'stderr', chunk: string): void;
+  /** uid/gid to run as; undefined = as this process. */
+  user?: { uid: number; gid: number } | undefined;
+}
+
+/** The account commands run as when this process is root: `nobody`. */
+export const UNPRIVILEGED = { uid: 65534, gid: 65534 };
+
+/** Who shell commands run as here: nobody when root, else this process's user. */
+export function shellUser(): { uid: number; gid: number } | undefined {
+  return process.getuid?.() === 0 ? UNPRIVILEGED : undefined;
+}
+
+/** The whole environment of a command: nothing inherited from the service. */
+export function shellEnv(cwd: string): NodeJS.ProcessEnv {
+  return {
+    PATH: '/usr/local/bin:/usr/bin:/bin',
+    HOME: cwd,
+    TMPDIR: cwd,
+    LANG: 'C.UTF-8',
+    TERM: 'dumb',
+    PWD: cwd,
+  };
+}
+
+/** Hands `dir` and everything in it to `user`, so an unprivileged command can work there. */
+export async function giveTo(dir: string, user: { uid: number; gid: number } | undefined): Promise<void> {
+  if (!user) return;
+  await fs.chown(dir, user.uid, user.gid);
+  await fs.chmod(dir, 0o700);
+  for (const e of await fs.readdir(dir, { withFileTypes: true, recursive: true })) {
+    await fs.lchown(path.join(e.parentPath, e.name), user.uid, user.gid).catch(() => undefined);
+  }
+}
+
+export function runShell(command: string, o: ShellOptions): Promise<ShellResult> {
+  const started = Date.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn('/bin/bash', ['-c', command], {
+      cwd: o.cwd,
+      env: shellEnv(o.cwd),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true, // its own process group: a timeout kills everything it started
+      ...(o.user ? { uid: o.user.uid, gid: o.user.gid } : {}),
+    });
+    let kept = 0;
+    let truncated = false;
+    let timedOut = false;
+    const parts: string[] = [];
+    const take = (stream: 'stdout' | 'stderr') => (buf: Buffer) => {
+      if (kept >= o.maxOutputBytes) {
+        truncated = true;
+        return;
+      }
+      const room = o.maxOutputBytes - kept;
+      const piece = buf.length > room ? buf.subarray(0, room) : buf;
+      if (piece.length < buf.length) truncated = true;
+      kept += piece.length;
+      const text = piece.toString('utf8');
+      parts.push(text);
+      o.onOutput(stream, text);
+    };
+    child.stdout.on('data', take('stdout'));
+    child.stderr.on('data', take('stderr'));
+    const killGroup = () => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup();
+    }, o.timeoutMs);
+    const onAbort = () => killGroup();
+    o.signal.addEventListener('abort', onAbort, { once: true });
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      o.signal.removeEventListener('abort', onAbort);
+      reject(err);
+    });
+    child.once('close', (exitCode, signal) => {
+      clearTimeout(timer);
+      o.signal.removeEventListener('abort', onAbort);
+      killGroup(); // anything it left running in the background goes too
+      resolve({ exitCode, signal, timedOut, truncated, output: parts.join(''), durationMs: Date.now() - started });
+    });
+  });
+}
+
+/** `p` inside `root` (relative, no escaping through `..` or symlinks); throws a readable error otherwise. */
+export async function insideDisk(root: string, p: string): Promise<string> {
+  const rel = p.replace(/^\.\/+/, '');
+  if (!rel || path.isAbsolute(rel)) throw new Error(`"${p}" is not a path on the run's disk (use a relative path such as out.json)`);
+  const full = path.resolve(root, rel);
+  if (full !== root && !full.startsWith(root + path.sep)) throw new Error(`"${p}" is outside the run's disk`);
+  // A symlink the command made must not lead out of the disk either.
+  let dir = path.dirname(full);
+  while (dir.startsWith(root)) {
+    const real = await fs.realpath(dir).catch(() => undefined);
+    if (real !== undefined) {
+      const realRoot = await fs.realpath(root);
+      if (real !== realRoot && !real.startsWith(realRoot + path.sep)) throw new Error(`"${p}" is outside the run's disk`);
+      break;
+    }
+    dir = path.dirname(dir);
+  }
+  const st = await fs.lstat(full).catch(() => undefined);
+  if (st?.isSymbolicLink()) {
+    const target = await fs.realpath(full).catch(() => undefined);
+    const realRoot = await fs.realpath(root);
+    if (!target || !target.startsWith(realRoot + path.sep)) throw new Error(`"${p}" is outside the run's disk`);
+  }
+  return full;
+}
+
+/** Every regular file under `root`, as relative paths, sorted. */
+export async function listDisk(root: string): Promise<{ path: string; sizeBytes: number }[]> {
+  const out: { path: string; sizeBytes: number }[] = [];
+  for (const e of await fs.readdir(root, { withFileTypes: true, recursive: true }).catch(() => [])) {
+    if (!e.isFile()) continue;
+    const full = path.join(e.parentPath, e.name);
+    const st = await fs.stat(full).catch(() => undefined);
+    if (st) out.push({ path: path.relative(root, full).split(path.sep).join('/'), sizeBytes: st.size });
+  }
+  return out.sort((a, b) => a.path.localeCompare(b.path));
+}
+
+/**
+ * Makes `dir` the parent of run directories: others may pass through it but not list it. As
+ * root (commands then run as nobody), DATA_DIR is closed to other users too, so a command can
+ * read neither service data nor another project's files.
+ */
+export async function prepareWorkDir(dir: string, dataDir: string): Promise<string> {
+  await fs.mkdir(dir, { recursive: true });
+  await fs.chmod(dir, 0o711);
+  if (shellUser()) await fs.chmod(dataDir, 0o700).catch(() => undefined);
+  return dir;
+}

@@ -1,0 +1,219 @@
+/**
+ * The browsercode agent end to end through the public API with the builtin model: a terminal on
+ * the run's disk (streamed output, output files, limits, no secrets, an unprivileged user), a
+ * browser opened only when needed, durable sessions (busy follow-ups queue, a stop ends only
+ * the turn) and workspaces shared across conversations.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import { serveSite, type TestSite } from './support/site.js';
+import { readSse, type SseEvent } from './support/sse.js';
+import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
+
+const SHELL_TIMEOUT_MS = 8000;
+const PROVIDER_KEY = 'sk-provider-secret-never-in-shells';
+let f: StackFixture;
+let site: TestSite;
+
+before(async () => {
+  site = await serveSite();
+  f = await startStackFixture({
+    projects: ['alpha', 'beta'],
+    env: {
+      DEFAULT_MODEL: 'builtin',
+      SHELL_TIMEOUT_MS: String(SHELL_TIMEOUT_MS),
+      SHELL_MAX_OUTPUT_BYTES: '4096',
+      // A provider key the run service holds: commands must never see it.
+      ANTHROPIC_API_KEY: PROVIDER_KEY,
+      ANTHROPIC_BASE_URL: 'http://127.0.0.1:9/v1',
+    },
+  });
+});
+after(async () => {
+  await f.stop();
+  await site.close();
+});
+
+const BASE = '/api/v1/agents/browsercode';
+const key = (p: 'alpha' | 'beta') => f.projects[p]!.key;
+const json = (p: 'alpha' | 'beta', method: string, url: string, body?: unknown) =>
+  f.api(url, { method, key: key(p), headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+
+interface Created {
+  id: string;
+  status: string;
+  sessionId: string;
+  workspaceId: string | null;
+  eventsUrl: string;
+}
+
+async function start(body: Record<string, unknown>, p: 'alpha' | 'beta' = 'alpha'): Promise<Created> {
+  const res = await json(p, 'POST', `${BASE}/runs`, { model: 'builtin', ...body });
+  assert.equal(res.status, 202, await res.clone().text());
+  return (await res.json()) as Created;
+}
+
+/** Follows the run's event stream to its end (or until `until`), then reads the run. */
+async function follow(runId: string, until?: (e: SseEvent) => boolean): Promise<{ run: Record<string, any>; events: SseEvent[] }> {
+  const res = await f.api(`${BASE}/runs/${runId}/events/stream`, { key: key('alpha') });
+  assert.equal(res.status, 200);
+  const events = await readSse(res, until);
+  const run = (await (await json('alpha', 'GET', `${BASE}/runs/${runId}`)).json()) as Record<string, any>;
+  return { run, events };
+}
+
+const ofType = (events: SseEvent[], type: string) => events.filter((e) => e.event === type).map((e) => e.data.data);
+const terminal = (events: SseEvent[]) => ofType(events, 'terminal.output').map((d) => String(d.chunk)).join('');
+
+async function files(runId: string, kind: 'input' | 'output'): Promise<Map<string, string>> {
+  const res = await json('alpha', 'GET', `${BASE}/runs/${runId}/files?kind=${kind}`);
+  assert.equal(res.status, 200);
+  const { items } = (await res.json()) as { items: { name: string; downloadUrl: string }[] };
+  const out = new Map<string, string>();
+  for (const it of items) out.set(it.name, await (await fetch(it.downloadUrl)).text());
+  return out;
+}
+
+describe('a terminal on the run disk', () => {
+  test('when a task runs commands and writes a file, then output streams as events and the files are outputs with their bytes; no browser is opened', async () => {
+    const created = await start({ task: "Run `echo hello from $(id -un)`. Run `printf 'a,b\\n1,2\\n' > table.csv`. Write 'all done' to notes/status.txt." });
+    assert.equal(created.eventsUrl, `${BASE}/runs/${created.id}/events`);
+    const { run, events } = await follow(created.id);
+    assert.equal(run.status, 'completed', run.error);
+    assert.equal(run.browserId, null, 'no browser was needed');
+    assert.match(run.result, /^hello from /);
+    assert.match(terminal(events), process.getuid?.() === 0 ? /hello from nobody/ : /hello from /);
+    const calls = ofType(events, 'tool.call');
+    assert.deepEqual(calls.map((c) => c.tool), ['shell', 'shell', 'write_file']);
+    assert.deepEqual(ofType(events, 'tool.result').map((r) => r.ok), [true, true, true]);
+    assert.deepEqual(ofType(events, 'file.written').map((w) => w.path).sort(), ['notes/status.txt', 'table.csv']);
+    assert.ok(!events.some((e) => e.event === 'browser.ready'));
+
+    const outputs = await files(created.id, 'output');
+    assert.equal(outputs.get('table.csv'), 'a,b\n1,2\n');
+    assert.equal(outputs.get('notes/status.txt'), 'all done');
+    assert.equal((await files(created.id, 'input')).size, 0);
+  });
+
+  test('when an attached file is processed by a command, then the result reads it and only the new file is an output', async () => {
+    const add = await json('alpha', 'POST', `${BASE}/files`, { files: [{ name: 'data.csv' }] });
+    assert.equal(add.status, 201);
+    const [item] = ((await add.json()) as { items: { id: string; upload_url: string }[] }).items;
+    assert.equal((await fetch(item!.upload_url, { method: 'PUT', body: 'x\ny\nz\n' })).status, 200);
+    const created = await start({ task: 'Run `wc -l < data.csv > count.txt`. Read file count.txt.', attached_file_ids: [item!.id] });
+    const { run } = await follow(created.id);
+    assert.equal(run.status, 'completed', run.error);
+    assert.match(run.result, /^3$/m);
+    assert.deepEqual([...(await files(created.id, 'input')).keys()], ['data.csv']);
+    assert.deepEqual([...(await files(created.id, 'output')).entries()], [['count.txt', '3\n']]);
+  });
+
+  test('when a command reads its environment and the service data, then it finds no secret and no access', async () => {
+    const env = await start({ task: 'Run `env`.' });
+    const { run, events } = await follow(env.id);
+    assert.equal(run.status, 'completed', run.error);
+    const seen = terminal(events);
+    assert.match(seen, /^PATH=/m);
+    for (const secret of [PROVIDER_KEY, 'ANTHROPIC', 'DATABASE_URL', 'SIGNING_SECRET', 'NATS_URL', 'DATA_DIR']) assert.ok(!seen.includes(secret), `${secret} is not in a command's environment`);
+
+    if (process.getuid?.() === 0) {
+      const peek = await start({ task: `Run \`ls ${f.dataDir}\`.` });
+      const { run: denied } = await follow(peek.id);
+      assert.equal(denied.status, 'failed');
+      assert.match(denied.error, /exited with code 2: .*Permission denied/s);
+    }
+  });
+
+  test('when a command outlives its time limit or prints too much, then it is cut and the run says why', async () => {
+    const slow = await start({ task: 'Run `sleep 60`.' });
+    const { run } = await follow(slow.id);
+    assert.equal(run.status, 'failed');
+    assert.equal(run.error, `The command was stopped after ${SHELL_TIMEOUT_MS / 1000} s (time limit)`);
+
+    const loud = await start({ task: 'Run `yes | head -c 100000`.' });
+    const { run: cut, events } = await follow(loud.id);
+    assert.equal(cut.status, 'completed', cut.error);
+    assert.equal(terminal(events).length, 4096);
+    assert.match(cut.result, /output cut at 4096 bytes/);
+    assert.equal(ofType(events, 'tool.result')[0]!.truncated, true);
+  });
+
+  test('when a path leaves the disk, then the run fails naming it', async () => {
+    const created = await start({ task: "Write 'x' to ../../escape.txt." });
+    const { run } = await follow(created.id);
+    assert.equal(run.status, 'failed');
+    assert.equal(run.error, `"../../escape.txt" is outside the run's disk`);
+  });
+});
+
+describe('the browser, when needed', () => {
+  test('when a task reads a page and saves what it found, then a browser is opened for it, its steps are recorded and it is stopped after', async () => {
+    const created = await start({ task: `Run \`echo before\`. Open ${site.url('run-table.html')}. Extract the table as JSON. Save the result to table.json. Run \`grep -o Lamp table.json\`.` });
+    const { run, events } = await follow(created.id);
+    assert.equal(run.status, 'completed', run.error);
+    assert.match(run.browserId, /^brw_/);
+    const types = events.map((e) => e.event);
+    assert.ok(types.indexOf('browser.ready') > types.indexOf('terminal.output'), 'the browser opened when first needed');
+    assert.match(String(ofType(events, 'browser.ready')[0]!.liveViewUrl), /token=/);
+    const saved = JSON.parse((await files(created.id, 'output')).get('table.json')!) as { Product: string }[];
+    assert.deepEqual(saved.map((r) => r.Product), ['Lamp', 'Desk', 'Chair']);
+    assert.match(run.result, /Lamp$/);
+    const steps = (await (await json('alpha', 'GET', `${BASE}/runs/${created.id}/steps`)).json()) as { steps: { number: number; action: string }[] };
+    assert.deepEqual(steps.steps.map((s) => s.action.split(' ')[0]), ['navigate', 'extract']);
+    const browser = (await (await json('alpha', 'GET', `/api/v1/browsers/${run.browserId}`)).json()) as { status: string };
+    assert.equal(browser.status, 'stopped', "the turn's browser ends with it");
+  });
+});
+
+describe('durable sessions and workspaces', () => {
+  test('when a follow-up arrives while the session is busy, then it waits queued and then sees the first turn\'s files', async () => {
+    const first = await start({ task: 'Run `sleep 1; echo one > one.txt`.' });
+    const second = await start({ task: 'Read file one.txt.', session_id: first.sessionId });
+    assert.equal(second.status, 'queued');
+    const [{ run: a }, { run: b }] = await Promise.all([follow(first.id), follow(second.id)]);
+    assert.equal(a.status, 'completed', a.error);
+    assert.equal(b.status, 'completed', b.error);
+    assert.equal(b.result, 'one\n');
+    assert.ok(Date.parse(b.startedAt) >= Date.parse(a.finishedAt), 'the follow-up started after the first turn ended');
+    const session = (await (await json('alpha', 'GET', `${BASE}/sessions/${first.sessionId}`)).json()) as { status: string };
+    assert.equal(session.status, 'open');
+  });
+
+  test('when a running turn is stopped, then its command is killed and only the turn ends: the session takes the next one', async () => {
+    const created = await start({ task: 'Run `echo started; sleep 45`.' });
+    await follow(created.id, (e) => e.event === 'terminal.output');
+    const stopped = await json('alpha', 'POST', `${BASE}/runs/${created.id}/stop`);
+    assert.equal(stopped.status, 200);
+    const { events } = await follow(created.id);
+    assert.equal(events.at(-1)!.event, 'run.stopped');
+    const sleeping = fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+      try {
+        return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ').trim() === 'sleep 45';
+      } catch {
+        return false;
+      }
+    });
+    assert.deepEqual(sleeping, [], 'the command is gone');
+    const next = await start({ task: 'Run `echo again`.', session_id: created.sessionId });
+    const { run } = await follow(next.id);
+    assert.equal(run.status, 'completed', run.error);
+    assert.equal(run.result, 'again');
+  });
+
+  test('when two conversations use one workspace, then the second reads what the first wrote; another project cannot use it', async () => {
+    const ws = (await (await json('alpha', 'POST', '/api/v1/agent-workspaces', { name: 'shared' })).json()) as { id: string };
+    const writer = await start({ task: "Write 'from the first conversation' to shared.txt.", workspace_id: ws.id });
+    assert.equal(writer.workspaceId, ws.id);
+    assert.equal((await follow(writer.id)).run.status, 'completed');
+    const reader = await start({ task: 'Read file shared.txt.', workspace_id: ws.id });
+    assert.notEqual(reader.sessionId, writer.sessionId);
+    const { run } = await follow(reader.id);
+    assert.equal(run.result, 'from the first conversation');
+    const listed = (await (await json('alpha', 'GET', `/api/v1/agent-workspaces/${ws.id}/files`)).json()) as { items: { name: string }[] };
+    assert.deepEqual(listed.items.map((i) => i.name), ['shared.txt']);
+
+    const foreign = await json('beta', 'POST', `${BASE}/runs`, { task: 'List files', workspace_id: ws.id });
+    assert.equal(foreign.status, 404);
+  });
+});
