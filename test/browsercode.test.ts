@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
+import { startFakeOpenAI, userText, type FakeOpenAI } from './support/fake-openai.js';
 import { serveSite, type TestSite } from './support/site.js';
 import { readSse, type SseEvent } from './support/sse.js';
 import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
@@ -15,9 +16,11 @@ const SHELL_TIMEOUT_MS = 8000;
 const PROVIDER_KEY = 'sk-provider-secret-never-in-shells';
 let f: StackFixture;
 let site: TestSite;
+let fake: FakeOpenAI;
 
 before(async () => {
   site = await serveSite();
+  fake = await startFakeOpenAI();
   f = await startStackFixture({
     projects: ['alpha', 'beta'],
     env: {
@@ -27,11 +30,15 @@ before(async () => {
       // A provider key the run service holds: commands must never see it.
       ANTHROPIC_API_KEY: PROVIDER_KEY,
       ANTHROPIC_BASE_URL: 'http://127.0.0.1:9/v1',
+      OPENAI_BASE_URL: fake.baseUrl,
+      OPENAI_MODELS: 'fake-gpt',
+      MODEL_MAX_RETRIES: '0',
     },
   });
 });
 after(async () => {
   await f.stop();
+  await fake.close();
   await site.close();
 });
 
@@ -215,5 +222,32 @@ describe('durable sessions and workspaces', () => {
 
     const foreign = await json('beta', 'POST', `${BASE}/runs`, { task: 'List files', workspace_id: ws.id });
     assert.equal(foreign.status, 404);
+  });
+});
+
+describe('an OpenAI-compatible model', () => {
+  test('when the model uses the terminal and files, then it sees each result, recovers from a failed command and its file is an output', async () => {
+    fake.script = (_req, n) =>
+      [
+        { tool: 'shell', args: { command: 'printf 41 > n.txt && cat n.txt' } },
+        { tool: 'shell', args: { command: 'exit 3' } },
+        { tool: 'write_file', args: { path: 'answer.txt', content: '42' } },
+        { tool: 'done', args: { result: 'The answer is in answer.txt' } },
+      ][n] ?? { text: 'no more' };
+    fake.requests.length = 0;
+    const created = await start({ task: 'Add one to the number and save it', model: 'fake-gpt' });
+    const { run, events } = await follow(created.id);
+    assert.equal(run.status, 'completed', run.error);
+    assert.equal(run.result, 'The answer is in answer.txt');
+    assert.equal(run.totalInputTokens, 400);
+
+    const tools = (fake.requests[0]!.tools ?? []).map((t) => t.function.name);
+    for (const t of ['shell', 'write_file', 'read_file', 'list_files', 'navigate', 'done']) assert.ok(tools.includes(t), `the model is offered ${t}`);
+    assert.match(userText(fake.requests[0]!), /no browser is open yet/);
+    assert.match(userText(fake.requests[1]!), /"printf 41 > n\.txt && cat n\.txt"\} → 41/);
+    assert.match(userText(fake.requests[2]!), /FAILED: The command exited with code 3/);
+    assert.match(userText(fake.requests[3]!), /Files on the run's disk: answer\.txt, n\.txt/);
+    assert.deepEqual(ofType(events, 'tool.result').map((r) => r.ok), [true, false, true]);
+    assert.deepEqual([...(await files(created.id, 'output')).entries()].sort(), [['answer.txt', '42'], ['n.txt', '41']]);
   });
 });
