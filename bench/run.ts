@@ -1,4 +1,7 @@
-/** `make bench`: runs each benchmark and prints its figures; JSON goes to bench/results/. */
+/**
+ * `make bench`: runs each benchmark and prints its figures; JSON goes to bench/results/.
+ * BENCH_ONLY=name[,name] runs some: gateway, files, runs, browsercode, pool, live-view.
+ */
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT } from '../scripts/stack.js';
@@ -7,46 +10,68 @@ import { fileStorageBench } from './file-storage.bench.js';
 import { liveViewBench } from './live-view.bench.js';
 import { gatewayRoundtrip } from './gateway-roundtrip.bench.js';
 import { runsBench } from './runs.bench.js';
+import { browsercodeBench } from './browsercode.bench.js';
 
 const f = (n: number, d = 2) => n.toFixed(d);
 const roundMs = Number(process.env.BENCH_ROUND_MS ?? 3000);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 
+const only = (process.env.BENCH_ONLY ?? '').split(',').map((x) => x.trim()).filter(Boolean);
+const want = (name: string) => !only.length || only.includes(name);
+
 const results: Record<string, unknown> = { date: new Date().toISOString(), roundMs, rounds };
-process.stdout.write(`gateway round trip: GET /api/v1/agents via gRPC (A) vs answered in the gateway (B); ${rounds} alternating rounds of ${roundMs} ms\n`);
-const rt = await gatewayRoundtrip({ roundMs, rounds });
-results.gatewayRoundtrip = rt;
-process.stdout.write('clients  A req/s   B req/s   A/B req/s  A p50 ms  B p50 ms  A p99 ms  B p99 ms  errors\n');
-for (const r of rt) {
+if (want('gateway')) {
+  process.stdout.write(`gateway round trip: GET /api/v1/agents via gRPC (A) vs answered in the gateway (B); ${rounds} alternating rounds of ${roundMs} ms\n`);
+  const rt = await gatewayRoundtrip({ roundMs, rounds });
+  results.gatewayRoundtrip = rt;
+  process.stdout.write('clients  A req/s   B req/s   A/B req/s  A p50 ms  B p50 ms  A p99 ms  B p99 ms  errors\n');
+  for (const r of rt) {
+    process.stdout.write(
+      `${String(r.concurrency).padStart(7)}  ${f(r.grpc.rps, 0).padStart(7)}   ${f(r.local.rps, 0).padStart(7)}   ${f(r.rpsRatio).padStart(9)}  ${f(r.grpc.p50Ms).padStart(8)}  ${f(r.local.p50Ms).padStart(8)}  ${f(r.grpc.p99Ms).padStart(8)}  ${f(r.local.p99Ms).padStart(8)}  ${r.grpc.errors + r.local.errors}\n`,
+    );
+  }
+}
+if (want('files')) {
+  const sizeMiB = Number(process.env.BENCH_FILE_MIB ?? 256);
+  process.stdout.write(`\nfile storage: ${sizeMiB} MiB through presigned links vs cp on the same disk (median of ${rounds}); POST /files at 32 clients\n`);
+  const fsb = await fileStorageBench({ sizeMiB, rounds, loadMs: roundMs });
+  results.fileStorage = fsb;
+  process.stdout.write(`  cp ${f(fsb.cpMiBps, 0)} MiB/s   upload ${f(fsb.uploadMiBps, 0)} MiB/s (${f(fsb.uploadVsCp)} of cp)   download ${f(fsb.downloadMiBps, 0)} MiB/s (${f(fsb.downloadVsCp)} of cp)\n`);
   process.stdout.write(
-    `${String(r.concurrency).padStart(7)}  ${f(r.grpc.rps, 0).padStart(7)}   ${f(r.local.rps, 0).padStart(7)}   ${f(r.rpsRatio).padStart(9)}  ${f(r.grpc.p50Ms).padStart(8)}  ${f(r.local.p50Ms).padStart(8)}  ${f(r.grpc.p99Ms).padStart(8)}  ${f(r.local.p99Ms).padStart(8)}  ${r.grpc.errors + r.local.errors}\n`,
+    `  POST /agents/browser-agent/files, 32 clients: ${f(fsb.addFiles32.rps, 0)} req/s, p50 ${f(fsb.addFiles32.p50Ms)} ms, p99 ${f(fsb.addFiles32.p99Ms)} ms, errors ${fsb.addFiles32.errors}` +
+      `   (GET /agents same run: ${f(fsb.agents32.rps, 0)} req/s, p50 ${f(fsb.agents32.p50Ms)} ms, p99 ${f(fsb.agents32.p99Ms)} ms)\n`,
   );
 }
-const sizeMiB = Number(process.env.BENCH_FILE_MIB ?? 256);
-process.stdout.write(`\nfile storage: ${sizeMiB} MiB through presigned links vs cp on the same disk (median of ${rounds}); POST /files at 32 clients\n`);
-const fsb = await fileStorageBench({ sizeMiB, rounds, loadMs: roundMs });
-results.fileStorage = fsb;
-process.stdout.write(`  cp ${f(fsb.cpMiBps, 0)} MiB/s   upload ${f(fsb.uploadMiBps, 0)} MiB/s (${f(fsb.uploadVsCp)} of cp)   download ${f(fsb.downloadMiBps, 0)} MiB/s (${f(fsb.downloadVsCp)} of cp)\n`);
-process.stdout.write(
-  `  POST /agents/browser-agent/files, 32 clients: ${f(fsb.addFiles32.rps, 0)} req/s, p50 ${f(fsb.addFiles32.p50Ms)} ms, p99 ${f(fsb.addFiles32.p99Ms)} ms, errors ${fsb.addFiles32.errors}` +
-    `   (GET /agents same run: ${f(fsb.agents32.rps, 0)} req/s, p50 ${f(fsb.agents32.p50Ms)} ms, p99 ${f(fsb.agents32.p99Ms)} ms)\n`,
-);
-process.stdout.write('\nruns (builtin model, local pages)\n');
-const rb = await runsBench({ loadMs: roundMs, samples: 5 });
-results.runs = rb;
-process.stdout.write(`  per-step overhead (step wall time minus the browser action): p50 ${f(rb.stepOverheadMsP50, 1)} ms, p95 ${f(rb.stepOverheadMsP95, 1)} ms (action itself p50 ${f(rb.stepActionMsP50, 1)} ms)\n`);
-process.stdout.write(`  POST …/runs, 32 clients: ${f(rb.createRuns32.rps, 0)} req/s, p50 ${f(rb.createRuns32.p50Ms)} ms, p99 ${f(rb.createRuns32.p99Ms)} ms, errors ${rb.createRuns32.errors}\n`);
-process.stdout.write(`  GET …/status, 32 clients: ${f(rb.status32.rps, 0)} req/s, p50 ${f(rb.status32.p50Ms)} ms, p99 ${f(rb.status32.p99Ms)} ms, errors ${rb.status32.errors}\n`);
-process.stdout.write(`  one-step run create → completed p50 ${f(rb.oneStepCompletedMsP50, 0)} ms vs cold Chromium launch + page load ${f(rb.coldLaunchAndLoadMsP50, 0)} ms (ratio ${f(rb.completedVsColdLaunch)})\n`);
-process.stdout.write('\nbrowser pool: POST /browsers and create → CDP → goto → stop, warm pool vs pool of 0 vs bare launch\n');
-const bp = await browserPoolBench({ rounds: Math.max(5, rounds * 2), mode: 'dist' });
-results.browserPool = bp;
-process.stdout.write(`  ${JSON.stringify({ warm: bp.warm, cold: bp.cold, bareLaunchMs: bp.bareLaunchMs, provisionRatio: bp.provisionRatio, lifecycleRatio: bp.lifecycleRatio })}\n`);
-
-process.stdout.write('\nlive view and recording\n');
-const lv = await liveViewBench({ mode: 'dist' });
-results.liveView = lv;
-process.stdout.write(`  ${JSON.stringify(lv)}\n`);
+if (want('runs')) {
+  process.stdout.write('\nruns (builtin model, local pages)\n');
+  const rb = await runsBench({ loadMs: roundMs, samples: 5 });
+  results.runs = rb;
+  process.stdout.write(`  per-step overhead (step wall time minus the browser action): p50 ${f(rb.stepOverheadMsP50, 1)} ms, p95 ${f(rb.stepOverheadMsP95, 1)} ms (action itself p50 ${f(rb.stepActionMsP50, 1)} ms)\n`);
+  process.stdout.write(`  POST …/runs, 32 clients: ${f(rb.createRuns32.rps, 0)} req/s, p50 ${f(rb.createRuns32.p50Ms)} ms, p99 ${f(rb.createRuns32.p99Ms)} ms, errors ${rb.createRuns32.errors}\n`);
+  process.stdout.write(`  GET …/status, 32 clients: ${f(rb.status32.rps, 0)} req/s, p50 ${f(rb.status32.p50Ms)} ms, p99 ${f(rb.status32.p99Ms)} ms, errors ${rb.status32.errors}\n`);
+  process.stdout.write(`  one-step run create → completed p50 ${f(rb.oneStepCompletedMsP50, 0)} ms vs cold Chromium launch + page load ${f(rb.coldLaunchAndLoadMsP50, 0)} ms (ratio ${f(rb.completedVsColdLaunch)})\n`);
+}
+if (want('browsercode')) {
+  process.stdout.write('\nbrowsercode: one terminal step through the service vs bash spawned directly\n');
+  const bc = await browsercodeBench({ commands: 10 });
+  results.browsercode = bc;
+  process.stdout.write(
+    `  \`true\`: step (tool.call → tool.result) p50 ${f(bc.stepMsP50, 1)} ms, p95 ${f(bc.stepMsP95, 1)} ms; overhead beyond the command p50 ${f(bc.overheadMsP50, 1)} ms; bare bash spawn p50 ${f(bc.bareSpawnMsP50, 1)} ms (ratio ${f(bc.stepVsBareSpawn, 1)}); n=${bc.commands}\n` +
+      `  writing a 1 MiB output file: step p50 ${f(bc.writeStepMsP50, 1)} ms, overhead p50 ${f(bc.writeOverheadMsP50, 1)} ms\n`,
+  );
+}
+if (want('pool')) {
+  process.stdout.write('\nbrowser pool: POST /browsers and create → CDP → goto → stop, warm pool vs pool of 0 vs bare launch\n');
+  const bp = await browserPoolBench({ rounds: Math.max(5, rounds * 2), mode: 'dist' });
+  results.browserPool = bp;
+  process.stdout.write(`  ${JSON.stringify({ warm: bp.warm, cold: bp.cold, bareLaunchMs: bp.bareLaunchMs, provisionRatio: bp.provisionRatio, lifecycleRatio: bp.lifecycleRatio })}\n`);
+}
+if (want('live-view')) {
+  process.stdout.write('\nlive view and recording\n');
+  const lv = await liveViewBench({ mode: 'dist' });
+  results.liveView = lv;
+  process.stdout.write(`  ${JSON.stringify(lv)}\n`);
+}
 
 const dir = path.join(ROOT, 'bench/results');
 fs.mkdirSync(dir, { recursive: true });
