@@ -116,13 +116,19 @@ describe('a terminal on the run disk', () => {
     assert.deepEqual([...(await files(created.id, 'output')).entries()], [['count.txt', '3\n']]);
   });
 
-  test('when a command reads its environment and the service data, then it finds no secret and no access', async () => {
+  test('when a command reads its environment, the service data or the services on this host, then it finds no secret and no access', async () => {
     const env = await start({ task: 'Run `env`.' });
     const { run, events } = await follow(env.id);
     assert.equal(run.status, 'completed', run.error);
     const seen = terminal(events);
     assert.match(seen, /^PATH=/m);
     for (const secret of [PROVIDER_KEY, 'ANTHROPIC', 'DATABASE_URL', 'SIGNING_SECRET', 'NATS_URL', 'DATA_DIR']) assert.ok(!seen.includes(secret), `${secret} is not in a command's environment`);
+
+    const gatewayPort = new URL(f.stack.baseUrl).port;
+    const dial = await start({ task: `Run \`exec 3<>/dev/tcp/127.0.0.1/${gatewayPort}\`.` });
+    const { run: cutOff } = await follow(dial.id);
+    assert.equal(cutOff.status, 'failed', 'a command cannot reach the services on this host');
+    assert.match(cutOff.error, /Network is unreachable/);
 
     if (process.getuid?.() === 0) {
       const peek = await start({ task: `Run \`ls ${f.dataDir}\`.` });

@@ -1,4 +1,4 @@
-import { addressFields, commonFields, grpcClientFields, grpcFields, int, loadConfig, natsFields, optionalStr, optionalUrl, FieldProblem, type Field, DEFAULT_PORTS } from '../../common/src/config.js';
+import { addressFields, commonFields, grpcClientFields, grpcFields, int, loadConfig, natsFields, oneOf, optionalStr, optionalUrl, FieldProblem, type Field, DEFAULT_PORTS } from '../../common/src/config.js';
 import type { PriceTable } from './agents/models.js';
 
 const list = (env: string, describe: string): Field<string[]> => ({
@@ -40,6 +40,7 @@ export const runConfigSpec = {
   maxRunMinutes: int('RUN_MAX_MINUTES', { default: 30, min: 1, max: 24 * 60, describe: 'Duration before a run fails' }),
   shellTimeoutMs: int('SHELL_TIMEOUT_MS', { default: 120000, min: 1000, max: 3600000, describe: 'Time limit of one browsercode shell command (its process group is killed)' }),
   shellMaxOutputBytes: int('SHELL_MAX_OUTPUT_BYTES', { default: 1024 * 1024, min: 1024, max: 64 * 1024 * 1024, describe: 'Output kept and streamed per shell command; the rest is dropped' }),
+  shellNetwork: oneOf('SHELL_NETWORK', ['isolated', 'host'] as const, { default: 'isolated', describe: "Network of browsercode commands: 'isolated' (a namespace of their own, no network) or 'host'" }),
   workDir: optionalStr('RUN_WORK_DIR', { describe: 'Where runs materialise their disks (default <tmp>/ats-run-work; outside DATA_DIR, so commands cannot see service data)' }),
   actionTimeoutMs: int('ACTION_TIMEOUT_MS', { default: 15000, min: 1000, max: 300000, describe: 'Time limit of one browser action' }),
   defaultModel: optionalStr('DEFAULT_MODEL', { describe: 'Model of runs that name none (builtin when no provider is configured)' }),

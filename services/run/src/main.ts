@@ -7,7 +7,7 @@ import { createLogger } from '../../common/src/logger.js';
 import { serveGrpc } from '../../common/src/service-host.js';
 import { runMain } from '../../common/src/shutdown.js';
 import { createModelRegistry } from './agents/models.js';
-import { prepareWorkDir, shellUser } from './agents/shell.js';
+import { canIsolateNetwork, prepareWorkDir, shellUser } from './agents/shell.js';
 import { closeRunClients, createRunClients } from './clients.js';
 import { loadRunConfig } from './config.js';
 import { RunEvents } from './run-events.js';
@@ -37,6 +37,10 @@ runMain('run', async () => {
     timeoutMs: config.modelTimeoutMs,
     maxRetries: config.modelMaxRetries,
   });
+  const isolateNetwork = config.shellNetwork === 'isolated' && canIsolateNetwork(shellUser());
+  if (config.shellNetwork === 'isolated' && !isolateNetwork) {
+    logger.warn('browsercode commands cannot be put in a network namespace here (unshare refused); they share the host network: restrict it (Kubernetes NetworkPolicy) or set SHELL_NETWORK=host to silence this');
+  }
   const runs = new Runs({ repo, events, clients, models, nc: bus.nc, logger });
   const browserStops = runs.closeSessionsOnBrowserStop();
   const worker = new RunWorker({
@@ -50,6 +54,7 @@ runMain('run', async () => {
     limits: { maxSteps: config.maxSteps, maxRunMs: config.maxRunMinutes * 60000, actionTimeoutMs: config.actionTimeoutMs },
     shell: { timeoutMs: config.shellTimeoutMs, maxOutputBytes: config.shellMaxOutputBytes },
     shellUser: shellUser(),
+    isolateNetwork,
     price: (model, usage) => models.price(model, usage),
   });
   const scheduler = new RunScheduler({

@@ -42,6 +42,8 @@ export interface RunWorkerDeps {
   shell: ShellLimits;
   /** Who browsercode commands run as (undefined = this process's user). */
   shellUser: { uid: number; gid: number } | undefined;
+  /** Commands run without network. */
+  isolateNetwork: boolean;
   /** Cost in USD of a model's tokens. */
   price(model: string, usage: { inputTokens: number; outputTokens: number }): number;
 }
@@ -155,6 +157,7 @@ export class RunWorker {
       actionTimeoutMs: this.#d.limits.actionTimeoutMs,
       shell: this.#d.shell,
       shellUser: this.#d.shellUser,
+      isolateNetwork: this.#d.isolateNetwork,
       signal,
       openBrowser: () => this.#openBrowser(run, held),
       emit: (type, data) => events.append(run.id, type, data).then(() => undefined),

@@ -33,6 +33,8 @@ export interface BrowsercodeInput {
   shell: ShellLimits;
   /** Who commands run as (undefined = this process's user). */
   shellUser: { uid: number; gid: number } | undefined;
+  /** Commands run without network. */
+  isolateNetwork: boolean;
   signal: AbortSignal;
   /** Provisions the run's browser and connects to it (called at most once, when first needed). */
   openBrowser(): Promise<Browser>;
@@ -172,6 +174,7 @@ async function runCodeAction(input: BrowsercodeInput, a: CodeAction): Promise<To
         timeoutMs: input.shell.timeoutMs,
         maxOutputBytes: input.shell.maxOutputBytes,
         user: input.shellUser,
+        isolateNetwork: input.isolateNetwork,
         onOutput: (stream, chunk) => {
           pending[stream] += chunk;
           timer ??= setTimeout(flush, OUTPUT_FLUSH_MS);

@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { giveTo, insideDisk, listDisk, runShell, shellUser, type ShellOptions } from './shell.js';
+import net from 'node:net';
+import { canIsolateNetwork, giveTo, insideDisk, listDisk, runShell, shellUser, type ShellOptions } from './shell.js';
 
 let dir: string;
 before(() => {
@@ -75,6 +76,27 @@ describe('a shell command', () => {
     ac.abort();
     const r = await running;
     assert.equal(r.signal, 'SIGKILL');
+  });
+});
+
+describe('the network of a command', () => {
+  test('when a command is isolated, then it cannot reach a port on this host that a plain command reaches', async (t) => {
+    if (!canIsolateNetwork(shellUser())) return t.skip('unshare is refused on this machine');
+    const server = net.createServer((s) => s.end('hello\n'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as net.AddressInfo).port;
+    try {
+      const dial = `exec 3<>/dev/tcp/127.0.0.1/${port} && head -1 <&3`;
+      const plain = await runShell(dial, opts());
+      assert.equal(plain.output.trim(), 'hello');
+      const isolated = await runShell(dial, opts({ isolateNetwork: true }));
+      assert.notEqual(isolated.exitCode, 0);
+      assert.match(isolated.output, /Network is unreachable/);
+      const who = await runShell('id -u; pwd', opts({ isolateNetwork: true }));
+      assert.deepEqual(who.output.trim().split('\n'), [String(shellUser()?.uid ?? process.getuid?.()), dir]);
+    } finally {
+      server.close();
+    }
   });
 });
 

@@ -2,9 +2,11 @@
  * The browsercode agent's terminal: one `bash -c` command with the run's disk as working
  * directory, its output streamed as it comes, time and output capped, the whole process group
  * killed on timeout or stop. The environment is built from nothing (no service secret can leak
- * into it), and when the service runs as root the command runs as an unprivileged user.
+ * into it), when the service runs as root the command runs as an unprivileged user, and by
+ * default it runs in a network namespace of its own: it cannot reach the services' unauthenticated
+ * internal ports, Chromium's DevTools ports or anything else on this host.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 
@@ -33,6 +35,8 @@ export interface ShellOptions extends ShellLimits {
   onOutput(stream: 'stdout' | 'stderr', chunk: string): void;
   /** uid/gid to run as; undefined = as this process. */
   user?: { uid: number; gid: number } | undefined;
+  /** Run without network (a network namespace of its own, only loopback, down). */
+  isolateNetwork?: boolean;
 }
 
 /** The account commands run as when this process is root: `nobody`. */
@@ -65,15 +69,38 @@ export async function giveTo(dir: string, user: { uid: number; gid: number } | u
   }
 }
 
+/**
+ * The program and arguments that run `command`: bash, behind `unshare` (and `setpriv`, which
+ * drops to the user after the namespace is made, as only root may make one) when isolated.
+ */
+export function shellArgv(command: string, o: Pick<ShellOptions, 'user' | 'isolateNetwork'>): { file: string; args: string[]; user?: { uid: number; gid: number } | undefined } {
+  const bash = ['/bin/bash', '-c', command];
+  if (!o.isolateNetwork) return { file: bash[0]!, args: bash.slice(1), user: o.user };
+  if (process.getuid?.() === 0 && o.user) {
+    return { file: 'unshare', args: ['--net', '--', 'setpriv', `--reuid=${o.user.uid}`, `--regid=${o.user.gid}`, '--clear-groups', '--', ...bash] };
+  }
+  // Not root: a user namespace makes the network namespace possible without privileges.
+  return { file: 'unshare', args: ['--user', '--net', '--', ...bash], user: o.user };
+}
+
+/** Whether commands can be cut off from the network here (unshare works); probed once at start. */
+export function canIsolateNetwork(user: { uid: number; gid: number } | undefined): boolean {
+  // In a namespace of its own only `lo` is listed (two header lines and one device).
+  const { file, args, user: as } = shellArgv('test "$(wc -l < /proc/net/dev)" -le 3', { user, isolateNetwork: true });
+  const r = spawnSync(file, args, { stdio: 'ignore', env: shellEnv('/'), cwd: '/', timeout: 5000, ...(as ? { uid: as.uid, gid: as.gid } : {}) });
+  return r.status === 0;
+}
+
 export function runShell(command: string, o: ShellOptions): Promise<ShellResult> {
   const started = Date.now();
   return new Promise((resolve, reject) => {
-    const child = spawn('/bin/bash', ['-c', command], {
+    const { file, args, user } = shellArgv(command, o);
+    const child = spawn(file, args, {
       cwd: o.cwd,
       env: shellEnv(o.cwd),
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true, // its own process group: a timeout kills everything it started
-      ...(o.user ? { uid: o.user.uid, gid: o.user.gid } : {}),
+      ...(user ? { uid: user.uid, gid: user.gid } : {}),
     });
     let kept = 0;
     let truncated = false;
