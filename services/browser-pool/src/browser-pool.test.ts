@@ -51,7 +51,7 @@ let site: FixtureSite;
 const signer = new Signer('pool-test-secret-0123456789-0123456789', clock);
 const harnesses: Harness[] = [];
 
-async function harness(o: Partial<BrowserPoolOptions> & { rootDir?: string; proxyUrls?: Map<string, URL> } = {}): Promise<Harness> {
+async function harness(o: Partial<BrowserPoolOptions> & { rootDir?: string; proxyUrls?: Map<string, URL>; internalCdp?: boolean } = {}): Promise<Harness> {
   const browsers = new BrowserRepository(db.knex, db.driver);
   const profileRepo = new ProfileRepository(db.knex);
   const profiles = new Profiles({ repo: profileRepo, maxStateBytes: 1 << 20, logger, now: clock });
@@ -81,6 +81,7 @@ async function harness(o: Partial<BrowserPoolOptions> & { rootDir?: string; prox
     proxies: new Proxies(o.proxyUrls ?? new Map(), logger),
     signer,
     cdpWsBase: `ws://127.0.0.1:${port}`,
+    ...(o.internalCdp ? { cdpInternalBase: `ws://localhost:${port}` } : {}),
     instanceId: 'bpi_test',
     rootDir,
     chromium: { executable: '/usr/bin/chromium', noSandbox: process.getuid?.() === 0, extraArgs: [] },
@@ -209,6 +210,19 @@ describe('warm pool, CDP proxy and stop', () => {
     assert.equal(await upgradeStatus(tab.webSocketDebuggerUrl), 101, 'one tab can be reached through the proxy too');
     await Promise.all(clients.map((c) => c.disconnect()));
     await h.pool.stop(P, row.id, 'user');
+  });
+
+  test('when other services reach the pool over the network, then GetCdpEndpoint hands out a signed proxy URL that drives the browser', async () => {
+    const remote = await harness({ warmSize: 0, internalCdp: true });
+    const row = await remote.pool.create({ projectId: P });
+    const endpoint = await remote.pool.cdpEndpoint(P, row.id);
+    assert.match(endpoint, /^ws:\/\/localhost:\d+\/.*token=/);
+    const client = await connect(endpoint);
+    const page = await openPage(client, `${site.origin}/index.html`);
+    assert.equal(await page.title(), 'Fixture home');
+    await client.disconnect();
+    assert.equal(await upgradeStatus(endpoint.replace(/token=[^&]+/, 'token=forged')), 401);
+    await remote.pool.stop(P, row.id, 'user');
   });
 
   test('when a token is missing, forged, for another browser or expired, then the proxy refuses it', async () => {

@@ -42,6 +42,11 @@ export interface BrowserPoolOptions {
   signer: Signer;
   /** Public ws(s):// base of the CDP proxy. */
   cdpWsBase: string;
+  /**
+   * ws:// base of the CDP proxy as other services reach it (Kubernetes: ws://browser-pool:9222).
+   * Unset: GetCdpEndpoint hands out Chromium's own DevTools URL on 127.0.0.1 (same host only).
+   */
+  cdpInternalBase?: string | undefined;
   /** Names this pool process's browsers in the database (stable across its restarts). */
   instanceId: string;
   /** Parent of every browser's directory. */
@@ -436,7 +441,8 @@ export class BrowserPool implements CdpProxyBackend {
   async cdpEndpoint(projectId: string, id: string): Promise<string> {
     const b = await this.#live(projectId, id);
     b.touch();
-    return b.chromium.wsUrl;
+    if (!this.#o.cdpInternalBase) return b.chromium.wsUrl;
+    return cdpUrl(this.#o.cdpInternalBase, this.#o.signer, id, Math.ceil(Date.parse(b.row!.timeoutAt) / 1000) + 60);
   }
 
   /**

@@ -42,6 +42,9 @@ export const browserPoolConfigSpec = {
   cdpHost: str('CDP_HOST', { default: '0.0.0.0', describe: 'Interface of the CDP proxy' }),
   cdpPort: port('CDP_PORT', { default: 9222, describe: 'Port of the CDP proxy' }),
   cdpPublicUrl: optionalUrl('CDP_PUBLIC_URL', ['http', 'https', 'ws', 'wss'], { describe: 'Base URL of the CDP proxy as clients reach it' }),
+  cdpInternalUrl: optionalUrl('CDP_INTERNAL_URL', ['http', 'https', 'ws', 'wss'], {
+    describe: 'Base URL of the CDP proxy as other services reach it (e.g. ws://browser-pool:9222); unset = the run service connects to Chromium directly on the same host',
+  }),
   signingSecret: optionalStr('SIGNING_SECRET', { minLength: 32, describe: 'HMAC secret of CDP tokens' }),
   screencastQuality: int('SCREENCAST_QUALITY', { default: 60, min: 1, max: 100, describe: 'JPEG quality of live frames' }),
   screencastEveryNthFrame: int('SCREENCAST_EVERY_NTH_FRAME', { default: 1, min: 1, max: 60, describe: 'Send every n-th compositor frame' }),
@@ -96,6 +99,7 @@ export function loadBrowserPoolConfig(env: Record<string, string | undefined> = 
     chromiumArgs: c.chromiumArgs ? c.chromiumArgs.split(/\s+/).filter(Boolean) : [],
     proxies: parseProxies(c.proxies, env),
     cdpWsBase: toWebSocketBase(c.cdpPublicUrl ?? `http://localhost:${c.cdpPort}`),
+    cdpInternalBase: c.cdpInternalUrl ? toWebSocketBase(c.cdpInternalUrl) : undefined,
   };
 }
 

@@ -60,6 +60,7 @@ runMain('browser-pool', async () => {
     proxies: new Proxies(config.proxies, logger),
     signer,
     cdpWsBase: config.cdpWsBase,
+    cdpInternalBase: config.cdpInternalBase,
     instanceId: instanceId(home),
     rootDir: path.join(home, 'browsers'),
     chromium: { executable: config.chromiumPath, noSandbox: config.chromiumNoSandbox, extraArgs: config.chromiumArgs },
