@@ -34,6 +34,8 @@ export interface BlobStore {
   /** A stream of a blob's bytes [start, end] (inclusive), or undefined when missing. */
   read(id: string, range?: { start: number; end: number }): Promise<Readable | undefined>;
   delete(id: string): Promise<void>;
+  /** Every stored blob's id (for garbage collection). */
+  list(): Promise<string[]>;
 }
 
 export function newBlobId(): string {
@@ -103,5 +105,14 @@ export class LocalBlobStore implements BlobStore {
 
   async delete(id: string): Promise<void> {
     await fsp.rm(this.pathOf(id), { force: true });
+  }
+
+  async list(): Promise<string[]> {
+    const ids: string[] = [];
+    for (const shard of await fsp.readdir(this.root)) {
+      if (!/^[0-9a-f]{2}$/.test(shard)) continue;
+      for (const name of await fsp.readdir(path.join(this.root, shard)).catch(() => [])) if (BLOB_ID.test(name)) ids.push(name);
+    }
+    return ids;
   }
 }

@@ -11,6 +11,8 @@ export const fileStorageConfigSpec = {
   signingSecret: optionalStr('SIGNING_SECRET', { minLength: 32, describe: 'HMAC secret of presigned links' }),
   maxFileBytes: int('FILE_SIZE_LIMIT_BYTES', { default: 100 * 1024 * 1024, min: 1, describe: 'Largest file' }),
   uploadTtlSeconds: int('UPLOAD_URL_TTL_SECONDS', { default: 900, min: 10, max: 7 * 86400, describe: 'Lifetime of upload links' }),
+  gcIntervalSeconds: int('BLOB_GC_INTERVAL_SECONDS', { default: 600, min: 0, max: 7 * 86400, describe: 'How often unreferenced blobs are looked for; 0 = never' }),
+  gcGraceSeconds: int('BLOB_GC_GRACE_SECONDS', { default: 7200, min: 0, max: 30 * 86400, describe: 'How long a blob stays unreferenced before it is deleted (longer than any link lifetime)' }),
   downloadTtlSeconds: int('DOWNLOAD_URL_TTL_SECONDS', { default: 900, min: 10, max: 7 * 86400, describe: 'Lifetime of download links' }),
 };
 

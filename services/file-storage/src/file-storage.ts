@@ -45,6 +45,8 @@ const OBJECT_KEY = /^(?!\/)(?!.*(?:^|\/)\.\.?(?:\/|$))[A-Za-z0-9._\-/]{1,512}$/;
 
 export class FileStorage {
   readonly #o: FileStorageOptions;
+  /** Blobs no row referred to at the last collection, and since when (ms). */
+  readonly #unreferencedSince = new Map<string, number>();
 
   constructor(options: FileStorageOptions) {
     this.#o = options;
@@ -252,6 +254,34 @@ export class FileStorage {
       runId: e.runId,
       workspaceId: w.id,
     }));
+  }
+
+  // ---- garbage ----
+
+  /**
+   * Deletes blobs no row has referred to for `graceMs` (an overwritten file's old bytes, a
+   * replaced object, a deleted workspace's files). The grace outlives every link handed out for
+   * them and an upload whose row is not yet committed. Returns what was deleted.
+   */
+  async collectGarbage(graceMs: number, now = Date.now()): Promise<{ deleted: number; candidates: number }> {
+    const stored = await this.#o.store.list(); // before the references: a blob stored after is not considered
+    const referenced = await this.#o.repo.referencedBlobIds();
+    const seen = new Set<string>();
+    let deleted = 0;
+    for (const id of stored) {
+      if (referenced.has(id)) continue;
+      seen.add(id);
+      const since = this.#unreferencedSince.get(id);
+      if (since === undefined) this.#unreferencedSince.set(id, now);
+      else if (now - since >= graceMs) {
+        await this.#o.store.delete(id);
+        this.#unreferencedSince.delete(id);
+        seen.delete(id);
+        deleted++;
+      }
+    }
+    for (const id of this.#unreferencedSince.keys()) if (!seen.has(id)) this.#unreferencedSince.delete(id);
+    return { deleted, candidates: this.#unreferencedSince.size };
   }
 
   // ---- objects ----

@@ -29,6 +29,13 @@ runMain('file-storage', async () => {
     uploadTtlSeconds: config.uploadTtlSeconds,
     downloadTtlSeconds: config.downloadTtlSeconds,
   });
+  const collect = async () => {
+    const r = await files.collectGarbage(config.gcGraceSeconds * 1000).catch((err: Error) => logger.warn({ err: err.message }, 'blob garbage collection failed'));
+    if (r?.deleted) logger.info(r, 'deleted unreferenced blobs');
+  };
+  const gc = config.gcIntervalSeconds > 0 ? setInterval(() => void collect(), config.gcIntervalSeconds * 1000) : undefined;
+  gc?.unref();
+  if (gc) void collect();
   const http = createBlobServer(files, store, logger);
   await new Promise<void>((resolve, reject) => http.once('error', reject).listen(config.httpPort, config.httpHost, resolve));
   logger.info({ host: config.httpHost, port: config.httpPort }, 'blob endpoint listening');
@@ -39,6 +46,7 @@ runMain('file-storage', async () => {
     port: config.grpcPort,
     shutdownTimeoutMs: config.shutdownTimeoutMs,
     stops: [
+      { name: 'blob-gc', stop: () => clearInterval(gc) },
       {
         name: 'blob-http',
         stop: () =>
