@@ -2,8 +2,11 @@
  * File storage: a 256 MiB file uploaded and downloaded through presigned links with curl against
  * `cp` of the same file on the same disk (both separate processes, alternating, same run); and POST /agents/{agent}/files latency
  * at 32 concurrent clients next to GET /agents (a cheap gRPC-backed route) in the same run.
+ * Two more baselines show what curl itself can do here: reading the file from a file:// URL into
+ * a file (the download's ceiling) and sending it to an HTTP server that discards it (the upload's);
+ * and the download into /dev/null shows the service's side alone.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { FileStorageServiceService } from '../gen/ats/filestorage/v1/file_storage.js';
@@ -20,6 +23,21 @@ export interface FileStorageFigures {
   downloadVsCp: number;
   addFiles32: LoadResult;
   agents32: LoadResult;
+  /** curl file:// → file: curl's own ceiling for a download into a file. */
+  curlFileMiBps: number;
+  /** curl -T to a server that discards: curl's ceiling for an upload. */
+  curlDiscardMiBps: number;
+  /** Download into /dev/null: the service's side without the client's file writes. */
+  downloadNullMiBps: number;
+  downloadVsCurlFile: number;
+  uploadVsCurlDiscard: number;
+}
+
+/** An HTTP server in its own process that reads and drops every body (curl's upload ceiling). */
+async function startDiscardServer(): Promise<{ url: string; stop(): void }> {
+  const child = spawn(process.execPath, ['-e', "require('http').createServer((q,s)=>{q.resume();q.on('end',()=>s.end('ok'))}).listen(0,'127.0.0.1',function(){console.log(this.address().port)})"], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<string>((resolve) => child.stdout.once('data', (d: Buffer) => resolve(d.toString().trim())));
+  return { url: `http://127.0.0.1:${port}/`, stop: () => child.kill() };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -50,7 +68,18 @@ export async function fileStorageBench(opts: { sizeMiB: number; rounds: number; 
     const cp: number[] = [];
     const up: number[] = [];
     const down: number[] = [];
+    const curlFile: number[] = [];
+    const curlDiscard: number[] = [];
+    const downNull: number[] = [];
+    const discard = await startDiscardServer();
     for (let i = 0; i < opts.rounds; i++) {
+      const viaCurl = path.join(work, `curl-${i}.bin`);
+      const [tf] = await timed(() => curl([`file://${src}`, viaCurl]));
+      curlFile.push(opts.sizeMiB / tf);
+      fs.rmSync(viaCurl);
+      const [tdis] = await timed(() => putFile(discard.url, src));
+      curlDiscard.push(opts.sizeMiB / tdis);
+
       const dst = path.join(work, `cp-${i}.bin`);
       const [tc] = await timed(async () => void spawnSync('cp', [src, dst]));
       cp.push(opts.sizeMiB / tc);
@@ -67,7 +96,10 @@ export async function fileStorageBench(opts: { sizeMiB: number; rounds: number; 
       down.push(opts.sizeMiB / td);
       if (fs.statSync(out).size !== size) throw new Error('download size mismatch');
       fs.rmSync(out);
+      const [tn] = await timed(() => getFile(file!.downloadUrl, '/dev/null'));
+      downNull.push(opts.sizeMiB / tn);
     }
+    discard.stop();
     const headers = { 'X-Service-API-Key': key, 'Content-Type': 'application/json' };
     const body = JSON.stringify({ files: [{ name: 'a.txt' }] });
     const filesUrl = `${f.stack.baseUrl}/api/v1/agents/browser-agent/files`;
@@ -85,6 +117,11 @@ export async function fileStorageBench(opts: { sizeMiB: number; rounds: number; 
       downloadVsCp: median(down) / cpMiBps,
       addFiles32,
       agents32,
+      curlFileMiBps: median(curlFile),
+      curlDiscardMiBps: median(curlDiscard),
+      downloadNullMiBps: median(downNull),
+      downloadVsCurlFile: median(down) / median(curlFile),
+      uploadVsCurlDiscard: median(up) / median(curlDiscard),
     };
   } finally {
     storage.close();

@@ -38,6 +38,9 @@ if (want('files')) {
   results.fileStorage = fsb;
   process.stdout.write(`  cp ${f(fsb.cpMiBps, 0)} MiB/s   upload ${f(fsb.uploadMiBps, 0)} MiB/s (${f(fsb.uploadVsCp)} of cp)   download ${f(fsb.downloadMiBps, 0)} MiB/s (${f(fsb.downloadVsCp)} of cp)\n`);
   process.stdout.write(
+    `  curl alone: file:// → file ${f(fsb.curlFileMiBps, 0)} MiB/s (download = ${f(fsb.downloadVsCurlFile)} of it), to a discarding server ${f(fsb.curlDiscardMiBps, 0)} MiB/s (upload = ${f(fsb.uploadVsCurlDiscard)} of it); download into /dev/null ${f(fsb.downloadNullMiBps, 0)} MiB/s (${f(fsb.downloadNullMiBps / fsb.cpMiBps)} of cp)\n`,
+  );
+  process.stdout.write(
     `  POST /agents/browser-agent/files, 32 clients: ${f(fsb.addFiles32.rps, 0)} req/s, p50 ${f(fsb.addFiles32.p50Ms)} ms, p99 ${f(fsb.addFiles32.p99Ms)} ms, errors ${fsb.addFiles32.errors}` +
       `   (GET /agents same run: ${f(fsb.agents32.rps, 0)} req/s, p50 ${f(fsb.agents32.p50Ms)} ms, p99 ${f(fsb.agents32.p99Ms)} ms)\n`,
   );

@@ -10,7 +10,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Agent, FileStorageServiceService } from '../gen/ats/filestorage/v1/file_storage.js';
+import { Agent, FileKind, FileStorageServiceService } from '../gen/ats/filestorage/v1/file_storage.js';
 import { RemoteError, Status } from '../services/common/src/errors.js';
 import { createServiceClient } from '../services/common/src/grpc.js';
 import { materializeDisk, syncDisk, type FileStorageClient } from '../services/file-storage/src/disk-sync.js';
@@ -54,11 +54,10 @@ describe('add, upload, attach, list, download', () => {
     await putBytes(items[0]!.upload_url, notes);
     await putBytes(items[1]!.upload_url, '{"a":1}');
 
-    const { disk } = await storage.api.createDisk({ projectId: alpha().projectId, agent: Agent.AGENT_BROWSER_AGENT, sessionId: 'ses_one' });
-    const runId = 'run_attach_1';
-    const attached = await storage.api.attachFiles({ projectId: alpha().projectId, agent: Agent.AGENT_BROWSER_AGENT, diskId: disk!.id, runId, fileIds: [items[0]!.id, 'file_doesnotexist000000000000'] });
-    assert.deepEqual(attached.attachedFileIds, [items[0]!.id]);
-    assert.deepEqual(attached.missingFileIds, ['file_doesnotexist000000000000']);
+    const created = await json(alpha().key, 'POST', '/api/v1/agents/browser-agent/runs', { task: 'Extract the title', attached_file_ids: [items[0]!.id, 'file_doesnotexist000000000000'] });
+    assert.equal(created.status, 202);
+    const { id: runId, missingFileIds } = (await created.json()) as { id: string; missingFileIds: string[] };
+    assert.deepEqual(missingFileIds, ['file_doesnotexist000000000000']);
 
     const list = await f.api(`/api/v1/agents/browser-agent/runs/${runId}/files?kind=input`, { key: alpha().key });
     assert.equal(list.status, 200);
@@ -71,6 +70,15 @@ describe('add, upload, attach, list, download', () => {
 
     const outputs = await f.api(`/api/v1/agents/browser-agent/runs/${runId}/files?kind=output`, { key: alpha().key });
     assert.deepEqual(((await outputs.json()) as { items: unknown[] }).items, []);
+    for (const [key, url] of [
+      [alpha().key, '/api/v1/agents/browser-agent/runs/run_doesnotexist00000000000/files'],
+      [beta().key, `/api/v1/agents/browser-agent/runs/${runId}/files`],
+      [alpha().key, `/api/v1/agents/browsercode/runs/${runId}/files`],
+    ] as const) {
+      const res = await f.api(url, { key });
+      assert.equal(res.status, 404, `${url} is not found`);
+      assert.deepEqual(await res.json(), { detail: 'Run not found' });
+    }
   });
 
   test("when another project's file is attached, or the other agent's, then it is missing", async () => {
@@ -146,14 +154,13 @@ describe('disks for agent workers', () => {
       assert.deepEqual(synced.written.map((e) => e.path), ['edit.txt', 'out/result.json']);
       assert.deepEqual(synced.deleted, ['drop.txt']);
 
-      const outputs = await f.api(`/api/v1/agents/browsercode/runs/${runId}/files?kind=output`, { key: alpha().key });
-      const out = ((await outputs.json()) as { items: { name: string; kind: string; downloadUrl: string }[] }).items;
-      assert.deepEqual(out.map((o) => [o.name, o.kind]), [['edit.txt', 'output'], ['out/result.json', 'output']]);
+      // The run is made up here, so its files are read over gRPC (the public route asks the run service first).
+      const listRun = async (kind: FileKind) => (await storage.api.listRunFiles({ projectId: p, agent: Agent.AGENT_BROWSERCODE, runId, kind })).items;
+      const out = await listRun(FileKind.FILE_KIND_OUTPUT);
+      assert.deepEqual(out.map((o) => [o.name, o.kind]), [['edit.txt', FileKind.FILE_KIND_OUTPUT], ['out/result.json', FileKind.FILE_KIND_OUTPUT]]);
       assert.equal(await (await fetch(out[0]!.downloadUrl)).text(), 'original 1\nchanged\n');
-      const inputs = await f.api(`/api/v1/agents/browsercode/runs/${runId}/files?kind=input`, { key: alpha().key });
-      assert.deepEqual(((await inputs.json()) as { items: { name: string }[] }).items.map((i) => i.name), ['drop.txt', 'edit.txt', 'keep.txt']);
-      const both = await f.api(`/api/v1/agents/browsercode/runs/${runId}/files`, { key: alpha().key });
-      assert.equal(((await both.json()) as { items: unknown[] }).items.length, 5);
+      assert.deepEqual((await listRun(FileKind.FILE_KIND_INPUT)).map((i) => i.name), ['drop.txt', 'edit.txt', 'keep.txt']);
+      assert.equal((await listRun(FileKind.FILE_KIND_UNSPECIFIED)).length, 5);
 
       const { entries } = await storage.api.listDiskEntries({ projectId: p, diskId: disk!.id });
       assert.deepEqual(entries.map((e) => e.path), ['edit.txt', 'keep.txt', 'out/result.json'], 'no symlink reached the disk');

@@ -37,6 +37,9 @@ export function fileRoutes(): RouteDef[] {
       errors: [404],
       handler: async (ctx) => {
         const kind = (ctx.query as { kind?: string }).kind;
+        const agent = AGENT_BY_NAME[ctx.params.agent as s.AgentName];
+        // An unknown run (or another project's, or another agent's) is 404, not an empty list.
+        required((await ctx.clients.run.api.getRun({ projectId: ctx.projectId, agent, runId: ctx.params.runId! }, opts(ctx))).run, 'run');
         const res = await ctx.clients.fileStorage.api.listRunFiles(
           { projectId: ctx.projectId, agent: AGENT_BY_NAME[ctx.params.agent as s.AgentName], runId: ctx.params.runId!, kind: kind ? KIND[kind]! : FileKind.FILE_KIND_UNSPECIFIED },
           opts(ctx),
