@@ -27,6 +27,7 @@ before(async () => {
       DEFAULT_MODEL: 'builtin',
       SHELL_TIMEOUT_MS: String(SHELL_TIMEOUT_MS),
       SHELL_MAX_OUTPUT_BYTES: '4096',
+      FILE_SIZE_LIMIT_BYTES: String(1024 * 1024),
       // A provider key the run service holds: commands must never see it.
       ANTHROPIC_API_KEY: PROVIDER_KEY,
       ANTHROPIC_BASE_URL: 'http://127.0.0.1:9/v1',
@@ -150,6 +151,15 @@ describe('a terminal on the run disk', () => {
     assert.equal(terminal(events).length, 4096);
     assert.match(cut.result, /output cut at 4096 bytes/);
     assert.equal(ofType(events, 'tool.result')[0]!.truncated, true);
+  });
+
+  test('when a command makes a file over the size limit, then the others are still stored and the run says which was not', async () => {
+    const created = await start({ task: 'Run `head -c 2000000 /dev/zero > big.bin; echo small > small.txt`.' });
+    const { run, events } = await follow(created.id);
+    assert.equal(run.status, 'completed', run.error);
+    assert.deepEqual(ofType(events, 'file.skipped'), [{ path: 'big.bin', reason: 'big.bin is larger than the file size limit of 1048576 bytes' }]);
+    assert.match(run.result, /big\.bin is larger than the file size limit of 1048576 bytes; it was not stored/);
+    assert.deepEqual([...(await files(created.id, 'output')).keys()], ['small.txt']);
   });
 
   test('when a path leaves the disk, then the run fails naming it', async () => {

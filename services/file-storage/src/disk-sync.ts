@@ -11,7 +11,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { fromServiceError } from '../../common/src/errors.js';
+import { fromServiceError, RemoteError, Status } from '../../common/src/errors.js';
 import type { ServiceClient } from '../../common/src/grpc.js';
 import type { DiskEntry, FileStorageServiceService } from '../../../gen/ats/filestorage/v1/file_storage.js';
 import { checkDiskPath, safeTarget } from './names.js';
@@ -94,7 +94,12 @@ async function upload(client: FileStorageClient, header: { projectId: string; di
     stream.end();
   } catch (err) {
     stream.cancel();
-    throw err;
+    // When the service ended the call (a file over the limit), its error says why.
+    const remote = await response.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    throw remote instanceof RemoteError && remote.code !== Status.CANCELLED ? remote : err;
   } finally {
     await handle.close();
   }
@@ -102,9 +107,17 @@ async function upload(client: FileStorageClient, header: { projectId: string; di
   return res.entry!;
 }
 
+/** A changed file that could not be stored (over the size limit), and why. */
+export interface SkippedFile {
+  path: string;
+  sha256: string;
+  reason: string;
+}
+
 /**
  * Stores what changed in `dir` since `manifest` back onto the disk: new and modified files are
- * written as the run's output files; files gone from `dir` are deleted from the disk.
+ * written as the run's output files; files gone from `dir` are deleted from the disk. A file
+ * over the size limit is skipped (and reported), the others are still stored.
  */
 export async function syncDisk(
   client: FileStorageClient,
@@ -113,13 +126,19 @@ export async function syncDisk(
   runId: string,
   dir: string,
   manifest: DiskManifest,
-): Promise<{ written: DiskEntry[]; deleted: string[] }> {
+): Promise<{ written: DiskEntry[]; deleted: string[]; skipped: SkippedFile[] }> {
   const present = await walk(dir);
   const written: DiskEntry[] = [];
+  const skipped: SkippedFile[] = [];
   for (const f of present) {
     const sha = await sha256Of(f.abs);
     if (sha === undefined || manifest.get(f.diskPath) === sha) continue;
-    written.push(await upload(client, { projectId, diskId, path: f.diskPath, runId }, f.abs));
+    try {
+      written.push(await upload(client, { projectId, diskId, path: f.diskPath, runId }, f.abs));
+    } catch (err) {
+      if (!(err instanceof RemoteError && err.code === Status.RESOURCE_EXHAUSTED)) throw err;
+      skipped.push({ path: f.diskPath, sha256: sha, reason: err.publicMessage ?? err.message });
+    }
   }
   const seen = new Set(present.map((f) => f.diskPath));
   const deleted: string[] = [];
@@ -128,5 +147,5 @@ export async function syncDisk(
     await client.api.deleteDiskFile({ projectId, diskId, path: p, runId });
     deleted.push(p);
   }
-  return { written: written.sort((a, b) => a.path.localeCompare(b.path)), deleted: deleted.sort() };
+  return { written: written.sort((a, b) => a.path.localeCompare(b.path)), deleted: deleted.sort(), skipped };
 }

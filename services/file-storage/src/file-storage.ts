@@ -3,11 +3,11 @@
  * and output files, workspaces and objects. Used by the gRPC handlers and the blob HTTP server.
  */
 import type { Readable } from 'node:stream';
-import { InvalidArgumentError, NotFoundError } from '../../common/src/errors.js';
+import { InvalidArgumentError, NotFoundError, ResourceExhaustedError } from '../../common/src/errors.js';
 import { newId } from '../../common/src/ids.js';
 import type { Logger } from '../../common/src/logger.js';
 import type { Signer, Verdict } from '../../common/src/signing.js';
-import type { BlobStore, StoredBlob } from './blob-store.js';
+import { TooLargeError, type BlobStore, type StoredBlob } from './blob-store.js';
 import type { AgentName, DiskRow, EntryRow, FileRepository, FileRow, RunFileRow, WorkspaceRow } from './file.repository.js';
 import { checkDiskPath, checkFileName, contentTypeFor } from './names.js';
 
@@ -186,7 +186,9 @@ export class FileStorage {
   async writeEntry(projectId: string, diskId: string, path: string, runId: string, body: Readable, contentType?: string): Promise<EntryRow> {
     const d = await this.disk(projectId, diskId);
     checkDiskPath(path);
-    const blob: StoredBlob = await this.#o.store.put(body, this.#o.maxFileBytes);
+    const blob: StoredBlob = await this.#o.store.put(body, this.#o.maxFileBytes).catch((err: unknown) => {
+      throw err instanceof TooLargeError ? new ResourceExhaustedError(`${path} is larger than the file size limit of ${this.#o.maxFileBytes} bytes`) : err;
+    });
     const agent = (d.agent ?? 'browsercode') as AgentName;
     return this.#o.repo.putEntry(
       { diskId, path, fileId: newId('file'), blobId: blob.id, sizeBytes: blob.sizeBytes, sha256: blob.sha256, contentType: contentType || contentTypeFor(path), runId: runId || null },

@@ -130,10 +130,14 @@ export class RunWorker {
       .catch((err: Error) => this.#d.logger.warn({ runId: run.id, browserId, err: err.message }, 'could not stop the browser'));
   }
 
-  /** Stores what changed in the run's directory as its output files; announces each. */
-  async #syncOutputs(run: RunRow, dir: string, manifest: DiskManifest): Promise<void> {
-    if (!run.diskId) return;
-    const { written, deleted } = await syncDisk(this.#d.clients.fileStorage, run.projectId, run.diskId, run.id, dir, manifest);
+  /** Stores what changed in the run's directory as its output files; announces each. Returns why files were not stored. */
+  async #syncOutputs(run: RunRow, dir: string, manifest: DiskManifest): Promise<string[]> {
+    if (!run.diskId) return [];
+    const { written, deleted, skipped } = await syncDisk(this.#d.clients.fileStorage, run.projectId, run.diskId, run.id, dir, manifest);
+    for (const s of skipped) {
+      manifest.set(s.path, s.sha256); // not tried again until it changes
+      await this.#d.events.append(run.id, 'file.skipped', { path: s.path, reason: s.reason });
+    }
     for (const e of written) {
       manifest.set(e.path, e.sha256);
       await this.#d.events.append(run.id, 'file.written', { path: e.path, sizeBytes: Number(e.sizeBytes), sha256: e.sha256 });
@@ -142,6 +146,7 @@ export class RunWorker {
       manifest.delete(p);
       await this.#d.events.append(run.id, 'file.deleted', { path: p });
     }
+    return skipped.map((s) => `${s.reason}; it was not stored`);
   }
 
   async #runBrowsercode(run: RunRow, model: AgentModel, dir: string, manifest: DiskManifest, held: Held, signal: AbortSignal): Promise<string> {

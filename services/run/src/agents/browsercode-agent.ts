@@ -39,8 +39,8 @@ export interface BrowsercodeInput {
   /** Provisions the run's browser and connects to it (called at most once, when first needed). */
   openBrowser(): Promise<Browser>;
   emit(type: string, data: Record<string, unknown>): Promise<void>;
-  /** Stores what changed on the disk as the run's output files (emitting file.written). */
-  syncOutputs(): Promise<void>;
+  /** Stores what changed on the disk as the run's output files (emitting file.written); returns why files were not stored. */
+  syncOutputs(): Promise<string[]>;
   recordStep(step: RecordedStep): Promise<void>;
   recordUsage(usage: Usage): Promise<void>;
 }
@@ -99,7 +99,11 @@ export async function runBrowsercode(input: BrowsercodeInput): Promise<string> {
     let outcome: ToolOutcome;
     if (isCodeAction(action)) {
       outcome = await runCodeAction(input, action);
-      if (action.name === 'shell' || action.name === 'write_file') await input.syncOutputs();
+      if (action.name === 'shell' || action.name === 'write_file') {
+        const notStored = await input.syncOutputs();
+        // The model must know a file it made is not an output (too large), or it would point the user at it.
+        if (notStored.length) outcome = { ...outcome, ...(outcome.error === undefined ? { output: [outcome.output, ...notStored].filter(Boolean).join('\n') } : { error: [outcome.error, ...notStored].join('\n') }) };
+      }
     } else {
       const p = await ensureBrowser();
       const actionStarted = Date.now();
