@@ -203,13 +203,18 @@ describe('durable sessions and workspaces', () => {
     assert.equal(session.status, 'open');
   });
 
-  test('when a running turn is stopped, then its command is killed and only the turn ends: the session takes the next one', async () => {
-    const created = await start({ task: 'Run `echo started; sleep 45`.' });
+  test('when a running turn is stopped, then its command is killed, what it wrote is kept, and the waiting turn starts after and sees it', async () => {
+    const created = await start({ task: 'Run `echo kept > kept.txt; echo started; sleep 45`.' });
     await follow(created.id, (e) => e.event === 'terminal.output');
+    const next = await start({ task: 'Read file kept.txt.', session_id: created.sessionId });
+    assert.equal(next.status, 'queued');
     const stopped = await json('alpha', 'POST', `${BASE}/runs/${created.id}/stop`);
     assert.equal(stopped.status, 200);
     const { events } = await follow(created.id);
     assert.equal(events.at(-1)!.event, 'run.stopped');
+    const { run } = await follow(next.id);
+    assert.equal(run.status, 'completed', run.error);
+    assert.equal(run.result, 'kept\n', 'the stopped turn stored its file before the next turn began');
     const sleeping = fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
       try {
         return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ').trim() === 'sleep 45';
@@ -218,10 +223,8 @@ describe('durable sessions and workspaces', () => {
       }
     });
     assert.deepEqual(sleeping, [], 'the command is gone');
-    const next = await start({ task: 'Run `echo again`.', session_id: created.sessionId });
-    const { run } = await follow(next.id);
-    assert.equal(run.status, 'completed', run.error);
-    assert.equal(run.result, 'again');
+    const session = (await (await json('alpha', 'GET', `${BASE}/sessions/${created.sessionId}`)).json()) as { status: string };
+    assert.equal(session.status, 'open');
   });
 
   test('when two conversations use one workspace, then the second reads what the first wrote; another project cannot use it', async () => {

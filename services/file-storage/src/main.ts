@@ -29,8 +29,10 @@ runMain('file-storage', async () => {
     uploadTtlSeconds: config.uploadTtlSeconds,
     downloadTtlSeconds: config.downloadTtlSeconds,
   });
+  // Never shorter than a download link lives (and a margin): a listed link keeps working to its end.
+  const graceMs = Math.max(config.gcGraceSeconds, config.downloadTtlSeconds + 600) * 1000;
   const collect = async () => {
-    const r = await files.collectGarbage(config.gcGraceSeconds * 1000).catch((err: Error) => logger.warn({ err: err.message }, 'blob garbage collection failed'));
+    const r = await files.collectGarbage(graceMs).catch((err: Error) => logger.warn({ err: err.message }, 'blob garbage collection failed'));
     if (r?.deleted) logger.info(r, 'deleted unreferenced blobs');
   };
   const gc = config.gcIntervalSeconds > 0 ? setInterval(() => void collect(), config.gcIntervalSeconds * 1000) : undefined;

@@ -40,7 +40,11 @@ export const runConfigSpec = {
   maxRunMinutes: int('RUN_MAX_MINUTES', { default: 30, min: 1, max: 24 * 60, describe: 'Duration before a run fails' }),
   shellTimeoutMs: int('SHELL_TIMEOUT_MS', { default: 120000, min: 1000, max: 3600000, describe: 'Time limit of one browsercode shell command (its process group is killed)' }),
   shellMaxOutputBytes: int('SHELL_MAX_OUTPUT_BYTES', { default: 1024 * 1024, min: 1024, max: 64 * 1024 * 1024, describe: 'Output kept and streamed per shell command; the rest is dropped' }),
-  shellNetwork: oneOf('SHELL_NETWORK', ['isolated', 'host'] as const, { default: 'isolated', describe: "Network of browsercode commands: 'isolated' (a namespace of their own, no network) or 'host'" }),
+  shellSandbox: oneOf('SHELL_SANDBOX', ['required', 'off'] as const, {
+    default: 'required',
+    describe: "browsercode commands run in namespaces of their own (PID, mount, network); 'required' refuses commands where that is impossible, 'off' runs them without (unsafe: they can see the service's processes)",
+  }),
+  shellNetwork: oneOf('SHELL_NETWORK', ['isolated', 'host'] as const, { default: 'isolated', describe: "Network of sandboxed browsercode commands: 'isolated' (none) or 'host'" }),
   workDir: optionalStr('RUN_WORK_DIR', { describe: 'Where runs materialise their disks (default <tmp>/ats-run-work; outside DATA_DIR, so commands cannot see service data)' }),
   actionTimeoutMs: int('ACTION_TIMEOUT_MS', { default: 15000, min: 1000, max: 300000, describe: 'Time limit of one browser action' }),
   defaultModel: optionalStr('DEFAULT_MODEL', { describe: 'Model of runs that name none (builtin when no provider is configured)' }),

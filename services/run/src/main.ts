@@ -7,7 +7,7 @@ import { createLogger } from '../../common/src/logger.js';
 import { serveGrpc } from '../../common/src/service-host.js';
 import { runMain } from '../../common/src/shutdown.js';
 import { createModelRegistry } from './agents/models.js';
-import { canIsolateNetwork, prepareWorkDir, shellUser } from './agents/shell.js';
+import { canSandbox, prepareWorkDir, shellUser } from './agents/shell.js';
 import { closeRunClients, createRunClients } from './clients.js';
 import { loadRunConfig } from './config.js';
 import { RunEvents } from './run-events.js';
@@ -37,10 +37,10 @@ runMain('run', async () => {
     timeoutMs: config.modelTimeoutMs,
     maxRetries: config.modelMaxRetries,
   });
-  const isolateNetwork = config.shellNetwork === 'isolated' && canIsolateNetwork(shellUser());
-  if (config.shellNetwork === 'isolated' && !isolateNetwork) {
-    logger.warn('browsercode commands cannot be put in a network namespace here (unshare refused); they share the host network: restrict it (Kubernetes NetworkPolicy) or set SHELL_NETWORK=host to silence this');
-  }
+  const sandbox = config.shellSandbox === 'off' ? undefined : { network: config.shellNetwork === 'host' };
+  const sandboxWorks = !sandbox || canSandbox(shellUser(), sandbox);
+  if (!sandboxWorks) logger.warn('browsercode commands cannot be sandboxed here (unshare is refused), so they are refused; allow user namespaces (or run as root), or set SHELL_SANDBOX=off to run them unsandboxed');
+  else if (!sandbox) logger.warn('SHELL_SANDBOX=off: browsercode commands run without namespaces and can see this service’s processes');
   const runs = new Runs({ repo, events, clients, models, nc: bus.nc, logger });
   const browserStops = runs.closeSessionsOnBrowserStop();
   const worker = new RunWorker({
@@ -54,7 +54,7 @@ runMain('run', async () => {
     limits: { maxSteps: config.maxSteps, maxRunMs: config.maxRunMinutes * 60000, actionTimeoutMs: config.actionTimeoutMs },
     shell: { timeoutMs: config.shellTimeoutMs, maxOutputBytes: config.shellMaxOutputBytes },
     shellUser: shellUser(),
-    isolateNetwork,
+    shellSandbox: sandbox && !sandboxWorks ? 'unavailable' : sandbox,
     price: (model, usage) => models.price(model, usage),
   });
   const scheduler = new RunScheduler({

@@ -16,7 +16,7 @@ import { materializeDisk, syncDisk, type DiskManifest } from '../../file-storage
 import { LimitReached, RunStopped, runBrowserAgent, type RecordedStep } from './agents/browser-agent.js';
 import { runBrowsercode } from './agents/browsercode-agent.js';
 import { ModelError, type AgentModel } from './agents/model.js';
-import { giveTo, type ShellLimits } from './agents/shell.js';
+import { giveTo, type Sandbox, type ShellLimits } from './agents/shell.js';
 import type { ModelRegistry } from './agents/models.js';
 import { ActionError } from './agents/page-tools.js';
 import type { RunClients } from './clients.js';
@@ -42,8 +42,8 @@ export interface RunWorkerDeps {
   shell: ShellLimits;
   /** Who browsercode commands run as (undefined = this process's user). */
   shellUser: { uid: number; gid: number } | undefined;
-  /** Commands run without network. */
-  isolateNetwork: boolean;
+  /** The sandbox of commands; 'unavailable' = commands are refused (it was required and cannot be made here). */
+  shellSandbox: Sandbox | 'unavailable' | undefined;
   /** Cost in USD of a model's tokens. */
   price(model: string, usage: { inputTokens: number; outputTokens: number }): number;
 }
@@ -162,7 +162,7 @@ export class RunWorker {
       actionTimeoutMs: this.#d.limits.actionTimeoutMs,
       shell: this.#d.shell,
       shellUser: this.#d.shellUser,
-      isolateNetwork: this.#d.isolateNetwork,
+      shellSandbox: this.#d.shellSandbox,
       signal,
       openBrowser: () => this.#openBrowser(run, held),
       emit: (type, data) => events.append(run.id, type, data).then(() => undefined),

@@ -298,7 +298,12 @@ export class RunRepository {
       const row = await trx('runs as r')
         .where('r.status', 'queued')
         .whereRaw(`(select count(*) from runs x where x.project_id = r.project_id and x.status = 'running') < ?`, [limit])
-        .whereNotExists(trx('runs as y').where('y.session_id', trx.ref('r.session_id')).andWhere('y.status', 'running'))
+        // Nothing else of the session runs, or is still winding down after a stop (bounded by its lease).
+        .whereNotExists(
+          trx('runs as y')
+            .where('y.session_id', trx.ref('r.session_id'))
+            .andWhere((q) => q.where('y.status', 'running').orWhere((w) => w.whereNotNull('y.lease_owner').andWhere('y.lease_expires_at', '>', new Date().toISOString()))),
+        )
         .orderBy([{ column: 'r.created_at' }, { column: 'r.id' }])
         .forUpdate()
         .skipLocked()
@@ -333,10 +338,23 @@ export class RunRepository {
   }
 
   /** Moves a run to a terminal status if it is still in one of `from`; false when it was not. */
-  async finish(id: string, from: RunStatus[], to: RunStatus, fields: { result?: string | null; error?: string | null } = {}): Promise<boolean> {
+  /**
+   * Moves a run to a terminal status if it is still in one of `from`; false when it was not.
+   * `keepLease` (a stop from outside): the worker still holds the run until it has wound down
+   * (stored its files), and the session's next run waits for that (see claim, releaseLease).
+   */
+  async finish(id: string, from: RunStatus[], to: RunStatus, fields: { result?: string | null; error?: string | null } = {}, opts: { keepLease?: boolean } = {}): Promise<boolean> {
     const now = new Date().toISOString();
-    const n = await this.knex('runs').where({ id }).whereIn('status', from).update({ status: to, ...fields, finished_at: now, updated_at: now, lease_owner: null });
+    const n = await this.knex('runs')
+      .where({ id })
+      .whereIn('status', from)
+      .update({ status: to, ...fields, finished_at: now, updated_at: now, ...(opts.keepLease ? {} : { lease_owner: null }) });
     return n > 0;
+  }
+
+  /** The worker is done with a run (whatever its status): the session's next run may start. */
+  async releaseLease(id: string, owner: string): Promise<void> {
+    await this.knex('runs').where({ id, lease_owner: owner }).update({ lease_owner: null });
   }
 
   async setRunBrowser(id: string, browserId: string): Promise<void> {

@@ -121,7 +121,7 @@ export class Runs {
   async stop(projectId: string, agent: AgentName | null, runId: string): Promise<RunRow> {
     const run = await this.get(projectId, agent, runId);
     if (TERMINAL.includes(run.status)) throw new ConflictError(`Run already ${run.status}`);
-    const stopped = await this.#d.repo.finish(runId, ['queued', 'running'], 'stopped');
+    const stopped = await this.#d.repo.finish(runId, ['queued', 'running'], 'stopped', {}, { keepLease: true });
     if (!stopped) {
       const now = await this.get(projectId, agent, runId);
       throw new ConflictError(`Run already ${now.status}`);

@@ -94,6 +94,8 @@ export class RunScheduler {
     this.#o
       .execute(run, ctl.signal)
       .catch((err) => this.#o.logger.error({ err, runId: run.id }, 'run execution threw'))
+      .then(() => this.#o.repo.releaseLease(run.id, this.owner))
+      .catch((err: Error) => this.#o.logger.warn({ err: err.message, runId: run.id }, 'could not release the lease (it expires)'))
       .finally(() => {
         this.#active.delete(run.id);
         if (this.#active.size === 0) this.#markIdle();

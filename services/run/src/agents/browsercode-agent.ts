@@ -6,6 +6,7 @@
  * command or write the disk is synced, so new files are output files (`file.written`) at once;
  * browser actions are also steps (with screenshots).
  */
+import { constants as fsc } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Browser, Page } from 'puppeteer-core';
@@ -13,7 +14,7 @@ import { describeAction, isCodeAction, type Action, type CodeAction } from './ac
 import { check, RunStopped, type RecordedStep } from './browser-agent.js';
 import { ElementNotFound, ModelError, NeedsBrowser, type AgentModel, type Decision, type StepMemory, type Usage } from './model.js';
 import { ActionError, act, activePage, observe, type Observation } from './page-tools.js';
-import { giveTo, insideDisk, listDisk, runShell, type ShellLimits } from './shell.js';
+import { giveTo, insideDisk, listDisk, runShell, type Sandbox, type ShellLimits } from './shell.js';
 
 /** Largest file read_file returns to the model, and largest tool output kept in an event. */
 const MAX_READ_BYTES = 256 * 1024;
@@ -33,8 +34,8 @@ export interface BrowsercodeInput {
   shell: ShellLimits;
   /** Who commands run as (undefined = this process's user). */
   shellUser: { uid: number; gid: number } | undefined;
-  /** Commands run without network. */
-  isolateNetwork: boolean;
+  /** The sandbox of commands; 'unavailable' = commands are refused (it was required and cannot be made here). */
+  shellSandbox: Sandbox | 'unavailable' | undefined;
   signal: AbortSignal;
   /** Provisions the run's browser and connects to it (called at most once, when first needed). */
   openBrowser(): Promise<Browser>;
@@ -159,6 +160,9 @@ async function runCodeAction(input: BrowsercodeInput, a: CodeAction): Promise<To
   const dir = input.diskDir;
   switch (a.name) {
     case 'shell': {
+      if (input.shellSandbox === 'unavailable') {
+        return { error: 'Commands cannot run on this service: it cannot sandbox them on this host (unshare is refused). Use the file tools and the browser, or ask the operator (SHELL_SANDBOX)' };
+      }
       await giveTo(dir, input.shellUser);
       const pending: Record<'stdout' | 'stderr', string> = { stdout: '', stderr: '' };
       let flushing = Promise.resolve();
@@ -178,7 +182,7 @@ async function runCodeAction(input: BrowsercodeInput, a: CodeAction): Promise<To
         timeoutMs: input.shell.timeoutMs,
         maxOutputBytes: input.shell.maxOutputBytes,
         user: input.shellUser,
-        isolateNetwork: input.isolateNetwork,
+        sandbox: input.shellSandbox,
         onOutput: (stream, chunk) => {
           pending[stream] += chunk;
           timer ??= setTimeout(flush, OUTPUT_FLUSH_MS);
@@ -198,12 +202,15 @@ async function runCodeAction(input: BrowsercodeInput, a: CodeAction): Promise<To
       let full: string;
       try {
         full = await insideDisk(dir, a.path);
+        await fs.mkdir(path.dirname(full), { recursive: true });
+        if ((await fs.lstat(full).catch(() => undefined))?.isDirectory()) return { error: `${a.path} is a directory` };
+        await fs.rm(full, { force: true }); // never write through a link the command left there
+        await fs.writeFile(full, a.content, { flag: 'wx' });
       } catch (err) {
-        return { error: (err as Error).message };
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'ENOTDIR' || code === 'EEXIST') return { error: `Cannot write ${a.path}: a part of its path is a file` };
+        return { error: (err as Error).message.replace(dir + path.sep, '') };
       }
-      await fs.mkdir(path.dirname(full), { recursive: true });
-      await fs.rm(full, { force: true }); // never write through a link the command left there
-      await fs.writeFile(full, a.content, { flag: 'wx' });
       const sizeBytes = Buffer.byteLength(a.content);
       const rel = path.relative(dir, full).split(path.sep).join('/');
       return { output: `Wrote ${rel} (${sizeBytes} bytes)`, data: { path: rel, sizeBytes } };
@@ -211,9 +218,13 @@ async function runCodeAction(input: BrowsercodeInput, a: CodeAction): Promise<To
     case 'read_file': {
       try {
         const full = await insideDisk(dir, a.path);
-        const handle = await fs.open(full, 'r');
+        // Non-blocking: a FIFO the command made must not hang a thread of the service.
+        const handle = await fs.open(full, fsc.O_RDONLY | fsc.O_NONBLOCK | fsc.O_NOFOLLOW);
         try {
-          const { size } = await handle.stat();
+          const st = await handle.stat();
+          if (st.isDirectory()) return { error: `${a.path} is a directory` };
+          if (!st.isFile()) return { error: `${a.path} is not a regular file` };
+          const { size } = st;
           const buf = Buffer.alloc(Math.min(size, MAX_READ_BYTES));
           await handle.read(buf, 0, buf.length, 0);
           return { output: buf.toString('utf8') + (size > MAX_READ_BYTES ? `\n(file cut at ${MAX_READ_BYTES} of ${size} bytes)` : '') };
@@ -222,7 +233,7 @@ async function runCodeAction(input: BrowsercodeInput, a: CodeAction): Promise<To
         }
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
-        return { error: code === 'ENOENT' ? `There is no file ${JSON.stringify(a.path)} on the run's disk` : code === 'EISDIR' ? `${a.path} is a directory` : (err as Error).message };
+        return { error: code === 'ENOENT' ? `There is no file ${JSON.stringify(a.path)} on the run's disk` : code === 'ELOOP' ? `"${a.path}" is a link, not a file` : (err as Error).message };
       }
     }
     case 'list_files': {

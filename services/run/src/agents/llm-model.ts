@@ -48,9 +48,17 @@ export function toAction(name: string, input: Record<string, any>, toolset: 'bro
     case 'shell':
     case 'write_file':
     case 'read_file':
-    case 'list_files':
+    case 'list_files': {
       if (toolset !== 'code') throw new ModelError(`The model called an unknown tool "${name}"`);
-      return { name, ...input } as Action;
+      const text = (field: string) => {
+        if (typeof input[field] !== 'string') throw new ModelError(`The model called "${name}" without a text "${field}"`);
+        return input[field] as string;
+      };
+      if (name === 'shell') return { name, command: text('command') };
+      if (name === 'write_file') return { name, path: text('path'), content: text('content') };
+      if (name === 'read_file') return { name, path: text('path') };
+      return { name };
+    }
     case 'go_back':
       return { name: 'back' };
     case 'navigate':
@@ -64,7 +72,7 @@ export function toAction(name: string, input: Record<string, any>, toolset: 'bro
     case 'switch_tab':
     case 'upload':
     case 'done':
-      return { name, ...input } as Action;
+      return { ...input, name } as Action;
     default:
       throw new ModelError(`The model called an unknown tool "${name}"`);
   }

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import net from 'node:net';
-import { canIsolateNetwork, giveTo, insideDisk, listDisk, runShell, shellUser, type ShellOptions } from './shell.js';
+import { canSandbox, giveTo, insideDisk, listDisk, runShell, shellUser, type ShellOptions } from './shell.js';
 
 let dir: string;
 before(() => {
@@ -79,24 +79,52 @@ describe('a shell command', () => {
   });
 });
 
-describe('the network of a command', () => {
-  test('when a command is isolated, then it cannot reach a port on this host that a plain command reaches', async (t) => {
-    if (!canIsolateNetwork(shellUser())) return t.skip('unshare is refused on this machine');
+describe('the sandbox of a command', () => {
+  const sleepers = (tag: string) =>
+    fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+      try {
+        return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ').trim() === `sleep ${tag}`;
+      } catch {
+        return false;
+      }
+    });
+
+  test('when a command runs sandboxed, then it sees only its own processes, runs as the shell user, and what it leaves behind dies with it', async (t) => {
+    if (!canSandbox(shellUser(), { network: false })) return t.skip('unshare is refused on this machine');
+    const sandbox = { network: false };
+    const r = await runShell('ls /proc | grep -cE "^[0-9]+$"; tr "\\0" " " < /proc/1/cmdline; echo; id -u; pwd; (setsid sleep 4242 > /dev/null 2>&1 &); echo left', opts({ sandbox }));
+    const [count, init, uid, cwd, left] = r.output.trim().split('\n');
+    assert.ok(Number(count) <= 4, `only its own processes are visible (${count})`);
+    assert.match(init!, /^\/bin\/bash -c /, 'PID 1 is the command itself, not the service');
+    assert.equal(uid, String(shellUser()?.uid ?? process.getuid?.()));
+    assert.equal(cwd, dir);
+    assert.equal(left, 'left');
+    assert.deepEqual(sleepers('4242'), [], 'a process that left with setsid is gone with the command');
+  });
+
+  test('when a command is sandboxed without network, then it cannot reach a port on this host that it reaches with the host network', async (t) => {
+    if (!canSandbox(shellUser(), { network: false })) return t.skip('unshare is refused on this machine');
     const server = net.createServer((s) => s.end('hello\n'));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as net.AddressInfo).port;
     try {
       const dial = `exec 3<>/dev/tcp/127.0.0.1/${port} && head -1 <&3`;
-      const plain = await runShell(dial, opts());
-      assert.equal(plain.output.trim(), 'hello');
-      const isolated = await runShell(dial, opts({ isolateNetwork: true }));
+      const hostNet = await runShell(dial, opts({ sandbox: { network: true } }));
+      assert.equal(hostNet.output.trim(), 'hello');
+      const isolated = await runShell(dial, opts({ sandbox: { network: false } }));
       assert.notEqual(isolated.exitCode, 0);
       assert.match(isolated.output, /Network is unreachable/);
-      const who = await runShell('id -u; pwd', opts({ isolateNetwork: true }));
-      assert.deepEqual(who.output.trim().split('\n'), [String(shellUser()?.uid ?? process.getuid?.()), dir]);
     } finally {
       server.close();
     }
+  });
+
+  test('when the run was stopped before the command started, then it never starts', async () => {
+    const ac = new AbortController();
+    ac.abort();
+    const r = await runShell('echo ran > ran.txt', opts({ signal: ac.signal }));
+    assert.equal(r.signal, 'SIGKILL');
+    assert.equal(fs.existsSync(path.join(dir, 'ran.txt')), false);
   });
 });
 

@@ -2,9 +2,13 @@
  * The browsercode agent's terminal: one `bash -c` command with the run's disk as working
  * directory, its output streamed as it comes, time and output capped, the whole process group
  * killed on timeout or stop. The environment is built from nothing (no service secret can leak
- * into it), when the service runs as root the command runs as an unprivileged user, and by
- * default it runs in a network namespace of its own: it cannot reach the services' unauthenticated
- * internal ports, Chromium's DevTools ports or anything else on this host.
+ * into it) and, when the service runs as root, the command runs as an unprivileged user.
+ * In the sandbox (the default) the command also runs in namespaces of its own (`unshare`):
+ *  - PID and mount, with a fresh /proc: it sees no other process (not the service's environment
+ *    or another run's working directory through /proc), and when it ends everything it started
+ *    ends with it, even what tried to escape with setsid;
+ *  - network (unless the host network is allowed): it cannot reach the services' unauthenticated
+ *    internal ports, Chromium's DevTools ports or anything else.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs/promises';
@@ -35,8 +39,12 @@ export interface ShellOptions extends ShellLimits {
   onOutput(stream: 'stdout' | 'stderr', chunk: string): void;
   /** uid/gid to run as; undefined = as this process. */
   user?: { uid: number; gid: number } | undefined;
-  /** Run without network (a network namespace of its own, only loopback, down). */
-  isolateNetwork?: boolean;
+  /** Namespaces of its own; `network: true` keeps the host's network. Undefined = no sandbox. */
+  sandbox?: Sandbox | undefined;
+}
+
+export interface Sandbox {
+  network: boolean;
 }
 
 /** The account commands run as when this process is root: `nobody`. */
@@ -70,23 +78,25 @@ export async function giveTo(dir: string, user: { uid: number; gid: number } | u
 }
 
 /**
- * The program and arguments that run `command`: bash, behind `unshare` (and `setpriv`, which
- * drops to the user after the namespace is made, as only root may make one) when isolated.
+ * The program and arguments that run `command`: bash, behind `unshare` in the sandbox (and
+ * `setpriv`, which drops to the user once the namespaces are made, as only root may make them;
+ * without root a user namespace makes them possible).
  */
-export function shellArgv(command: string, o: Pick<ShellOptions, 'user' | 'isolateNetwork'>): { file: string; args: string[]; user?: { uid: number; gid: number } | undefined } {
+export function shellArgv(command: string, o: Pick<ShellOptions, 'user' | 'sandbox'>): { file: string; args: string[]; user?: { uid: number; gid: number } | undefined } {
   const bash = ['/bin/bash', '-c', command];
-  if (!o.isolateNetwork) return { file: bash[0]!, args: bash.slice(1), user: o.user };
+  if (!o.sandbox) return { file: bash[0]!, args: bash.slice(1), user: o.user };
+  const ns = ['--pid', '--fork', '--kill-child', '--mount', '--mount-proc', ...(o.sandbox.network ? [] : ['--net'])];
   if (process.getuid?.() === 0 && o.user) {
-    return { file: 'unshare', args: ['--net', '--', 'setpriv', `--reuid=${o.user.uid}`, `--regid=${o.user.gid}`, '--clear-groups', '--', ...bash] };
+    return { file: 'unshare', args: [...ns, '--', 'setpriv', `--reuid=${o.user.uid}`, `--regid=${o.user.gid}`, '--clear-groups', '--', ...bash] };
   }
-  // Not root: a user namespace makes the network namespace possible without privileges.
-  return { file: 'unshare', args: ['--user', '--net', '--', ...bash], user: o.user };
+  return { file: 'unshare', args: ['--user', ...ns, '--', ...bash], user: o.user };
 }
 
-/** Whether commands can be cut off from the network here (unshare works); probed once at start. */
-export function canIsolateNetwork(user: { uid: number; gid: number } | undefined): boolean {
-  // In a namespace of its own only `lo` is listed (two header lines and one device).
-  const { file, args, user: as } = shellArgv('test "$(wc -l < /proc/net/dev)" -le 3', { user, isolateNetwork: true });
+/** Whether the sandbox works here (unshare may be refused, e.g. by a container's seccomp profile); probed once at start. */
+export function canSandbox(user: { uid: number; gid: number } | undefined, sandbox: Sandbox): boolean {
+  // Inside, the command is PID 1 of its namespace, and without network only `lo` is listed (two header lines and one device).
+  const check = `test $$ -eq 1${sandbox.network ? '' : ' && test "$(wc -l < /proc/net/dev)" -le 3'}`;
+  const { file, args, user: as } = shellArgv(check, { user, sandbox });
   const r = spawnSync(file, args, { stdio: 'ignore', env: shellEnv('/'), cwd: '/', timeout: 5000, ...(as ? { uid: as.uid, gid: as.gid } : {}) });
   return r.status === 0;
 }
@@ -94,6 +104,10 @@ export function canIsolateNetwork(user: { uid: number; gid: number } | undefined
 export function runShell(command: string, o: ShellOptions): Promise<ShellResult> {
   const started = Date.now();
   return new Promise((resolve, reject) => {
+    if (o.signal.aborted) {
+      resolve({ exitCode: null, signal: 'SIGKILL', timedOut: false, truncated: false, output: '', durationMs: 0 });
+      return;
+    }
     const { file, args, user } = shellArgv(command, o);
     const child = spawn(file, args, {
       cwd: o.cwd,
