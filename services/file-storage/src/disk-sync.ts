@@ -144,8 +144,8 @@ export async function syncDisk(
   const deleted: string[] = [];
   for (const p of manifest.keys()) {
     if (seen.has(p)) continue;
-    await client.api.deleteDiskFile({ projectId, diskId, path: p, runId });
-    deleted.push(p);
+    // Only what the disk held (a file skipped for its size never reached it).
+    if ((await client.api.deleteDiskFile({ projectId, diskId, path: p, runId })).deleted) deleted.push(p);
   }
   return { written: written.sort((a, b) => a.path.localeCompare(b.path)), deleted: deleted.sort(), skipped };
 }
