@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
+import { anthropicUserText, startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
 import { startFakeOpenAI, userText, type FakeOpenAI } from './support/fake-openai.js';
 import { serveSite, type TestSite } from './support/site.js';
 import { readSse, type SseEvent } from './support/sse.js';
@@ -17,10 +18,12 @@ const PROVIDER_KEY = 'sk-provider-secret-never-in-shells';
 let f: StackFixture;
 let site: TestSite;
 let fake: FakeOpenAI;
+let anthropic: FakeAnthropic;
 
 before(async () => {
   site = await serveSite();
   fake = await startFakeOpenAI();
+  anthropic = await startFakeAnthropic();
   f = await startStackFixture({
     projects: ['alpha', 'beta'],
     env: {
@@ -30,7 +33,8 @@ before(async () => {
       FILE_SIZE_LIMIT_BYTES: String(1024 * 1024),
       // A provider key the run service holds: commands must never see it.
       ANTHROPIC_API_KEY: PROVIDER_KEY,
-      ANTHROPIC_BASE_URL: 'http://127.0.0.1:9/v1',
+      ANTHROPIC_BASE_URL: anthropic.baseUrl,
+      MODEL_PRICES: JSON.stringify({ 'claude-fake-1': { input: 3, output: 15 } }),
       OPENAI_BASE_URL: fake.baseUrl,
       OPENAI_MODELS: 'fake-gpt',
       MODEL_MAX_RETRIES: '0',
@@ -40,6 +44,7 @@ before(async () => {
 after(async () => {
   await f.stop();
   await fake.close();
+  await anthropic.close();
   await site.close();
 });
 
@@ -268,5 +273,40 @@ describe('an OpenAI-compatible model', () => {
     assert.match(userText(fake.requests[3]!), /Files on the run's disk: answer\.txt, n\.txt/);
     assert.deepEqual(ofType(events, 'tool.result').map((r) => r.ok), [true, false, true]);
     assert.deepEqual([...(await files(created.id, 'output')).entries()].sort(), [['answer.txt', '42'], ['n.txt', '41']]);
+  });
+});
+
+describe('an Anthropic model', () => {
+  test('when a Claude model drives the run, then the Messages API is called with the key and the tools, and its tool uses run', async () => {
+    anthropic.script = (_req, n) =>
+      [
+        { tool: 'shell', input: { command: 'echo from claude > c.txt && cat c.txt' } },
+        { tool: 'done', input: { result: 'Wrote c.txt' } },
+      ][n] ?? { text: 'no more' };
+    anthropic.requests.length = 0;
+    const created = await start({ task: 'Write a file', model: 'claude-fake-1' });
+    const { run, events } = await follow(created.id);
+    assert.equal(run.status, 'completed', run.error);
+    assert.equal(run.result, 'Wrote c.txt');
+    assert.equal(run.totalInputTokens, 240);
+    assert.equal(run.totalOutputTokens, 24);
+    assert.equal(run.totalCostUsd, String((240 * 3 + 24 * 15) / 1e6));
+    const first = anthropic.requests[0]!;
+    assert.equal(first.headers.apiKey, PROVIDER_KEY);
+    assert.match(first.headers.version, /^\d{4}-\d{2}-\d{2}$/);
+    assert.equal(first.body.model, 'claude-fake-1');
+    assert.ok(first.body.tools!.some((t) => t.name === 'shell'));
+    assert.match(anthropicUserText(anthropic.requests[1]!), /from claude/);
+    assert.match(terminal(events), /from claude/);
+    assert.deepEqual([...(await files(created.id, 'output')).entries()], [['c.txt', 'from claude\n']]);
+  });
+
+  test('when Anthropic answers with an error, then the run fails saying so, without the key', async () => {
+    anthropic.script = () => ({ status: 401, type: 'authentication_error', message: 'invalid x-api-key' });
+    const created = await start({ task: 'Anything', model: 'claude-fake-1' });
+    const { run } = await follow(created.id);
+    assert.equal(run.status, 'failed');
+    assert.match(run.error, /^The model provider failed: HTTP 401/);
+    assert.ok(!run.error.includes(PROVIDER_KEY));
   });
 });
