@@ -52,9 +52,11 @@ runMain('run', async () => {
     logger,
     workDir: await prepareWorkDir(config.workDir ?? path.join(os.tmpdir(), 'ats-run-work'), config.dataDir),
     limits: { maxSteps: config.maxSteps, maxRunMs: config.maxRunMinutes * 60000, actionTimeoutMs: config.actionTimeoutMs },
-    shell: { timeoutMs: config.shellTimeoutMs, maxOutputBytes: config.shellMaxOutputBytes },
-    shellUser: shellUser(),
-    shellSandbox: sandbox && !sandboxWorks ? 'unavailable' : sandbox,
+    terminal: {
+      limits: { timeoutMs: config.shellTimeoutMs, maxOutputBytes: config.shellMaxOutputBytes },
+      user: shellUser(),
+      sandbox: sandbox && !sandboxWorks ? 'unavailable' : sandbox,
+    },
     price: (model, usage) => models.price(model, usage),
   });
   const scheduler = new RunScheduler({

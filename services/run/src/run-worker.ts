@@ -15,8 +15,8 @@ import type { Logger } from '../../common/src/logger.js';
 import { materializeDisk, syncDisk, type DiskManifest } from '../../file-storage/src/disk-sync.js';
 import { LimitReached, RunStopped, runBrowserAgent, type RecordedStep } from './agents/browser-agent.js';
 import { runBrowsercode } from './agents/browsercode-agent.js';
-import { ModelError, type AgentModel } from './agents/model.js';
-import { giveTo, type Sandbox, type ShellLimits } from './agents/shell.js';
+import { ModelError, type Usage } from './agents/model.js';
+import type { Terminal } from './agents/shell.js';
 import type { ModelRegistry } from './agents/models.js';
 import { ActionError } from './agents/page-tools.js';
 import type { RunClients } from './clients.js';
@@ -39,11 +39,8 @@ export interface RunWorkerDeps {
   logger: Logger;
   workDir: string;
   limits: RunLimits;
-  shell: ShellLimits;
-  /** Who browsercode commands run as (undefined = this process's user). */
-  shellUser: { uid: number; gid: number } | undefined;
-  /** The sandbox of commands; 'unavailable' = commands are refused (it was required and cannot be made here). */
-  shellSandbox: Sandbox | 'unavailable' | undefined;
+  /** How browsercode runs commands. */
+  terminal: Terminal;
   /** Cost in USD of a model's tokens. */
   price(model: string, usage: { inputTokens: number; outputTokens: number }): number;
 }
@@ -149,31 +146,6 @@ export class RunWorker {
     return skipped.map((s) => `${s.reason}; it was not stored`);
   }
 
-  async #runBrowsercode(run: RunRow, model: AgentModel, dir: string, manifest: DiskManifest, held: Held, signal: AbortSignal): Promise<string> {
-    const { repo, events } = this.#d;
-    await giveTo(dir, this.#d.shellUser);
-    return runBrowsercode({
-      model,
-      task: run.task,
-      turns: await repo.turns(run.sessionId, run.id),
-      diskDir: dir,
-      maxSteps: this.#d.limits.maxSteps,
-      deadline: Date.parse(run.startedAt ?? new Date().toISOString()) + this.#d.limits.maxRunMs,
-      actionTimeoutMs: this.#d.limits.actionTimeoutMs,
-      shell: this.#d.shell,
-      shellUser: this.#d.shellUser,
-      shellSandbox: this.#d.shellSandbox,
-      signal,
-      openBrowser: () => this.#openBrowser(run, held),
-      emit: (type, data) => events.append(run.id, type, data).then(() => undefined),
-      syncOutputs: () => this.#syncOutputs(run, dir, manifest),
-      recordStep: (step) => this.#recordStep(run, step),
-      recordUsage: async (usage) => {
-        await repo.addUsage(run.id, { ...usage, costUsd: this.#d.price(run.model, usage) });
-      },
-    });
-  }
-
   /** Runs one claimed run to its end. Never throws. */
   async execute(run: RunRow, signal: AbortSignal): Promise<void> {
     const { repo, events, clients, logger } = this.#d;
@@ -188,29 +160,35 @@ export class RunWorker {
       manifest = run.diskId ? await materializeDisk(clients.fileStorage, run.projectId, run.diskId, workDir) : new Map<string, string>();
       if (signal.aborted) throw new RunStopped();
 
+      // What both agent loops take.
+      const loop = {
+        model,
+        task: run.task,
+        turns: await repo.turns(run.sessionId, run.id),
+        diskDir: workDir,
+        maxSteps: this.#d.limits.maxSteps,
+        deadline: Date.parse(run.startedAt ?? new Date().toISOString()) + this.#d.limits.maxRunMs,
+        actionTimeoutMs: this.#d.limits.actionTimeoutMs,
+        signal,
+        recordStep: (step: RecordedStep) => this.#recordStep(run, step),
+        recordUsage: async (usage: Usage) => {
+          await repo.addUsage(run.id, { ...usage, costUsd: this.#d.price(run.model, usage) });
+        },
+      };
       let result: string;
       if (code) {
-        result = await this.#runBrowsercode(run, model, workDir, manifest, held, signal);
+        const files = manifest;
+        result = await runBrowsercode({
+          ...loop,
+          terminal: this.#d.terminal,
+          openBrowser: () => this.#openBrowser(run, held),
+          emit: (type, data) => events.append(run.id, type, data).then(() => undefined),
+          syncOutputs: () => this.#syncOutputs(run, workDir, files),
+        });
         await this.#syncOutputs(run, workDir, manifest);
         await this.#endTurnBrowser(run, held, signal); // stopped before the run reads completed
       } else {
-        const cdp = await this.#openBrowser(run, held);
-        result = await runBrowserAgent({
-          browser: cdp,
-          model,
-          task: run.task,
-          turns: await repo.turns(run.sessionId, run.id),
-          diskDir: workDir,
-          diskFiles: [...manifest.keys()],
-          maxSteps: this.#d.limits.maxSteps,
-          deadline: Date.parse(run.startedAt ?? new Date().toISOString()) + this.#d.limits.maxRunMs,
-          actionTimeoutMs: this.#d.limits.actionTimeoutMs,
-          signal,
-          recordStep: (step) => this.#recordStep(run, step),
-          recordUsage: async (usage) => {
-            await repo.addUsage(run.id, { ...usage, costUsd: this.#d.price(run.model, usage) });
-          },
-        });
+        result = await runBrowserAgent({ ...loop, browser: await this.#openBrowser(run, held), diskFiles: [...manifest.keys()] });
       }
       if (await repo.finish(run.id, ['running'], 'completed', { result })) await events.append(run.id, 'run.completed', { result });
     } catch (err) {

@@ -58,7 +58,8 @@ export function check(input: { signal: AbortSignal; maxSteps: number; deadline: 
   if (Date.now() > input.deadline) throw new LimitReached('Time limit reached before the task was finished');
 }
 
-async function waitForText(page: Page, text: string, timeoutMs: number): Promise<void> {
+/** Waits (at most `timeoutMs`, never failing) for `text` to show on the page. */
+export async function waitForText(page: Page, text: string, timeoutMs: number): Promise<void> {
   await page
     .waitForFunction((t: string) => (document.body?.innerText ?? '').toLowerCase().includes(t.toLowerCase()), { timeout: timeoutMs }, text)
     .catch(() => undefined);
@@ -104,16 +105,25 @@ export async function runBrowserAgent(input: BrowserAgentInput): Promise<string>
     }
     const actionMs = Date.now() - actionStarted;
     history.push(memory);
-    const screenshot = await page.screenshot({ type: 'jpeg', quality: 60 }).catch(() => undefined);
-    await input.recordStep({
-      number: n,
-      url: page.url(),
-      action: describeAction(action),
-      thought: decision.thought,
-      screenshot: screenshot ? Buffer.from(screenshot) : undefined,
-      startedAt: new Date(started),
-      durationMs: Date.now() - started,
-      actionMs,
-    });
+    await recordBrowserStep(input.recordStep, page, { number: n, action, thought: decision.thought, started, actionMs });
   }
+}
+
+/** Records a browser action as a step, with a screenshot of the page after it. */
+export async function recordBrowserStep(
+  record: (step: RecordedStep) => Promise<void>,
+  page: Page,
+  s: { number: number; action: Action; thought: string; started: number; actionMs: number },
+): Promise<void> {
+  const screenshot = await page.screenshot({ type: 'jpeg', quality: 60 }).catch(() => undefined);
+  await record({
+    number: s.number,
+    url: page.url(),
+    action: describeAction(s.action),
+    thought: s.thought,
+    screenshot: screenshot ? Buffer.from(screenshot) : undefined,
+    startedAt: new Date(s.started),
+    durationMs: Date.now() - s.started,
+    actionMs: s.actionMs,
+  });
 }

@@ -10,11 +10,11 @@ import { constants as fsc } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Browser, Page } from 'puppeteer-core';
-import { describeAction, isCodeAction, type Action, type CodeAction } from './actions.js';
-import { check, RunStopped, type RecordedStep } from './browser-agent.js';
+import { isCodeAction, type Action, type CodeAction } from './actions.js';
+import { check, recordBrowserStep, RunStopped, waitForText, type RecordedStep } from './browser-agent.js';
 import { ElementNotFound, ModelError, NeedsBrowser, type AgentModel, type Decision, type StepMemory, type Usage } from './model.js';
 import { ActionError, act, activePage, observe, type Observation } from './page-tools.js';
-import { giveTo, insideDisk, listDisk, runShell, type Sandbox, type ShellLimits } from './shell.js';
+import { giveTo, insideDisk, listDisk, runShell, type Terminal } from './shell.js';
 
 /** Largest file read_file returns to the model, and largest tool output kept in an event. */
 const MAX_READ_BYTES = 256 * 1024;
@@ -31,11 +31,7 @@ export interface BrowsercodeInput {
   maxSteps: number;
   deadline: number;
   actionTimeoutMs: number;
-  shell: ShellLimits;
-  /** Who commands run as (undefined = this process's user). */
-  shellUser: { uid: number; gid: number } | undefined;
-  /** The sandbox of commands; 'unavailable' = commands are refused (it was required and cannot be made here). */
-  shellSandbox: Sandbox | 'unavailable' | undefined;
+  terminal: Terminal;
   signal: AbortSignal;
   /** Provisions the run's browser and connects to it (called at most once, when first needed). */
   openBrowser(): Promise<Browser>;
@@ -71,11 +67,13 @@ export async function runBrowsercode(input: BrowsercodeInput): Promise<string> {
     return page!;
   };
 
+  const listFiles = async () => (await listDisk(input.diskDir)).map((f) => f.path);
+  let diskFiles = await listFiles(); // listed again only after a tool that changes the disk
+
   for (let n = 1; ; n++) {
     check(input, n);
     const started = Date.now();
     let observation: Observation | undefined = browser && page ? await observe(browser, page) : undefined;
-    const diskFiles = (await listDisk(input.diskDir)).map((f) => f.path);
     const decideInput = () => ({ task: input.task, toolset: 'code' as const, turns: input.turns, observation, history, diskFiles });
     let decision: Decision;
     try {
@@ -84,7 +82,7 @@ export async function runBrowsercode(input: BrowsercodeInput): Promise<string> {
       if (!(err instanceof NeedsBrowser) && !(err instanceof ElementNotFound)) throw err;
       // The model must see a page first (or the page was still rendering): open or look again.
       const p = await ensureBrowser();
-      if (err instanceof ElementNotFound) await p.waitForFunction((t: string) => (document.body?.innerText ?? '').toLowerCase().includes(t.toLowerCase()), { timeout: Math.min(3000, input.actionTimeoutMs) }, err.target).catch(() => undefined);
+      if (err instanceof ElementNotFound) await waitForText(p, err.target, Math.min(3000, input.actionTimeoutMs));
       observation = await observe(browser!, p);
       decision = await model.decide(decideInput(), input.signal).catch((again: unknown) => {
         throw again instanceof ElementNotFound || again instanceof NeedsBrowser ? new ModelError(again.message) : again;
@@ -101,6 +99,7 @@ export async function runBrowsercode(input: BrowsercodeInput): Promise<string> {
     if (isCodeAction(action)) {
       outcome = await runCodeAction(input, action);
       if (action.name === 'shell' || action.name === 'write_file') {
+        diskFiles = await listFiles();
         const notStored = await input.syncOutputs();
         // The model must know a file it made is not an output (too large), or it would point the user at it.
         if (notStored.length) outcome = { ...outcome, ...(outcome.error === undefined ? { output: [outcome.output, ...notStored].filter(Boolean).join('\n') } : { error: [outcome.error, ...notStored].join('\n') }) };
@@ -117,17 +116,7 @@ export async function runBrowsercode(input: BrowsercodeInput): Promise<string> {
         if (!(err instanceof ActionError)) throw err;
         outcome = { error: err.message };
       }
-      const screenshot = await page!.screenshot({ type: 'jpeg', quality: 60 }).catch(() => undefined);
-      await input.recordStep({
-        number: ++browserSteps,
-        url: page!.url(),
-        action: describeAction(action),
-        thought: decision.thought,
-        screenshot: screenshot ? Buffer.from(screenshot) : undefined,
-        startedAt: new Date(started),
-        durationMs: Date.now() - started,
-        actionMs: Date.now() - actionStarted,
-      });
+      await recordBrowserStep(input.recordStep, page!, { number: ++browserSteps, action, thought: decision.thought, started, actionMs: Date.now() - actionStarted });
       outcome.data = { url: page!.url() };
     }
     if (input.signal.aborted) throw new RunStopped();
@@ -160,10 +149,11 @@ async function runCodeAction(input: BrowsercodeInput, a: CodeAction): Promise<To
   const dir = input.diskDir;
   switch (a.name) {
     case 'shell': {
-      if (input.shellSandbox === 'unavailable') {
+      const { limits, user, sandbox } = input.terminal;
+      if (sandbox === 'unavailable') {
         return { error: 'Commands cannot run on this service: it cannot sandbox them on this host (unshare is refused). Use the file tools and the browser, or ask the operator (SHELL_SANDBOX)' };
       }
-      await giveTo(dir, input.shellUser);
+      await giveTo(dir, user);
       const pending: Record<'stdout' | 'stderr', string> = { stdout: '', stderr: '' };
       let flushing = Promise.resolve();
       let timer: NodeJS.Timeout | undefined;
@@ -179,10 +169,9 @@ async function runCodeAction(input: BrowsercodeInput, a: CodeAction): Promise<To
       const r = await runShell(a.command, {
         cwd: dir,
         signal: input.signal,
-        timeoutMs: input.shell.timeoutMs,
-        maxOutputBytes: input.shell.maxOutputBytes,
-        user: input.shellUser,
-        sandbox: input.shellSandbox,
+        ...limits,
+        user,
+        sandbox,
         onOutput: (stream, chunk) => {
           pending[stream] += chunk;
           timer ??= setTimeout(flush, OUTPUT_FLUSH_MS);
@@ -194,9 +183,9 @@ async function runCodeAction(input: BrowsercodeInput, a: CodeAction): Promise<To
       if (input.signal.aborted) throw new RunStopped();
       const data = { exitCode: r.exitCode, timedOut: r.timedOut, truncated: r.truncated, durationMs: r.durationMs };
       const tail = r.output.length > 2000 ? `…${r.output.slice(-2000)}` : r.output;
-      if (r.timedOut) return { error: `The command was stopped after ${Math.round(input.shell.timeoutMs / 1000)} s (time limit)${tail ? `; its output ended with: ${tail}` : ''}`, data };
+      if (r.timedOut) return { error: `The command was stopped after ${Math.round(limits.timeoutMs / 1000)} s (time limit)${tail ? `; its output ended with: ${tail}` : ''}`, data };
       if (r.exitCode !== 0) return { error: `The command exited with code ${r.exitCode ?? r.signal}${tail ? `: ${tail.trim()}` : ''}`, data };
-      return { output: r.output.trim() + (r.truncated ? `\n(output cut at ${input.shell.maxOutputBytes} bytes)` : ''), data };
+      return { output: r.output.trim() + (r.truncated ? `\n(output cut at ${limits.maxOutputBytes} bytes)` : ''), data };
     }
     case 'write_file': {
       let full: string;

@@ -47,6 +47,13 @@ export interface Sandbox {
   network: boolean;
 }
 
+/** How this service runs commands: limits, the user, the sandbox ('unavailable' = required but impossible here: commands are refused). */
+export interface Terminal {
+  limits: ShellLimits;
+  user: { uid: number; gid: number } | undefined;
+  sandbox: Sandbox | 'unavailable' | undefined;
+}
+
 /** The account commands run as when this process is root: `nobody`. */
 export const UNPRIVILEGED = { uid: 65534, gid: 65534 };
 
@@ -169,11 +176,11 @@ export async function insideDisk(root: string, p: string): Promise<string> {
   const full = path.resolve(root, rel);
   if (full !== root && !full.startsWith(root + path.sep)) throw new Error(`"${p}" is outside the run's disk`);
   // A symlink the command made must not lead out of the disk either.
+  const realRoot = await fs.realpath(root);
   let dir = path.dirname(full);
   while (dir.startsWith(root)) {
     const real = await fs.realpath(dir).catch(() => undefined);
     if (real !== undefined) {
-      const realRoot = await fs.realpath(root);
       if (real !== realRoot && !real.startsWith(realRoot + path.sep)) throw new Error(`"${p}" is outside the run's disk`);
       break;
     }
@@ -182,7 +189,6 @@ export async function insideDisk(root: string, p: string): Promise<string> {
   const st = await fs.lstat(full).catch(() => undefined);
   if (st?.isSymbolicLink()) {
     const target = await fs.realpath(full).catch(() => undefined);
-    const realRoot = await fs.realpath(root);
     if (!target || !target.startsWith(realRoot + path.sep)) throw new Error(`"${p}" is outside the run's disk`);
   }
   return full;
