@@ -13,6 +13,7 @@ import { createLogger } from '../services/common/src/logger.js';
 import { LiveBrowser } from '../services/browser-pool/src/live-browser.js';
 import { startFixtureSite, type FixtureSite } from '../services/browser-pool/src/testing/fixture-site.js';
 import { startStackFixture, type StackFixture } from '../test/support/stack-fixture.js';
+import { hostConfinement } from '../services/browser-pool/src/testing/confinement.js';
 
 export interface Stats {
   n: number;
@@ -150,7 +151,7 @@ async function bareLaunches(rounds: number, dir: string): Promise<Stats> {
         id: `brw_bench${i}`,
         width: 1280,
         height: 800,
-        noSandbox: process.getuid?.() === 0,
+        confinement: hostConfinement(),
         logger,
         screencast: { quality: 60, everyNthFrame: 1, maxWidth: 0, maxHeight: 0 },
       });

@@ -28,6 +28,7 @@ import { Profiles } from './profiles.js';
 import { Proxies } from './proxies.js';
 import type { Frame } from './screencast.js';
 import { SITE_DIR, startFixtureSite, type FixtureSite } from './testing/fixture-site.js';
+import { hostConfinement } from './testing/confinement.js';
 
 const logger = createLogger('test', process.env.TEST_LOG_LEVEL ?? 'silent');
 let now = Date.now();
@@ -81,10 +82,10 @@ async function harness(o: Partial<BrowserPoolOptions> & { rootDir?: string; prox
     proxies: new Proxies(o.proxyUrls ?? new Map(), logger),
     signer,
     cdpWsBase: `ws://127.0.0.1:${port}`,
-    ...(o.internalCdp ? { cdpInternalBase: `ws://localhost:${port}` } : {}),
+    cdpInternalBase: o.internalCdp ? `ws://localhost:${port}` : `ws://127.0.0.1:${port}`,
     instanceId: 'bpi_test',
     rootDir,
-    chromium: { executable: '/usr/bin/chromium', noSandbox: process.getuid?.() === 0, extraArgs: [] },
+    chromium: { executable: '/usr/bin/chromium', confinement: hostConfinement(), extraArgs: [] },
     screencast: { quality: 50, everyNthFrame: 1, maxWidth: 0, maxHeight: 0 },
     warmSize: 1,
     maxActivePerProject: 10,
@@ -625,7 +626,7 @@ describe('restart after a crash', () => {
     // What a pool killed with SIGKILL leaves: active records, their Chromium groups and directories,
     // and a warm browser that had no record yet.
     const repo = new BrowserRepository(db.knex, db.driver);
-    const launched = await Promise.all(['brw_crash1', 'brw_crash2', 'brw_crash3', 'brw_warm_left'].map((id) => Chromium.launch({ executable: '/usr/bin/chromium', rootDir, id, width: 800, height: 600, noSandbox: process.getuid?.() === 0, logger })));
+    const launched = await Promise.all(['brw_crash1', 'brw_crash2', 'brw_crash3', 'brw_warm_left'].map((id) => Chromium.launch({ executable: '/usr/bin/chromium', rootDir, id, width: 800, height: 600, confinement: hostConfinement(), logger })));
     const rows: BrowserRow[] = [];
     for (const c of launched.slice(0, 3)) {
       const timeoutAt = new Date(now + 3600_000).toISOString();

@@ -15,6 +15,7 @@ import type { AgentName, BrowserRepository, BrowserRow, BrowserStatus, StopReaso
 import { cdpUrl } from './cdp-token.js';
 import { killStrays, strayTempDirs } from './chromium.js';
 import type { CdpProxyBackend } from './cdp-proxy.js';
+import type { BrowserConfinement } from './confinement.js';
 import type { Downloads, ListedDownload } from './downloads.js';
 import { dispatchInput, type BrowserInput } from './input.js';
 import { LiveBrowser, type LiveBrowserOptions } from './live-browser.js';
@@ -43,15 +44,16 @@ export interface BrowserPoolOptions {
   /** Public ws(s):// base of the CDP proxy. */
   cdpWsBase: string;
   /**
-   * ws:// base of the CDP proxy as other services reach it (Kubernetes: ws://browser-pool:9222).
-   * Unset: GetCdpEndpoint hands out Chromium's own DevTools URL on 127.0.0.1 (same host only).
+   * ws:// base of the CDP proxy as other services reach it (Kubernetes: ws://browser-pool:9222);
+   * the run service drives browsers through the proxy too (Chromium has no port of its own).
+   * Set later with `useCdpInternalBase` when the proxy's port is known only once it listens.
    */
   cdpInternalBase?: string | undefined;
   /** Names this pool process's browsers in the database (stable across its restarts). */
   instanceId: string;
   /** Parent of every browser's directory. */
   rootDir: string;
-  chromium: { executable: string; noSandbox: boolean; extraArgs: string[] };
+  chromium: { executable: string; confinement: BrowserConfinement; extraArgs: string[] };
   screencast: ScreencastOptions;
   warmSize: number;
   maxActivePerProject: number;
@@ -102,6 +104,7 @@ export class BrowserPool implements CdpProxyBackend {
   /** Directory removals still running in the background (awaited on shutdown). */
   readonly #removals = new Set<Promise<void>>();
   readonly #warm: WarmPool;
+  #cdpInternalBase: string | undefined;
   #reaper: NodeJS.Timeout | undefined;
   #stopped = false;
   #stopping: Promise<void> | undefined;
@@ -112,13 +115,14 @@ export class BrowserPool implements CdpProxyBackend {
     this.#o = o;
     this.#logger = o.logger;
     this.#now = o.now ?? Date.now;
+    this.#cdpInternalBase = o.cdpInternalBase;
     this.#warm = new WarmPool({ size: o.warmSize, logger: o.logger, launch: (signal) => this.#launch(newId('brw'), o.defaultWidth, o.defaultHeight, null, signal) });
   }
 
   #launchOptions(id: string, width: number, height: number, proxyServer: string | undefined, signal?: AbortSignal): LiveBrowserOptions {
     return {
       executable: this.#o.chromium.executable,
-      noSandbox: this.#o.chromium.noSandbox,
+      confinement: this.#o.chromium.confinement,
       extraArgs: this.#o.chromium.extraArgs,
       rootDir: this.#o.rootDir,
       id,
@@ -438,11 +442,16 @@ export class BrowserPool implements CdpProxyBackend {
 
   // ---- for other services ----
 
+  /** Where other services reach the CDP proxy, once it listens (when CDP_INTERNAL_URL does not say). */
+  useCdpInternalBase(base: string): void {
+    this.#cdpInternalBase ??= base;
+  }
+
   async cdpEndpoint(projectId: string, id: string): Promise<string> {
     const b = await this.#live(projectId, id);
     b.touch();
-    if (!this.#o.cdpInternalBase) return b.chromium.wsUrl;
-    return cdpUrl(this.#o.cdpInternalBase, this.#o.signer, id, Math.ceil(Date.parse(b.row!.timeoutAt) / 1000) + 60);
+    if (!this.#cdpInternalBase) throw new UnavailableError('The CDP proxy is not listening yet');
+    return cdpUrl(this.#cdpInternalBase, this.#o.signer, id, Math.ceil(Date.parse(b.row!.timeoutAt) / 1000) + 60);
   }
 
   /**

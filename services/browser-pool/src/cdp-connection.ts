@@ -1,8 +1,12 @@
 /**
- * The pool's own CDP client: one connection per browser over Chromium's
- * `--remote-debugging-pipe` (NUL-terminated JSON on fds 3 and 4). Besides needing no port, the
- * pipe ties Chromium's life to ours: when this process dies the pipe closes and Chromium exits.
- * Flattened sessions: a message for a page carries its `sessionId`.
+ * The pool's CDP client: one connection per browser over Chromium's `--remote-debugging-pipe`
+ * (NUL-terminated JSON on fds 3 and 4), the only way into the browser: it has no DevTools port.
+ * The pipe ties Chromium's life to ours: when this process dies the pipe closes and Chromium
+ * exits. Flattened sessions: a message for a page carries its `sessionId`.
+ *
+ * CDP clients of the proxy are multiplexed over the same pipe as channels: each gets a browser
+ * (or page) session of its own (`Target.attachToBrowserTarget`), its command ids are remapped so
+ * they never meet the pool's, and it sees only the events of the sessions it owns.
  */
 import type { Readable, Writable } from 'node:stream';
 
@@ -18,6 +22,117 @@ export class CdpError extends Error {
 
 type Listener = (params: any, sessionId: string | undefined) => void;
 
+/** A CDP message as clients and Chromium send it. */
+export interface CdpMessage {
+  id?: number;
+  method?: string;
+  params?: any;
+  result?: any;
+  error?: { code?: number; message: string };
+  sessionId?: string;
+}
+
+/** What a channel's guard says of a client's command: refuse it (with the reason) or send it (possibly rewritten). */
+export type GuardVerdict = { refuse: string } | { send: CdpMessage };
+
+/** One CDP client multiplexed over the pipe: its own root session, the sessions it attached, its ids. */
+export class CdpChannel {
+  readonly root: string;
+  readonly #conn: CdpConnection;
+  readonly #deliver: (text: string) => void;
+  readonly #guard: (msg: CdpMessage) => GuardVerdict;
+  readonly #owned = new Set<string>();
+  #closed = false;
+  #onClose: (() => void) | undefined;
+
+  constructor(conn: CdpConnection, root: string, deliver: (text: string) => void, guard: (msg: CdpMessage) => GuardVerdict) {
+    this.#conn = conn;
+    this.root = root;
+    this.#deliver = deliver;
+    this.#guard = guard;
+    this.#owned.add(root);
+  }
+
+  get isClosed(): boolean {
+    return this.#closed;
+  }
+
+  get sessions(): ReadonlySet<string> {
+    return this.#owned;
+  }
+
+  /** Called once when the channel ends from the browser's side (its root session or the pipe went away). */
+  onClose(fn: () => void): void {
+    this.#onClose = fn;
+  }
+
+  /** A client's message: checked, addressed to its session, sent with an id of the connection's own. */
+  send(text: string): void {
+    if (this.#closed) return;
+    let msg: CdpMessage;
+    try {
+      msg = JSON.parse(text);
+    } catch {
+      return this.#deliver(JSON.stringify({ error: { code: -32700, message: 'Message must be a valid JSON' } }));
+    }
+    if (typeof msg !== 'object' || msg === null || typeof msg.id !== 'number' || typeof msg.method !== 'string') {
+      return this.#deliver(JSON.stringify({ id: msg?.id, error: { code: -32600, message: 'Message must have integer id and string method' } }));
+    }
+    const reply = (error: string, code = -32000) =>
+      this.#deliver(JSON.stringify({ id: msg.id, error: { code, message: error }, ...(msg.sessionId ? { sessionId: msg.sessionId } : {}) }));
+    if (msg.sessionId !== undefined && !this.#owned.has(msg.sessionId)) return reply('Session with given id not found.', -32001);
+    const verdict = this.#guard(msg);
+    if ('refuse' in verdict) return reply(verdict.refuse);
+    this.#conn.relay(this, msg.id, { ...verdict.send, sessionId: msg.sessionId ?? this.root });
+  }
+
+  /** @internal A message from Chromium for this channel (an answer to it, or an event of a session it owns). */
+  receive(msg: CdpMessage, clientId?: number): void {
+    if (this.#closed) return;
+    if (clientId === undefined) {
+      if (msg.method === 'Target.attachedToTarget' && msg.params?.sessionId) this.#own(msg.params.sessionId);
+      else if (msg.method === 'Target.detachedFromTarget' && msg.params?.sessionId) this.#disown(msg.params.sessionId);
+    } else if (typeof msg.result?.sessionId === 'string') {
+      this.#own(msg.result.sessionId);
+    }
+    const out: CdpMessage = clientId === undefined ? msg : { ...msg, id: clientId };
+    if (out.sessionId === this.root) delete out.sessionId;
+    this.#deliver(JSON.stringify(out));
+    if (msg.method === 'Target.detachedFromTarget' && msg.params?.sessionId === this.root) this.#end();
+  }
+
+  #own(sessionId: string): void {
+    this.#owned.add(sessionId);
+    this.#conn.own(sessionId, this);
+  }
+
+  #disown(sessionId: string): void {
+    this.#owned.delete(sessionId);
+    this.#conn.disown(sessionId);
+  }
+
+  /** @internal The browser side is gone. */
+  end(): void {
+    this.#end();
+  }
+
+  #end(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const s of this.#owned) this.#conn.disown(s);
+    this.#conn.forget(this);
+    this.#onClose?.();
+  }
+
+  /** The client left: its sessions are detached (its pages stay open). Idempotent. */
+  close(): void {
+    if (this.#closed) return;
+    const sessions = [...this.#owned].reverse();
+    this.#end();
+    for (const sessionId of sessions) this.#conn.send('Target.detachFromTarget', { sessionId }).catch(() => {});
+  }
+}
+
 interface Pending {
   method: string;
   resolve(v: any): void;
@@ -31,6 +146,11 @@ export class CdpConnection {
   readonly #in: Readable;
   readonly #pending = new Map<number, Pending>();
   readonly #listeners = new Map<string, Set<Listener>>();
+  /** Commands of channels in flight: our id → the channel and its client's id. */
+  readonly #relayed = new Map<number, { channel: CdpChannel; clientId: number }>();
+  /** Sessions that belong to a channel, not to the pool. */
+  readonly #owners = new Map<string, CdpChannel>();
+  readonly #channels = new Set<CdpChannel>();
   readonly #defaultTimeoutMs: number;
   #nextId = 1;
   #buffer = '';
@@ -67,13 +187,19 @@ export class CdpConnection {
   }
 
   #dispatch(text: string): void {
-    let msg: { id?: number; method?: string; params?: unknown; result?: unknown; error?: { message: string }; sessionId?: string };
+    let msg: CdpMessage;
     try {
       msg = JSON.parse(text);
     } catch {
       return;
     }
     if (msg.id !== undefined) {
+      const relayed = this.#relayed.get(msg.id);
+      if (relayed) {
+        this.#relayed.delete(msg.id);
+        relayed.channel.receive(msg, relayed.clientId);
+        return;
+      }
       const p = this.#pending.get(msg.id);
       if (!p) return;
       this.#pending.delete(msg.id);
@@ -83,6 +209,8 @@ export class CdpConnection {
       return;
     }
     if (!msg.method) return;
+    const owner = msg.sessionId === undefined ? undefined : this.#owners.get(msg.sessionId);
+    if (owner) return owner.receive(msg);
     const set = this.#listeners.get(msg.method);
     if (!set) return;
     for (const l of [...set]) {
@@ -106,6 +234,48 @@ export class CdpConnection {
       this.#pending.set(id, { method, resolve, reject, timer });
       this.#out.write(JSON.stringify(sessionId ? { id, method, params, sessionId } : { id, method, params }) + '\0');
     });
+  }
+
+  /**
+   * A new CDP client over this pipe, rooted at the browser (or at one page when `targetId` is
+   * given); `deliver` gets every message for it, `guard` sees each of its commands first.
+   */
+  async openChannel(targetId: string | undefined, deliver: (text: string) => void, guard: (msg: CdpMessage) => GuardVerdict): Promise<CdpChannel> {
+    const { sessionId } = targetId
+      ? await this.send<{ sessionId: string }>('Target.attachToTarget', { targetId, flatten: true })
+      : await this.send<{ sessionId: string }>('Target.attachToBrowserTarget');
+    const channel = new CdpChannel(this, sessionId, deliver, guard);
+    if (this.#closed) {
+      channel.end();
+      return channel;
+    }
+    this.#channels.add(channel);
+    this.#owners.set(sessionId, channel);
+    return channel;
+  }
+
+  /** @internal */
+  relay(channel: CdpChannel, clientId: number, msg: CdpMessage): void {
+    if (this.#closed) return;
+    const id = this.#nextId++;
+    this.#relayed.set(id, { channel, clientId });
+    this.#out.write(JSON.stringify({ ...msg, id }) + '\0');
+  }
+
+  /** @internal */
+  own(sessionId: string, channel: CdpChannel): void {
+    this.#owners.set(sessionId, channel);
+  }
+
+  /** @internal */
+  disown(sessionId: string): void {
+    this.#owners.delete(sessionId);
+  }
+
+  /** @internal */
+  forget(channel: CdpChannel): void {
+    this.#channels.delete(channel);
+    for (const [id, r] of this.#relayed) if (r.channel === channel) this.#relayed.delete(id);
   }
 
   /** Listens to an event; returns the function that stops listening. */
@@ -150,6 +320,8 @@ export class CdpConnection {
       this.#pending.delete(id);
     }
     this.#listeners.clear();
+    for (const c of [...this.#channels]) c.end();
+    this.#relayed.clear();
     this.#out.destroy();
     this.#in.destroy();
     this.#closedResolve();

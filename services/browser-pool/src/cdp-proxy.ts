@@ -1,39 +1,99 @@
 /**
- * The public CDP edge. `ws://…/cdp/{browserId}?token=…` upgrades to that browser's DevTools
- * WebSocket (what puppeteer's `connect` and Playwright's `connectOverCDP` want);
- * `/cdp/{browserId}/json/version` and `/json/list` answer for it with URLs pointing back
- * through the proxy; `/cdp/{browserId}/devtools/page/{targetId}` reaches one tab. The token is
- * signed for that one browser and expires with it. Messages are relayed as they are (any number
- * of clients may attach at once), except that download settings keep the browser's own folder.
+ * The public CDP edge and the only way into a browser (Chromium has no DevTools port).
+ * `ws://…/cdp/{browserId}?token=…` opens a CDP connection to that browser (what puppeteer's
+ * `connect` and Playwright's `connectOverCDP` want); `/cdp/{browserId}/json/version` and
+ * `/json/list` answer for it with URLs pointing back through the proxy;
+ * `/cdp/{browserId}/devtools/page/{targetId}` reaches one tab. The token is signed for that one
+ * browser and expires with it. Each client is a channel of its own over the pool's DevTools pipe
+ * (any number may attach at once). Commands that would reach the host are refused: opening
+ * `file:`, `chrome:` and other internal URLs, file paths outside the browser's own folder,
+ * proxies and extensions of the client's choosing; download settings keep the browser's folder.
  */
+import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
+import type net from 'node:net';
+import path from 'node:path';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { Logger } from '../../common/src/logger.js';
 import type { Signer } from '../../common/src/signing.js';
+import type { CdpMessage, GuardVerdict } from './cdp-connection.js';
 import { verifyCdpToken } from './cdp-token.js';
+import { BLOCKED_SCHEMES } from './confinement.js';
 import type { LiveBrowser } from './live-browser.js';
 
 /** Largest CDP message relayed (screenshots and DOM snapshots can be large). */
 const MAX_MESSAGE = 256 * 1024 * 1024;
 
+/** Why a URL may not be opened through CDP, or undefined when it may. */
+export function urlRefusal(raw: unknown): string | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  if (typeof raw !== 'string') return 'url must be a string';
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    return undefined; // Chromium refuses what does not parse as a URL
+  }
+  const scheme = u.protocol.slice(0, -1).toLowerCase();
+  if (['http', 'https', 'data', 'blob', 'ws', 'wss'].includes(scheme)) return undefined;
+  if (scheme === 'about' && ['blank', 'srcdoc'].includes(u.pathname)) return undefined;
+  if (BLOCKED_SCHEMES.includes(scheme)) return `${scheme}: URLs are blocked in this browser (no host files or internal pages)`;
+  return `${scheme}: URLs are blocked in this browser (only http, https, data, blob and about:blank)`;
+}
+
+/** True when `p` names a file inside `dir` (after resolving symlinks where the file exists). */
+export function insideDir(dir: string, p: unknown): boolean {
+  if (typeof p !== 'string' || !path.isAbsolute(p)) return false;
+  const resolved = path.resolve(p);
+  if (!resolved.startsWith(dir + path.sep)) return false;
+  try {
+    const real = fs.realpathSync(resolved);
+    return real.startsWith(fs.realpathSync(dir) + path.sep);
+  } catch {
+    return true; // not there: Chromium will not find it either
+  }
+}
+
 const DOWNLOAD_METHODS = ['Browser.setDownloadBehavior', 'Page.setDownloadBehavior'];
+const URL_PARAM: Record<string, string> = {
+  'Page.navigate': 'url',
+  'Target.createTarget': 'url',
+  'Network.loadNetworkResource': 'url',
+  'Fetch.continueRequest': 'url',
+  'Fetch.continueWithAuth': 'url',
+  'Network.continueInterceptedRequest': 'url',
+};
+/** Methods no client may call: they would load code or paths of the client's choosing, or hand a page a CDP channel past this guard. */
+const REFUSED_METHODS = new Set(['Target.exposeDevToolsProtocol', 'Browser.executeBrowserCommand']);
 
 /**
- * A client may point downloads anywhere (Playwright points them at a folder on its own machine);
- * the browser's downloads belong in its own folder, where the pool lists and stores them.
+ * What the proxy does with a client's command: refuses what would reach the host (internal
+ * URLs, file paths outside the browser's folder, a proxy or extension of the client's choosing)
+ * and points download settings at the browser's own folder.
  */
-export function keepDownloadsHere(data: Buffer, downloadsDir: string): Buffer {
-  if (data.indexOf('etDownloadBehavior') === -1) return data;
-  let msg: { method?: string; params?: { behavior?: string; downloadPath?: string } };
-  try {
-    msg = JSON.parse(data.toString('utf8'));
-  } catch {
-    return data;
+export function guardCommand(msg: CdpMessage, downloadsDir: string): GuardVerdict {
+  const method = msg.method!;
+  const params = (msg.params ?? {}) as Record<string, any>;
+  if (REFUSED_METHODS.has(method) || method.startsWith('Extensions.')) return { refuse: `${method} is not allowed through this proxy` };
+  const urlParam = URL_PARAM[method];
+  if (urlParam) {
+    const why = urlRefusal(params[urlParam]);
+    if (why) return { refuse: why };
   }
-  if (!msg.method || !DOWNLOAD_METHODS.includes(msg.method) || !msg.params || msg.params.behavior === 'deny') return data;
-  const behavior = msg.params.behavior === 'allowAndName' ? 'allowAndName' : 'allow';
-  return Buffer.from(JSON.stringify({ ...msg, params: { ...msg.params, behavior, downloadPath: downloadsDir } }));
+  if (method === 'DOM.setFileInputFiles' || method === 'Input.dispatchDragEvent') {
+    const files: unknown[] = method === 'DOM.setFileInputFiles' ? params.files ?? [] : params.data?.files ?? [];
+    if (!Array.isArray(files) || !files.every((f) => insideDir(downloadsDir, f))) {
+      return { refuse: `${method}: only files in the browser's downloads folder may be set (${downloadsDir})` };
+    }
+  }
+  if (method === 'Target.createBrowserContext' && (params.proxyServer || params.proxyBypassList)) {
+    return { refuse: 'Target.createBrowserContext: the browser network (proxy) is set by the pool' };
+  }
+  if (DOWNLOAD_METHODS.includes(method) && params.behavior !== 'deny' && params.behavior !== 'default') {
+    const behavior = params.behavior === 'allowAndName' ? 'allowAndName' : 'allow';
+    return { send: { ...msg, params: { ...params, behavior, downloadPath: downloadsDir } } };
+  }
+  return { send: msg };
 }
 
 /** What the proxy needs from the pool. */
@@ -101,24 +161,10 @@ function sendJson(res: http.ServerResponse, status: number, body: unknown): void
   res.end(json);
 }
 
-/** GET on Chromium's own DevTools HTTP endpoint; its Host check wants a local name. */
-function upstreamJson(port: number, path: string): Promise<any> {
-  return new Promise((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port, path, headers: { Host: `127.0.0.1:${port}` }, timeout: 5000 }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (text += c));
-      res.on('end', () => {
-        try {
-          resolve(JSON.parse(text));
-        } catch (err) {
-          reject(err);
-        }
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error('DevTools endpoint timed out')));
-    req.on('error', reject);
-  });
+/** `/json/version` as Chromium's own DevTools HTTP endpoint answers it, from CDP. */
+async function versionOf(browser: LiveBrowser): Promise<Record<string, string>> {
+  const v = await browser.chromium.conn.send<{ protocolVersion: string; product: string; userAgent: string; jsVersion: string; revision: string }>('Browser.getVersion', {}, undefined, 5000);
+  return { Browser: v.product, 'Protocol-Version': v.protocolVersion, 'User-Agent': v.userAgent, 'V8-Version': v.jsVersion, 'WebKit-Version': v.revision };
 }
 
 /** The CDP proxy's HTTP server (does not listen until `listen`). */
@@ -160,17 +206,14 @@ export class CdpProxy {
     browser.touch();
     const publicUrl = this.#o.backend.publicUrl(browser);
     if (r.kind === 'browser' || r.kind === 'page') throw new Refusal(426, 'WebSocket upgrade required');
-    if (r.kind === 'version') {
-      const v = await upstreamJson(browser.chromium.port, '/json/version');
-      return sendJson(res, 200, { ...v, webSocketDebuggerUrl: publicUrl });
-    }
-    const targets = (await upstreamJson(browser.chromium.port, '/json/list')) as { id: string; type: string; url: string }[];
+    if (r.kind === 'version') return sendJson(res, 200, { ...(await versionOf(browser)), webSocketDebuggerUrl: publicUrl });
+    const { targetInfos } = await browser.chromium.conn.send<{ targetInfos: { targetId: string; type: string; title: string; url: string }[] }>('Target.getTargets', {}, undefined, 5000);
     const [base, query] = publicUrl.split('?');
-    const visible = targets.filter((t) => t.type !== 'page' || browser.tabs.has(t.id));
+    const visible = targetInfos.filter((t) => (t.type === 'page' && browser.tabs.has(t.targetId)) || ['iframe', 'worker', 'service_worker', 'shared_worker'].includes(t.type));
     return sendJson(
       res,
       200,
-      visible.map(({ devtoolsFrontendUrl: _f, webSocketDebuggerUrl: _w, ...t }: any) => ({ ...t, webSocketDebuggerUrl: `${base}/devtools/page/${t.id}?${query}` })),
+      visible.map((t) => ({ description: '', id: t.targetId, title: t.title, type: t.type, url: t.url, webSocketDebuggerUrl: `${base}/devtools/page/${t.targetId}?${query}` })),
     );
   }
 
@@ -186,38 +229,43 @@ export class CdpProxy {
       return refuseSocket(socket, r.status, r.message);
     }
     const { route: r, browser } = auth;
-    const chromium = browser.chromium;
-    const upstreamPath = r.kind === 'page' ? `/devtools/page/${r.targetId}` : new URL(chromium.wsUrl).pathname;
-    this.#wss.handleUpgrade(req, socket, head, (client) => this.#relay(client, `ws://127.0.0.1:${chromium.port}${upstreamPath}`, browser));
+    this.#wss.handleUpgrade(req, socket, head, (client) => this.#attach(client, browser, r.targetId));
   }
 
-  /** Relays messages both ways; a client's download settings are pointed at the browser's own folder. */
-  #relay(client: WebSocket, upstreamUrl: string, browser: LiveBrowser): void {
-    const upstream = new WebSocket(upstreamUrl, { perMessageDeflate: false, maxPayload: MAX_MESSAGE });
-    const queued: [Buffer, boolean][] = [];
+  /** Makes the client a channel of its own over the browser's pipe; messages that arrive meanwhile wait. */
+  #attach(client: WebSocket, browser: LiveBrowser, targetId: string | undefined): void {
+    const queued: string[] = [];
+    let channel: import('./cdp-connection.js').CdpChannel | undefined;
     browser.addClient(client);
     this.#clients.add(client);
     client.on('message', (data: Buffer, isBinary: boolean) => {
       browser.touch();
-      const out = isBinary ? data : keepDownloadsHere(data, browser.chromium.downloadsDir);
-      if (upstream.readyState === WebSocket.OPEN) upstream.send(out, { binary: isBinary });
-      else queued.push([out, isBinary]);
+      if (isBinary) return client.close(1003, 'CDP messages are text');
+      const text = data.toString('utf8');
+      if (channel) channel.send(text);
+      else queued.push(text);
     });
-    upstream.on('open', () => {
-      for (const [m, binary] of queued.splice(0)) upstream.send(m, { binary });
-    });
-    upstream.on('message', (data: Buffer, isBinary: boolean) => {
-      if (client.readyState === WebSocket.OPEN) client.send(data, { binary: isBinary });
-    });
-    upstream.on('close', () => client.close());
     client.on('close', () => {
       this.#clients.delete(client);
-      if (upstream.readyState === WebSocket.CONNECTING) upstream.terminate();
-      else upstream.close();
+      channel?.close();
     });
-    upstream.on('error', () => client.terminate());
-    client.on('error', () => upstream.terminate());
-    this.#o.logger.debug({ browserId: browser.id, clients: browser.clientCount }, 'cdp client attached');
+    client.on('error', () => client.terminate());
+    const deliver = (text: string) => {
+      if (client.readyState === WebSocket.OPEN) client.send(text);
+    };
+    browser.chromium.conn.openChannel(targetId, deliver, (msg) => guardCommand(msg, browser.chromium.downloadsDir)).then(
+      (c) => {
+        channel = c;
+        c.onClose(() => client.close(1001, 'The browser target closed'));
+        if (c.isClosed || client.readyState !== WebSocket.OPEN) return client.readyState === WebSocket.OPEN ? client.close(1011, 'The browser is gone') : c.close();
+        for (const m of queued.splice(0)) c.send(m);
+        this.#o.logger.debug({ browserId: browser.id, clients: browser.clientCount }, 'cdp client attached');
+      },
+      (err) => {
+        this.#o.logger.debug({ err, browserId: browser.id }, 'cdp client not attached');
+        client.close(1011, targetId ? 'No such target' : 'The browser did not answer');
+      },
+    );
   }
 
   /** Binds; resolves to the bound port. */

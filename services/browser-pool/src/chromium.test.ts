@@ -7,6 +7,7 @@ import { tempDir } from '../../../test/support/infra.js';
 import { createLogger } from '../../common/src/logger.js';
 import { Chromium, killStrays, strayTempDirs } from './chromium.js';
 import { groupMembers, processesUsing } from './process-groups.js';
+import { hostConfinement } from './testing/confinement.js';
 
 const logger = createLogger('test', 'silent');
 const roots: string[] = [];
@@ -15,7 +16,7 @@ const newRoot = () => {
   roots.push(r);
   return r;
 };
-const launch = (rootDir: string, id: string) => Chromium.launch({ executable: '/usr/bin/chromium', rootDir, id, width: 800, height: 600, noSandbox: process.getuid?.() === 0, logger });
+const launch = (rootDir: string, id: string) => Chromium.launch({ executable: '/usr/bin/chromium', rootDir, id, width: 800, height: 600, confinement: hostConfinement(), logger });
 const live = (rootDir: string) => processesUsing(`--user-data-dir=${rootDir}${path.sep}`);
 
 after(() => {
@@ -33,7 +34,6 @@ test('when two browsers are launched, then each leads its own process group with
   assert.ok(groupMembers(a.pgid).length > 1, 'Chromium runs several processes in its group');
   assert.ok(live(root).every((p) => p.pgid === a.pgid || p.pgid === b.pgid), 'every Chromium process is in one of the two groups');
   assert.ok(fs.existsSync(a.userDataDir) && fs.existsSync(b.userDataDir) && a.userDataDir !== b.userDataDir);
-  assert.match(a.wsUrl, /^ws:\/\/127\.0\.0\.1:\d+\/devtools\/browser\//);
   const version = await a.conn.send<{ product: string }>('Browser.getVersion');
   assert.match(version.product, /Chrome/);
 
@@ -59,16 +59,87 @@ test('when a pool crashed and left browsers behind, then killStrays kills exactl
   assert.deepEqual(killed.sort(), [left1.pgid, left2.pgid].sort());
   assert.deepEqual(live(mine), []);
   assert.ok(groupMembers(foreign.pgid).length > 0, "another pool's browser survives");
-  assert.equal(strayTempDirs(mine).length, 2, 'their temporary dirs are found for removal');
+  assert.equal(strayTempDirs(mine).length, hostConfinement().namespaces ? 0 : 2, 'their temporary dirs (outside a namespace) are found for removal');
   await Promise.all([left1.stop(), left2.stop(), foreign.stop()]);
 });
 
 test('when Chromium cannot start, then launch fails with the reason and leaves no directory', async () => {
   const root = newRoot();
   await assert.rejects(
-    Chromium.launch({ executable: '/nonexistent/chromium', rootDir: root, id: 'brw_none', width: 800, height: 600, noSandbox: true, logger }),
+    Chromium.launch({ executable: '/nonexistent/chromium', rootDir: root, id: 'brw_none', width: 800, height: 600, confinement: hostConfinement(), logger }),
     /cannot start Chromium at \/nonexistent\/chromium/,
   );
   assert.deepEqual(fs.readdirSync(root), []);
   assert.deepEqual(strayTempDirs(root), []);
+});
+
+/** uid of a process, from /proc. */
+const uidOf = (pid: number) => Number(/^Uid:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+/** uids owning a listening TCP socket on this host (IPv4 and IPv6). */
+function listeningUids(): Set<number> {
+  const out = new Set<number>();
+  for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of fs.readFileSync(f, 'utf8').split('\n').slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      if (cols[3] === '0A') out.add(Number(cols[7])); // state LISTEN, uid column
+    }
+  }
+  return out;
+}
+
+const confined = hostConfinement();
+const skipUnconfined = confined.namespaces && confined.uidBase !== undefined ? false : 'needs root and mount namespaces';
+
+test('when browsers run confined, then each runs as a uid of its own with its sandbox on, no DevTools port and none of the service environment', { skip: skipUnconfined }, async () => {
+  const root = newRoot();
+  process.env.ATS_TEST_SECRET = 'the-service-secret-0123456789';
+  const [a, b] = await Promise.all([launch(root, 'brw_uid1'), launch(root, 'brw_uid2')]);
+  delete process.env.ATS_TEST_SECRET;
+  try {
+    assert.ok(a.uid !== undefined && b.uid !== undefined && a.uid !== b.uid && a.uid >= 1000, `own uids: ${a.uid}, ${b.uid}`);
+    const members = groupMembers(a.pgid).filter((pid) => uidOf(pid) !== 0);
+    assert.ok(members.length > 1, 'Chromium processes run under the browser uid');
+    assert.ok(
+      groupMembers(a.pgid).every((pid) => [0, a.uid].includes(uidOf(pid))),
+      'only the namespace helper runs as root; every Chromium process as the browser uid',
+    );
+    for (const pid of members) {
+      const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      assert.doesNotMatch(cmd, /--no-sandbox|--remote-debugging-port/);
+      const env = fs.readFileSync(`/proc/${pid}/environ`, 'utf8');
+      assert.doesNotMatch(env, /the-service-secret|DATABASE_URL|SIGNING_SECRET/);
+    }
+    assert.equal(listeningUids().has(a.uid), false, 'no process of the browser listens on a TCP port');
+    assert.equal(listeningUids().has(b.uid), false);
+  } finally {
+    await Promise.all([a.stop(), b.stop()]);
+  }
+});
+
+test("when a browser runs confined, then it sees its own folder but not the service's data, the host's sockets or other browsers, and file: URLs are blocked", { skip: skipUnconfined }, async () => {
+  const root = newRoot();
+  const secret = path.join(path.dirname(root), 'signing-secret');
+  fs.writeFileSync(secret, 'secret', { mode: 0o644 });
+  const [a, b] = await Promise.all([launch(root, 'brw_view1'), launch(root, 'brw_view2')]);
+  try {
+    const chromiumPid = groupMembers(a.pgid).find((pid) => uidOf(pid) === a.uid)!;
+    const seen = (p: string) => fs.existsSync(`/proc/${chromiumPid}/root${p}`);
+    assert.equal(seen(a.userDataDir), true, 'its own profile is there');
+    assert.equal(seen(secret), false, 'a service file beside the browsers is hidden');
+    assert.equal(seen(b.userDataDir), false, "another browser's profile is hidden");
+    assert.equal(seen(process.cwd()), false, 'the service checkout is hidden');
+    const hostRun = fs.readdirSync('/run').filter((n) => n !== 'mount');
+    assert.ok(hostRun.length > 0, 'the host has something in /run to hide');
+    assert.deepEqual(fs.readdirSync(`/proc/${chromiumPid}/root/run`).filter((n) => hostRun.includes(n)), [], '/run (host Unix sockets) is not visible');
+    assert.equal(fs.readdirSync(`/proc/${chromiumPid}/root/dev/shm`).some((n) => !n.startsWith('.org.chromium')), false, '/dev/shm is private');
+
+    const { targetId } = await a.conn.send<{ targetId: string }>('Target.createTarget', { url: 'about:blank' });
+    const { sessionId } = await a.conn.send<{ sessionId: string }>('Target.attachToTarget', { targetId, flatten: true });
+    if (confined.policyDir) {
+      const nav = await a.conn.send<{ errorText?: string }>('Page.navigate', { url: `file://${a.userDataDir}` }, sessionId);
+      assert.equal(nav.errorText, 'net::ERR_BLOCKED_BY_ADMINISTRATOR', 'even the pool itself cannot open file: URLs');
+    }
+  } finally {
+    await Promise.all([a.stop(), b.stop()]);
+  }
 });

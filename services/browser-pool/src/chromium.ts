@@ -1,8 +1,10 @@
 /**
  * One Chromium process: launched detached (the leader of its own process group) with its own
- * directory `<root>/<browserId>` holding the user-data dir and the downloads folder; the pool
- * talks to it over the DevTools pipe, clients reach it on its DevTools port through the CDP
- * proxy. `stop()` kills the whole group and removes the directory.
+ * directory `<root>/<browserId>` holding the user-data dir and the downloads folder. It has no
+ * DevTools port: the pool talks CDP to it over `--remote-debugging-pipe` only, and CDP clients
+ * reach it through the pool's proxy, which multiplexes them over that pipe. Confined as
+ * `confinement.ts` decides (own uid, namespaces, sandbox, policy); its environment is built from
+ * nothing. `stop()` kills the whole group and removes the directory.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -12,6 +14,7 @@ import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../../common/src/logger.js';
 import { CdpConnection } from './cdp-connection.js';
+import { NAMESPACE_SCRIPT, releaseUid, takeUid, type BrowserConfinement } from './confinement.js';
 import { killGroup, processesUsing, waitGroupGone } from './process-groups.js';
 
 /** How to launch one browser. */
@@ -23,7 +26,8 @@ export interface LaunchOptions {
   id: string;
   width: number;
   height: number;
-  noSandbox: boolean;
+  /** How it is confined (see confinement.ts). */
+  confinement: BrowserConfinement;
   /** `--proxy-server` value, e.g. http://127.0.0.1:3128. */
   proxyServer?: string | undefined;
   extraArgs?: string[];
@@ -53,15 +57,11 @@ function tempDirFor(rootDir: string, id: string): string {
   return path.join(t.dir, `${t.prefix}${id.slice(-16)}`);
 }
 
-const DEVTOOLS_LINE = /DevTools listening on (ws:\/\/[^\s]+)/;
-
 /** Flags every browser gets: quiet (no background traffic), unthrottled background tabs, no first-run UI. */
 export function chromiumArgs(o: LaunchOptions, userDataDir: string): string[] {
   const args = [
     '--headless=new',
     '--remote-debugging-pipe',
-    '--remote-debugging-port=0',
-    '--remote-allow-origins=*',
     `--user-data-dir=${userDataDir}`,
     `--window-size=${o.width},${o.height}`,
     '--no-first-run',
@@ -90,8 +90,8 @@ export function chromiumArgs(o: LaunchOptions, userDataDir: string): string[] {
     '--force-color-profile=srgb',
     '--mute-audio',
   ];
-  if (o.noSandbox) args.push('--no-sandbox');
-  if (smallDevShm()) args.push('--disable-dev-shm-usage');
+  if (!o.confinement.sandbox) args.push('--no-sandbox');
+  if (!o.confinement.namespaces && smallDevShm()) args.push('--disable-dev-shm-usage');
   if (o.proxyServer) args.push(`--proxy-server=${o.proxyServer}`);
   args.push(...(o.extraArgs ?? []), 'about:blank');
   return args;
@@ -111,6 +111,32 @@ function smallDevShm(): boolean {
   return devShmSmall;
 }
 
+/** The environment of a browser: nothing of the service's own (no secret can leak into it). */
+export function chromiumEnv(home: string, tmpDir: string): NodeJS.ProcessEnv {
+  return {
+    PATH: '/usr/local/bin:/usr/bin:/bin',
+    HOME: home,
+    TMPDIR: tmpDir,
+    LANG: 'C.UTF-8',
+    XDG_CONFIG_HOME: path.join(home, '.config'),
+    XDG_CACHE_HOME: path.join(home, '.cache'),
+    DBUS_SESSION_BUS_ADDRESS: 'disabled:',
+  };
+}
+
+/** The program and arguments that start Chromium as `confinement` says. */
+export function launchCommand(o: LaunchOptions, dir: string, uid: number | undefined): { file: string; args: string[] } {
+  const args = chromiumArgs(o, path.join(dir, 'profile'));
+  if (!o.confinement.namespaces) return { file: o.executable, args };
+  return {
+    file: 'unshare',
+    args: [
+      '--mount', '--propagation', 'private', '--pid', '--fork', '--kill-child', '--mount-proc',
+      '--', '/bin/sh', '-c', NAMESPACE_SCRIPT, 'ats-browser', dir, String(uid ?? 0), o.confinement.policyDir ?? '', o.executable, ...args,
+    ],
+  };
+}
+
 /** One launched Chromium process group with its directories and its DevTools pipe. */
 export class Chromium {
   readonly id: string;
@@ -119,9 +145,8 @@ export class Chromium {
   readonly userDataDir: string;
   readonly downloadsDir: string;
   readonly pid: number;
-  /** Direct DevTools WebSocket URL of the browser target (internal only). */
-  readonly wsUrl: string;
-  readonly port: number;
+  /** The uid its processes run as (undefined = this process's). */
+  readonly uid: number | undefined;
   readonly conn: CdpConnection;
   /** Resolves when the leader process has exited (for whatever reason). */
   readonly exited: Promise<void>;
@@ -130,7 +155,7 @@ export class Chromium {
   #stopping: Promise<void> | undefined;
   #removed: Promise<void> = Promise.resolve();
 
-  private constructor(o: { id: string; dir: string; tmpDir: string; child: ChildProcess; wsUrl: string; conn: CdpConnection; exited: Promise<void>; logger: Logger }) {
+  private constructor(o: { id: string; dir: string; tmpDir: string; child: ChildProcess; uid: number | undefined; conn: CdpConnection; exited: Promise<void>; logger: Logger }) {
     this.id = o.id;
     this.dir = o.dir;
     this.tmpDir = o.tmpDir;
@@ -138,8 +163,7 @@ export class Chromium {
     this.downloadsDir = path.join(o.dir, 'downloads');
     this.#child = o.child;
     this.pid = o.child.pid!;
-    this.wsUrl = o.wsUrl;
-    this.port = Number(new URL(o.wsUrl).port);
+    this.uid = o.uid;
     this.conn = o.conn;
     this.exited = o.exited;
     this.#logger = o.logger;
@@ -154,22 +178,37 @@ export class Chromium {
     return this.#child.exitCode === null && this.#child.signalCode === null;
   }
 
-  /** Launches Chromium and resolves once its DevTools endpoint and pipe are up. */
+  /** Launches Chromium and resolves once it answers over its DevTools pipe. */
   static async launch(o: LaunchOptions): Promise<Chromium> {
     const dir = path.join(o.rootDir, o.id);
     const userDataDir = path.join(dir, 'profile');
     const downloadsDir = path.join(dir, 'downloads');
+    fs.mkdirSync(o.rootDir, { recursive: true, mode: 0o711 });
+    try {
+      fs.accessSync(o.executable, fs.constants.X_OK);
+    } catch (err) {
+      throw new Error(`cannot start Chromium at ${o.executable}: ${(err as NodeJS.ErrnoException).code}`);
+    }
+    const uid = o.confinement.uidBase === undefined ? undefined : takeUid(o.confinement.uidBase);
     fs.mkdirSync(userDataDir, { recursive: true, mode: 0o700 });
     fs.mkdirSync(downloadsDir, { recursive: true, mode: 0o700 });
+    if (uid !== undefined) for (const d of [dir, userDataDir, downloadsDir]) fs.chownSync(d, uid, uid);
+    // In its namespace a browser's temporaries go to its private /tmp, gone with it; otherwise to
+    // a TMPDIR of its own, so removing that leaves nothing behind even after SIGKILL.
     const tmpDir = tempDirFor(o.rootDir, o.id);
-    fs.mkdirSync(tmpDir, { recursive: true, mode: 0o700 });
-    const child = spawn(o.executable, chromiumArgs(o, userDataDir), {
-      detached: true,
-      stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'],
-      // Chromium's singleton socket dir and other temporaries go to the browser's own TMPDIR, so
-      // removing it leaves nothing behind even after SIGKILL.
-      env: { ...process.env, TMPDIR: tmpDir, DBUS_SESSION_BUS_ADDRESS: 'disabled:' },
-    });
+    if (!o.confinement.namespaces) fs.mkdirSync(tmpDir, { recursive: true, mode: 0o700 });
+    const { file, args } = launchCommand(o, dir, uid);
+    let child: ChildProcess;
+    try {
+      child = spawn(file, args, {
+        detached: true,
+        stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'],
+        env: chromiumEnv(dir, o.confinement.namespaces ? '/tmp' : tmpDir),
+      });
+    } catch (err) {
+      if (uid !== undefined) releaseUid(uid);
+      throw err;
+    }
     const exited = new Promise<void>((resolve) => {
       if (child.exitCode !== null || child.signalCode !== null) resolve();
       else child.once('exit', () => resolve());
@@ -180,29 +219,28 @@ export class Chromium {
         await exited;
         await waitGroupGone(child.pid, 2000);
       }
+      if (uid !== undefined) releaseUid(uid);
       fs.rmSync(dir, { recursive: true, force: true });
       fs.rmSync(tmpDir, { recursive: true, force: true });
     };
+    const conn = new CdpConnection(child.stdio[4] as Readable, child.stdio[3] as Writable);
+    let text = '';
+    child.stderr!.setEncoding('utf8');
+    child.stderr!.on('data', (chunk: string) => {
+      if (text.length < 64 * 1024) text += chunk;
+    });
     try {
       let onAbort: (() => void) | undefined;
       let timer: NodeJS.Timeout | undefined;
-      const wsUrl = await new Promise<string>((resolve, reject) => {
+      const timeoutMs = o.timeoutMs ?? 20000;
+      await new Promise<void>((resolve, reject) => {
         if (o.signal?.aborted) return reject(new Error('launch aborted'));
         onAbort = () => reject(new Error('launch aborted'));
         o.signal?.addEventListener('abort', onAbort, { once: true });
-        let text = '';
-        timer = setTimeout(() => reject(new Error(`Chromium did not start within ${o.timeoutMs ?? 20000} ms`)), o.timeoutMs ?? 20000);
+        timer = setTimeout(() => reject(new Error(`Chromium did not start within ${timeoutMs} ms`)), timeoutMs);
         child.once('error', (err) => reject(new Error(`cannot start Chromium at ${o.executable}: ${err.message}`)));
         child.once('exit', (code, signal) => reject(new Error(`Chromium exited during start (code ${code}, signal ${signal}): ${text.slice(-500)}`)));
-        child.stderr!.setEncoding('utf8');
-        child.stderr!.on('data', (chunk: string) => {
-          if (text.length < 64 * 1024) text += chunk;
-          const m = DEVTOOLS_LINE.exec(text);
-          if (m) {
-            text = '';
-            resolve(m[1]!);
-          }
-        });
+        conn.send('Browser.getVersion', {}, undefined, timeoutMs).then(() => resolve(), () => undefined);
       }).finally(() => {
         clearTimeout(timer);
         if (onAbort) o.signal?.removeEventListener('abort', onAbort);
@@ -210,9 +248,9 @@ export class Chromium {
       // Keep draining stderr so Chromium never blocks on a full pipe.
       child.stderr!.removeAllListeners('data');
       child.stderr!.resume();
-      const conn = new CdpConnection(child.stdio[4] as Readable, child.stdio[3] as Writable);
-      return new Chromium({ id: o.id, dir, tmpDir, child, wsUrl, conn, exited, logger: o.logger });
+      return new Chromium({ id: o.id, dir, tmpDir, child, uid, conn, exited, logger: o.logger });
     } catch (err) {
+      conn.close();
       await cleanup();
       throw err;
     }
@@ -229,6 +267,7 @@ export class Chromium {
       killGroup(this.pgid, 'SIGKILL');
       await this.exited;
       if (!(await waitGroupGone(this.pgid, 5000))) this.#logger.error({ browserId: this.id, pgid: this.pgid }, 'chromium process group survived SIGKILL');
+      else if (this.uid !== undefined) releaseUid(this.uid);
       this.#removed = Promise.all([
         fs.promises.rm(this.dir, { recursive: true, force: true, maxRetries: 3 }),
         fs.promises.rm(this.tmpDir, { recursive: true, force: true, maxRetries: 3 }),

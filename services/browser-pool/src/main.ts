@@ -22,6 +22,7 @@ import { liveViewMinter } from './live-view.client.js';
 import { migrations } from './migrations.js';
 import { ProfileRepository } from './profile.repository.js';
 import { Profiles } from './profiles.js';
+import { detectConfinement } from './confinement.js';
 import { Proxies } from './proxies.js';
 import { createBrowserPoolServer } from './server.js';
 
@@ -63,7 +64,14 @@ runMain('browser-pool', async () => {
     cdpInternalBase: config.cdpInternalBase,
     instanceId: instanceId(home),
     rootDir: path.join(home, 'browsers'),
-    chromium: { executable: config.chromiumPath, noSandbox: config.chromiumNoSandbox, extraArgs: config.chromiumArgs },
+    chromium: {
+      executable: config.chromiumPath,
+      confinement: detectConfinement(
+        { mode: config.browserConfinement, uidBase: config.browserUidBase, noSandbox: config.chromiumNoSandbox, policyDir: path.join(home, 'chromium-etc') },
+        logger,
+      ),
+      extraArgs: config.chromiumArgs,
+    },
     screencast: { quality: config.screencastQuality, everyNthFrame: config.screencastEveryNthFrame, maxWidth: 0, maxHeight: 0 },
     warmSize: config.warmSize,
     maxActivePerProject: config.maxActivePerProject,
@@ -78,6 +86,7 @@ runMain('browser-pool', async () => {
   const proxy = new CdpProxy({ backend: pool, signer, logger });
   const cdpPort = await proxy.listen(config.cdpHost, config.cdpPort);
   logger.info({ host: config.cdpHost, port: cdpPort }, 'cdp proxy listening');
+  pool.useCdpInternalBase(`ws://${['0.0.0.0', '::', ''].includes(config.cdpHost) ? '127.0.0.1' : config.cdpHost}:${cdpPort}`);
   const server = createBrowserPoolServer({ logger, pool, profiles });
   const port = await server.listen(config.grpcHost, config.grpcPort);
   logger.info({ host: config.grpcHost, port }, 'listening');

@@ -86,6 +86,12 @@ export function bool(env: string, opt: Opt<boolean> = {}): Field<boolean> {
   });
 }
 
+/** A boolean that may be absent (undefined: the caller decides). */
+export function optionalBool(env: string, opt: { describe?: string } = {}): Field<boolean | undefined> {
+  const parse = bool(env, { default: false }).parse;
+  return field(env, opt.describe ?? '', (raw) => (raw === undefined || raw === '' ? undefined : parse(raw)));
+}
+
 /** One of a fixed set of values. */
 export function oneOf<const T extends string>(env: string, values: readonly T[], opt: Opt<T> = {}): Field<T> {
   return field(env, opt.describe ?? '', (raw) => {

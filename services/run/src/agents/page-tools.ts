@@ -3,10 +3,12 @@
  * (a data attribute that survives re-observation of the same document), so a model can name
  * "[3]" and mean the same element in the next step.
  */
+import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Browser, ElementHandle, Page } from 'puppeteer-core';
 import { InvalidArgumentError } from '../../../common/src/errors.js';
 import type { Action, ExtractWhat } from './actions.js';
+import { insideDisk } from './shell.js';
 
 export interface PageElement {
   index: number;
@@ -250,10 +252,8 @@ export async function act(browser: Browser, page: Page, action: Action, opts: Ac
     }
     case 'upload': {
       if (!opts.diskDir) throw new ActionError('This run has no disk to upload from');
-      const file = path.resolve(opts.diskDir, action.path);
-      if (!file.startsWith(path.resolve(opts.diskDir) + path.sep)) throw new InvalidArgumentError(`${action.path} is not on the disk`);
       const el = (await element(page, action.index)) as ElementHandle<HTMLInputElement>;
-      await el.uploadFile(file);
+      await setInputFile(el, await readUpload(opts.diskDir, action.path));
       return { page };
     }
     case 'shell':
@@ -264,4 +264,48 @@ export async function act(browser: Browser, page: Page, action: Action, opts: Ac
     case 'done':
       return { page };
   }
+}
+
+/** Largest file the agent uploads into a page (its bytes travel over CDP). */
+export const MAX_UPLOAD_BYTES = 50 * 1024 * 1024;
+
+const UPLOAD_TYPES: Record<string, string> = {
+  '.txt': 'text/plain', '.csv': 'text/csv', '.json': 'application/json', '.html': 'text/html', '.pdf': 'application/pdf',
+  '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.gif': 'image/gif', '.webp': 'image/webp', '.zip': 'application/zip',
+};
+
+/** A file of the run's disk to upload: name, type and bytes (never a path outside the disk). */
+async function readUpload(diskDir: string, p: string): Promise<{ name: string; type: string; base64: string }> {
+  let full: string;
+  try {
+    full = await insideDisk(path.resolve(diskDir), p);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+  const st = await fs.stat(full).catch(() => undefined);
+  if (!st?.isFile()) throw new ActionError(`${p} is not a file on the disk`);
+  if (st.size > MAX_UPLOAD_BYTES) throw new ActionError(`${p} is ${st.size} bytes; files up to ${MAX_UPLOAD_BYTES} bytes can be uploaded`);
+  const name = path.basename(full);
+  return { name, type: UPLOAD_TYPES[path.extname(name).toLowerCase()] ?? '', base64: (await fs.readFile(full)).toString('base64') };
+}
+
+/**
+ * Puts the file into a file input as a user's choice would: its bytes go over CDP into the page
+ * (the browser is confined and reads no host path), then `input` and `change` fire.
+ */
+async function setInputFile(el: ElementHandle<HTMLInputElement>, f: { name: string; type: string; base64: string }): Promise<void> {
+  const problem = await el.evaluate((input, file) => {
+    if (!(input instanceof HTMLInputElement) || input.type !== 'file') return 'That element is not a file input';
+    if (input.disabled) return 'That file input is disabled';
+    const bin = atob(file.base64);
+    const bytes = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    const dt = new DataTransfer();
+    dt.items.add(new File([bytes], file.name, { type: file.type }));
+    input.files = dt.files;
+    input.dispatchEvent(new Event('input', { bubbles: true }));
+    input.dispatchEvent(new Event('change', { bubbles: true }));
+    return '';
+  }, f);
+  if (problem) throw new ActionError(problem);
 }

@@ -1,0 +1,142 @@
+/**
+ * How browsers are confined on this host, decided once at start and logged, so an operator sees
+ * what a visited page could reach. Where the pool runs as root (the default container and `make
+ * up`), each Chromium:
+ *  - runs as a uid of its own (from BROWSER_UID_BASE), so it can read no service data and no
+ *    other browser's profile, with Chromium's own sandbox on (it needs unprivileged user
+ *    namespaces, which are probed);
+ *  - lives in mount and PID namespaces of its own: every top-level directory except the system
+ *    ones (/usr, /etc, …) is covered by an empty tmpfs (DATA_DIR, /root, /home, /var, /run with
+ *    its Unix sockets, …), its own directory is mounted back at the same path, /tmp and /dev/shm
+ *    are private, and a managed policy refuses file:, chrome: and other internal schemes;
+ *  - gets an environment built from nothing.
+ * Without root only what needs no privilege is kept (empty environment, the policy refused at the
+ * CDP proxy, the sandbox when user namespaces work); the start log says so.
+ */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Logger } from '../../common/src/logger.js';
+
+/** What a browser launch gets from the pool's confinement. */
+export interface BrowserConfinement {
+  /** First uid (and gid) of the range browsers run as; undefined = as this process. */
+  uidBase: number | undefined;
+  /** Mount and PID namespaces that hide the host (needs root). */
+  namespaces: boolean;
+  /** Chromium's own sandbox. */
+  sandbox: boolean;
+  /**
+   * A directory mounted over Chromium's policy directory (`/etc/chromium`) inside the namespace;
+   * undefined where Chromium has none or there is no namespace.
+   */
+  policyDir: string | undefined;
+}
+
+export interface ConfinementSettings {
+  /** `auto`: as much as this host allows; `off`: none (unsafe, for debugging). */
+  mode: 'auto' | 'off';
+  uidBase: number;
+  /** CHROMIUM_NO_SANDBOX when given; undefined = on wherever user namespaces work. */
+  noSandbox: boolean | undefined;
+  /** Where the managed policy is written (a directory of the pool's own). */
+  policyDir: string;
+}
+
+/** Schemes no browser may open: host files, internal pages, extensions. */
+export const BLOCKED_SCHEMES = ['file', 'chrome', 'chrome-untrusted', 'devtools', 'view-source', 'chrome-extension', 'chrome-search', 'filesystem'];
+
+/** The managed Chromium policy every confined browser gets. */
+export const CHROMIUM_POLICY = {
+  URLBlocklist: BLOCKED_SCHEMES.map((s) => (s === 'view-source' || s === 'filesystem' ? `${s}:*` : `${s}://*`)),
+  // Chromium's own UI pages (headless keeps the omnibox popup): blocked, they would turn into error pages that look like tabs.
+  URLAllowlist: ['chrome://omnibox-popup.top-chrome'],
+  // Page-visible WebRTC may use no UDP path that skips the egress proxy.
+  WebRtcIPHandlingPolicy: 'disable_non_proxied_udp',
+  AllowFileSelectionDialogs: false,
+  PromptForDownloadLocation: false,
+  BrowserSignin: 0,
+  SyncDisabled: true,
+  PasswordManagerEnabled: false,
+};
+
+/** Where Debian's Chromium reads machine policies (`<dir>/policies/managed/*.json`). */
+export const CHROMIUM_ETC = '/etc/chromium';
+
+const ok = (file: string, args: string[]) => spawnSync(file, args, { stdio: 'ignore', timeout: 5000, env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' } }).status === 0;
+
+/** Probes the host once and says what browsers get. */
+export function detectConfinement(s: ConfinementSettings, logger: Logger): BrowserConfinement {
+  const root = process.getuid?.() === 0;
+  const userns = ok('unshare', ['--user', '--map-root-user', 'true']);
+  if (s.mode === 'off') {
+    logger.warn('BROWSER_CONFINEMENT=off: browsers run as this process, with its files in reach');
+    return { uidBase: undefined, namespaces: false, sandbox: s.noSandbox === undefined ? !root && userns : !s.noSandbox, policyDir: undefined };
+  }
+  const namespaces = root && ok('unshare', ['--mount', '--pid', '--fork', '--mount-proc', 'true']);
+  const sandbox = s.noSandbox === undefined ? userns : !s.noSandbox;
+  let policyDir: string | undefined;
+  if (namespaces && fs.existsSync(CHROMIUM_ETC)) {
+    policyDir = s.policyDir;
+    const managed = path.join(policyDir, 'policies', 'managed');
+    fs.mkdirSync(managed, { recursive: true, mode: 0o755 });
+    fs.writeFileSync(path.join(managed, 'ats.json'), JSON.stringify(CHROMIUM_POLICY, null, 2), { mode: 0o644 });
+    for (let d = managed; d.startsWith(policyDir); d = path.dirname(d)) fs.chmodSync(d, 0o755);
+  }
+  const c: BrowserConfinement = { uidBase: root && namespaces ? s.uidBase : undefined, namespaces, sandbox, policyDir };
+  const missing = [
+    !root && 'a uid per browser and mount namespaces (the pool does not run as root)',
+    root && !namespaces && 'mount and PID namespaces (unshare is refused here: the container needs CAP_SYS_ADMIN)',
+    !sandbox && "Chromium's sandbox (no unprivileged user namespaces, or CHROMIUM_NO_SANDBOX=true)",
+    namespaces && !policyDir && `the managed policy (${CHROMIUM_ETC} does not exist; internal schemes are refused at the CDP proxy only)`,
+  ].filter(Boolean);
+  if (missing.length) logger.warn({ confinement: c, missing }, `browsers are confined only partly; missing: ${missing.join('; ')}`);
+  else logger.info({ confinement: c }, 'browsers confined: own uid, sandbox, mount and PID namespaces, managed policy');
+  return c;
+}
+
+/** Uids handed to live browsers of this process; a uid is reused only once its browser's processes are gone. */
+const uidsInUse = new Set<number>();
+const UID_RANGE = 10000;
+
+/** Takes the lowest free uid of the range. */
+export function takeUid(base: number): number {
+  for (let uid = base; uid < base + UID_RANGE; uid++) {
+    if (!uidsInUse.has(uid)) {
+      uidsInUse.add(uid);
+      return uid;
+    }
+  }
+  throw new Error(`no free browser uid in ${base}..${base + UID_RANGE - 1}`);
+}
+
+export function releaseUid(uid: number): void {
+  uidsInUse.delete(uid);
+}
+
+/**
+ * The shell script that builds a browser's view of the host inside fresh mount and PID
+ * namespaces, then drops to the browser's uid and starts Chromium. Arguments: the browser's
+ * directory, uid, the policy directory ('' for none), then the command.
+ */
+export const NAMESPACE_SCRIPT = String.raw`set -eu
+dir="$1"; uid="$2"; policy="$3"; shift 3
+mount -t tmpfs -o mode=755,size=1m ats-run /run
+mkdir /run/.dir /run/.fonts
+mount --bind "$dir" /run/.dir
+if [ -d /var/cache/fontconfig ]; then mount --bind /var/cache/fontconfig /run/.fonts; fi
+if [ -n "$policy" ]; then mkdir /run/.policy; mount --bind "$policy" /run/.policy; fi
+for d in /*; do
+  case "$d" in /usr|/lib|/lib32|/lib64|/libx32|/bin|/sbin|/etc|/proc|/dev|/sys|/run) continue;; esac
+  if [ -d "$d" ] && [ ! -L "$d" ]; then mount -t tmpfs -o mode=755,size=1m ats-hidden "$d"; fi
+done
+mount -t tmpfs -o mode=1777,size=512m ats-tmp /tmp
+mount -t tmpfs -o mode=1777,size=1g ats-shm /dev/shm
+mkdir -p "$dir" /var/cache/fontconfig
+mount --bind /run/.dir "$dir"
+mount --bind /run/.fonts /var/cache/fontconfig
+if [ -n "$policy" ]; then mount --bind /run/.policy /etc/chromium; umount /run/.policy; fi
+umount /run/.dir /run/.fonts
+rm -rf /run/.dir /run/.fonts /run/.policy
+exec setpriv --reuid="$uid" --regid="$uid" --clear-groups --no-new-privs -- "$@"
+`;
