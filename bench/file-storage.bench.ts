@@ -63,7 +63,7 @@ export async function fileStorageBench(opts: { sizeMiB: number; rounds: number; 
   const size = opts.sizeMiB * 1024 * 1024;
   spawnSync('head', ['-c', String(size), '/dev/urandom'], { stdio: ['ignore', fs.openSync(src, 'w'), 'inherit'] });
   const { key, projectId } = f.projects.bench!;
-  const storage = createServiceClient(FileStorageServiceService, `127.0.0.1:${f.stack.ports.get('file-storage')}`, 5000);
+  const storage = createServiceClient(FileStorageServiceService, `127.0.0.1:${f.stack.ports.get('file-storage')}`, 5000, f.stack.internalToken);
   try {
     const cp: number[] = [];
     const up: number[] = [];

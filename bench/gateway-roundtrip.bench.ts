@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
 import { ROOT, Stack, canConnect, killGroup } from '../scripts/stack.js';
+import { INTERNAL_TOKEN_FILE_NAME } from '../services/common/src/internal-token.js';
 import { tempDir } from '../test/support/infra.js';
 import { load, type LoadResult } from './support/load.js';
 
@@ -40,7 +41,7 @@ export async function gatewayRoundtrip(opts: { roundMs: number; rounds: number }
   const pair = spawn(process.execPath, [path.join(ROOT, 'dist/bench/support/gateway-pair.js')], {
     cwd: ROOT,
     detached: true,
-    env: { ...process.env, DATA_DIR: path.join(dataDir, 'pair'), RUN_SERVICE_ADDR: `127.0.0.1:${stack.ports.get('run')}` },
+    env: { ...process.env, DATA_DIR: path.join(dataDir, 'pair'), RUN_SERVICE_ADDR: `127.0.0.1:${stack.ports.get('run')}`, INTERNAL_TOKEN_FILE: path.join(dataDir, INTERNAL_TOKEN_FILE_NAME) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   try {

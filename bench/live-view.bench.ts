@@ -281,7 +281,7 @@ export async function liveViewBench(opts: { measureMs?: number; maxBrowsers?: nu
     projects: ['bench'],
     env: { LOG_LEVEL: 'warn', MAX_ACTIVE_BROWSERS_PER_PROJECT: String(maxBrowsers + 4), BROWSER_IDLE_TIMEOUT_SECONDS: '0' },
   });
-  const b: Bench = { f, site, key: f.projects.bench!.key, projectId: f.projects.bench!.projectId, pool: createPoolClient(`127.0.0.1:${f.stack.ports.get('browser-pool')}`, 5000) };
+  const b: Bench = { f, site, key: f.projects.bench!.key, projectId: f.projects.bench!.projectId, pool: createPoolClient(`127.0.0.1:${f.stack.ports.get('browser-pool')}`, 5000, f.stack.internalToken) };
   const liveViewPgid = f.stack.children.get('live-view')!.pid!;
   const stops: string[] = [];
   try {

@@ -1,14 +1,18 @@
 /**
  * Starts the whole service as separate processes: an optional child nats-server, the four
  * services and the gateway, each in its own process group. Used by `make up` and by the
- * integration tests, so both run exactly the same processes.
+ * integration tests, so both run exactly the same processes. Every process gets the same
+ * internal token (DATA_DIR/internal-token unless one is given); a child nats-server requires
+ * a token generated for it, which only the services are told.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { loadInternalToken, type InternalToken } from '../services/common/src/internal-token.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 /** The repository root, whether this runs from `scripts/` or from `dist/scripts/`. */
@@ -95,23 +99,36 @@ export async function stopChild(child: ChildProcess, graceMs: number): Promise<v
   killGroup(child.pid, 'SIGKILL'); // anything the child left in its group
 }
 
-/** A child nats-server with JetStream on a free port. */
-export async function startNats(storeDir: string, onLine: (line: string) => void): Promise<{ url: string; child: ChildProcess }> {
+/**
+ * A child nats-server with JetStream on a free port that requires a new random token. The
+ * token goes in a config file (mode 0600), never on the command line, where any local user
+ * could read it.
+ */
+export async function startNats(storeDir: string, onLine: (line: string) => void): Promise<{ url: string; token: string; child: ChildProcess }> {
   const port = await freePort();
   fs.mkdirSync(storeDir, { recursive: true });
-  const child = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const token = randomBytes(24).toString('base64url');
+  const conf = path.join(storeDir, 'auth.conf');
+  fs.rmSync(conf, { force: true }); // a file of an earlier start may have other permissions
+  fs.writeFileSync(conf, `authorization {\n  token: "${token}"\n}\n`, { mode: 0o600 });
+  const child = spawn('nats-server', ['-c', conf, '-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   const failed = new Promise<never>((_, reject) =>
     child.once('error', (err) => reject(new Error(`cannot start nats-server (${err.message}); install it (apt-get install nats-server) or set NATS_URL`))),
   );
   for (const s of [child.stdout!, child.stderr!]) readline.createInterface({ input: s }).on('line', onLine);
   await Promise.race([failed, waitFor('nats-server', () => canConnect('127.0.0.1', port), 15000, child)]);
-  return { url: `nats://127.0.0.1:${port}`, child };
+  return { url: `nats://127.0.0.1:${port}`, token, child };
 }
 
 export interface StackOptions {
   dataDir: string;
-  /** An existing NATS; unset starts a child nats-server. */
+  /** An existing NATS; unset starts a child nats-server (which then requires a generated token). */
   natsUrl?: string | undefined;
+  /** The token the existing NATS requires, if any. */
+  natsToken?: string | undefined;
+  /** The internal token (INTERNAL_TOKEN) or a file holding it; neither = DATA_DIR/internal-token. */
+  internalToken?: string | undefined;
+  internalTokenFile?: string | undefined;
   databaseUrl?: string | undefined;
   gatewayHost?: string;
   gatewayPort?: number;
@@ -137,6 +154,10 @@ export class Stack {
   readonly ports = new Map<ServiceName, number>();
   nats: ChildProcess | undefined;
   natsUrl = '';
+  /** The token NATS requires (generated for a child nats-server); undefined = none. */
+  natsToken: string | undefined;
+  /** The credential every service requires of internal gRPC calls (for tests calling them directly). */
+  readonly internalToken: InternalToken;
   gatewayPort = 0;
   readonly edgePorts = new Map<Edge, number>();
   #stopping = false;
@@ -145,6 +166,8 @@ export class Stack {
 
   constructor(opts: StackOptions) {
     this.opts = opts;
+    // Resolved (and generated) here, before any service starts, so that they all read one file.
+    this.internalToken = loadInternalToken({ internalToken: opts.internalToken, internalTokenFile: opts.internalTokenFile, dataDir: opts.dataDir });
   }
 
   get baseUrl(): string {
@@ -176,6 +199,10 @@ export class Stack {
       SHUTDOWN_TIMEOUT_MS: String(this.opts.shutdownTimeoutMs ?? 10000),
     };
     delete env.BOOTSTRAP_API_KEY;
+    for (const v of ['INTERNAL_TOKEN', 'INTERNAL_TOKEN_FILE', 'NATS_TOKEN']) delete env[v];
+    if (this.opts.internalToken) env.INTERNAL_TOKEN = this.opts.internalToken;
+    if (this.opts.internalTokenFile) env.INTERNAL_TOKEN_FILE = path.resolve(this.opts.internalTokenFile);
+    if (this.natsToken && service !== 'gateway') env.NATS_TOKEN = this.natsToken; // the gateway does not use NATS
     if (this.opts.databaseUrl) env.DATABASE_URL = this.opts.databaseUrl;
     else delete env.DATABASE_URL;
     for (const [edge, e] of Object.entries(EDGES) as [Edge, (typeof EDGES)[Edge]][]) {
@@ -213,11 +240,14 @@ export class Stack {
 
   /** Starts NATS (unless given) and every service; resolves when all accept connections. */
   async start(): Promise<void> {
-    if (this.opts.natsUrl) this.natsUrl = this.opts.natsUrl;
-    else {
+    if (this.opts.natsUrl) {
+      this.natsUrl = this.opts.natsUrl;
+      this.natsToken = this.opts.natsToken;
+    } else {
       const n = await startNats(path.join(this.opts.dataDir, 'nats'), (l) => this.opts.onLine?.('nats', l));
       this.nats = n.child;
       this.natsUrl = n.url;
+      this.natsToken = n.token;
     }
     for (const s of SERVICE_NAMES) if (s !== 'gateway') this.ports.set(s, await freePort());
     this.gatewayPort = this.opts.gatewayPort ?? (await freePort());

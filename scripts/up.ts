@@ -13,6 +13,9 @@ import { EDGES, ROOT, SERVICE_NAMES, Stack, killGroup, type ServiceName } from '
 const config = loadConfig({
   dataDir: dir('DATA_DIR', { default: './data' }),
   natsUrl: optionalUrl('NATS_URL', ['nats', 'tls']),
+  natsToken: optionalStr('NATS_TOKEN'),
+  internalToken: optionalStr('INTERNAL_TOKEN', { minLength: 32 }),
+  internalTokenFile: optionalStr('INTERNAL_TOKEN_FILE'),
   databaseUrl: optionalUrl('DATABASE_URL', ['postgres', 'postgresql']),
   host: str('HOST', { default: '0.0.0.0' }),
   port: port('PORT', { default: 8080 }),
@@ -118,6 +121,9 @@ async function up(): Promise<void> {
   const stack = new Stack({
     dataDir: config.dataDir,
     natsUrl: config.natsUrl,
+    natsToken: config.natsToken,
+    internalToken: config.internalToken,
+    internalTokenFile: config.internalTokenFile,
     databaseUrl: config.databaseUrl,
     gatewayHost: config.host,
     gatewayPort: config.port,

@@ -11,6 +11,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import YAML from 'yaml';
+import { gatewayConfigSpec } from '../gateway/src/config.js';
+import { browserPoolConfigSpec } from '../services/browser-pool/src/config.js';
+import { fileStorageConfigSpec } from '../services/file-storage/src/config.js';
+import { liveViewConfigSpec } from '../services/live-view/src/config.js';
+import { runConfigSpec } from '../services/run/src/config.js';
 
 const DEPLOY_DIR = fileURLToPath(new URL('../deploy/', import.meta.url));
 const BASE_DIR = path.join(DEPLOY_DIR, 'base');
@@ -21,8 +26,9 @@ const TSCONFIG = fileURLToPath(new URL('../tsconfig.json', import.meta.url));
 const APP_IMAGE = 'agent-task-service';
 const APP_UID = 10001;
 const SECRET_NAME = 'agent-task-service-secrets';
-const SECRET_VARS = ['DATABASE_URL', 'SIGNING_SECRET', 'BOOTSTRAP_API_KEY'];
-const REQUIRED_SECRET_VARS = ['DATABASE_URL', 'SIGNING_SECRET'];
+const SECRET_VARS = ['DATABASE_URL', 'SIGNING_SECRET', 'INTERNAL_TOKEN', 'NATS_TOKEN', 'BOOTSTRAP_API_KEY'];
+/** Required of every component; NATS_TOKEN is required of those that use NATS (see below). */
+const REQUIRED_SECRET_VARS = ['DATABASE_URL', 'SIGNING_SECRET', 'INTERNAL_TOKEN'];
 const LABEL_NAME = 'app.kubernetes.io/name';
 const LABEL_PART_OF = 'app.kubernetes.io/part-of';
 const WORKLOAD_KINDS = new Set(['Deployment', 'StatefulSet', 'DaemonSet']);
@@ -671,6 +677,157 @@ test('when a secret-bearing variable is set in base, then it comes from a secret
 });
 
 // ---------------------------------------------------------------------------------------
+// Trust between processes: credentials and NetworkPolicies
+
+/** The variables each component's config module reads: the code, not a list kept by hand. */
+const READS: Record<string, Set<string>> = Object.fromEntries(
+  Object.entries({
+    gateway: gatewayConfigSpec,
+    run: runConfigSpec,
+    'browser-pool': browserPoolConfigSpec,
+    'file-storage': fileStorageConfigSpec,
+    'live-view': liveViewConfigSpec,
+  }).map(([name, spec]) => [name, new Set(Object.values(spec as Record<string, { env: string }>).map((f) => f.env))]),
+);
+const INGRESS_CONTROLLER = 'ingress-controller';
+/** Internal connections to a public edge that no *_SERVICE_ADDR shows: the run service drives browsers through the CDP proxy (CDP_INTERNAL_URL). */
+const INTERNAL_EDGE_CALLERS: { service: string; port: number; variable: string; callers: string[] }[] = [
+  { service: 'browser-pool', port: 9222, variable: 'CDP_INTERNAL_URL', callers: ['run'] },
+];
+
+function secretRef(c: Json, name: string): Json | undefined {
+  return (c.env ?? []).find((e: Json) => e.name === name)?.valueFrom?.secretKeyRef;
+}
+
+test('when a component runs, then its code reads INTERNAL_TOKEN and its pod gets it from the Secret; NATS_TOKEN goes to exactly the components that use NATS', () => {
+  const objects = baseObjects();
+  assert.ok(Object.values(READS).some((vars) => vars.has('NATS_URL')), 'some component uses NATS');
+  for (const [name, component] of Object.entries(COMPONENTS)) {
+    const workload = find(objects, component.kind, name);
+    assert.ok(workload);
+    const [c] = podSpec(workload).containers;
+    assert.ok(READS[name].has('INTERNAL_TOKEN'), `${name}'s config reads INTERNAL_TOKEN`);
+    const internal = secretRef(c, 'INTERNAL_TOKEN');
+    assert.deepEqual([internal?.name, internal?.key, internal?.optional], [SECRET_NAME, 'INTERNAL_TOKEN', undefined], `${name}: INTERNAL_TOKEN`);
+    const nats = secretRef(c, 'NATS_TOKEN');
+    if (READS[name].has('NATS_URL')) {
+      assert.ok(READS[name].has('NATS_TOKEN'), `${name}'s config reads NATS_TOKEN`);
+      assert.deepEqual([nats?.name, nats?.key, nats?.optional], [SECRET_NAME, 'NATS_TOKEN', undefined], `${name}: NATS_TOKEN`);
+    } else {
+      assert.equal(nats, undefined, `${name} does not use NATS, so it does not get its token`);
+    }
+  }
+});
+
+test('when nats-server starts, then its config requires the token from the Secret, read from its environment, not from the ConfigMap or its arguments', () => {
+  const objects = baseObjects();
+  const nats = find(objects, 'StatefulSet', 'nats');
+  assert.ok(nats);
+  const [c] = podSpec(nats).containers;
+  const ref = secretRef(c, 'NATS_TOKEN');
+  assert.deepEqual([ref?.name, ref?.key, ref?.optional], [SECRET_NAME, 'NATS_TOKEN', undefined]);
+  const args: string[] = [...(c.command ?? []), ...(c.args ?? [])];
+  assert.ok(args.includes('-c'), 'nats-server reads a config file');
+  const confPath = args[args.indexOf('-c') + 1];
+  assert.ok(!args.some((a) => /--(auth|user|pass)\b/.test(a)), 'no credential on the command line');
+  const mount = c.volumeMounts.find((m: Json) => confPath.startsWith(`${m.mountPath}/`));
+  assert.ok(mount, `${confPath} is on a mounted volume`);
+  const volume = podSpec(nats).volumes.find((v: Json) => v.name === mount.name);
+  const cm = find(objects, 'ConfigMap', volume?.configMap?.name);
+  assert.ok(cm, 'the config comes from a ConfigMap');
+  const conf = String(cm.data[path.posix.basename(confPath)]);
+  assert.match(conf, /authorization\s*\{[^}]*\btoken:\s*\$NATS_TOKEN\b/, 'clients must present $NATS_TOKEN');
+});
+
+/** Who a NetworkPolicy peer is: a component of this app by name, or the Ingress controller. */
+function peerName(peer: Json, where: string): string {
+  if (peer.namespaceSelector) {
+    assert.equal(peer.namespaceSelector.matchLabels?.['kubernetes.io/metadata.name'], 'ingress-nginx', `${where}: the only other namespace is the Ingress controller's`);
+    assert.equal(peer.podSelector?.matchLabels?.[LABEL_NAME], 'ingress-nginx', `${where}: the controller pods, not the whole namespace`);
+    return INGRESS_CONTROLLER;
+  }
+  assert.equal(peer.ipBlock, undefined, `${where}: no ipBlock peers`);
+  const labels = peer.podSelector?.matchLabels ?? {};
+  assert.ok(labels[LABEL_NAME] && labels[LABEL_PART_OF] === 'agent-task-service', `${where}: a peer names one component (${JSON.stringify(peer)})`);
+  return labels[LABEL_NAME];
+}
+
+/** Per selected component, per port: who the NetworkPolicies let in. */
+function admitted(objects: K8s[]): Map<string, Map<number, Set<string>>> {
+  const out = new Map<string, Map<number, Set<string>>>();
+  for (const np of objects.filter((o) => o.kind === 'NetworkPolicy')) {
+    const where = `NetworkPolicy ${np.metadata.name}`;
+    assert.ok((np.spec.policyTypes ?? []).includes('Ingress'), `${where}: policyTypes Ingress`);
+    const target = np.spec.podSelector?.matchLabels?.[LABEL_NAME];
+    if (!target) continue; // the default deny
+    assert.equal(np.spec.podSelector.matchLabels[LABEL_PART_OF], 'agent-task-service', `${where}: selects this app's pods`);
+    const ports = out.get(target) ?? new Map<number, Set<string>>();
+    out.set(target, ports);
+    for (const rule of np.spec.ingress ?? []) {
+      assert.ok(rule.ports?.length, `${where}: every rule names its ports`);
+      assert.ok(rule.from?.length, `${where}: every rule names who may connect`);
+      for (const p of rule.ports) {
+        assert.equal(typeof p.port, 'number', `${where}: ports by number`);
+        const peers = ports.get(p.port) ?? new Set<string>();
+        ports.set(p.port, peers);
+        for (const peer of rule.from) peers.add(peerName(peer, where));
+      }
+    }
+  }
+  return out;
+}
+
+const sorted = (m: Map<string, Map<number, Set<string>>>) =>
+  Object.fromEntries([...m].sort(([a], [b]) => a.localeCompare(b)).map(([k, ports]) => [k, Object.fromEntries([...ports].sort(([a], [b]) => a - b).map(([p, s]) => [p, [...s].sort()]))]));
+
+test('when the base is built, then a default-deny NetworkPolicy selects every pod and admits nothing', () => {
+  const denies = baseObjects().filter((o) => o.kind === 'NetworkPolicy' && Object.keys(o.spec.podSelector ?? {}).length === 0);
+  assert.equal(denies.length, 1, 'one policy selects every pod');
+  const [deny] = denies;
+  assert.deepEqual(deny.spec.policyTypes, ['Ingress']);
+  assert.deepEqual(deny.spec.ingress ?? [], [], 'it admits nothing');
+});
+
+test("when the base is built, then each component's NetworkPolicy admits exactly the callers its peers' code names, port by port, and the Ingress controller only on public ports", () => {
+  const objects = baseObjects();
+  const expected = new Map<string, Map<number, Set<string>>>();
+  const allow = (service: string, port: number, caller: string) => {
+    const ports = expected.get(service) ?? new Map<number, Set<string>>();
+    expected.set(service, ports);
+    ports.set(port, (ports.get(port) ?? new Set()).add(caller));
+  };
+  const natsUrl = new URL(find(objects, 'ConfigMap', 'agent-task-service-config')!.data.NATS_URL);
+  for (const [caller, vars] of Object.entries(READS)) {
+    for (const v of vars) {
+      const target = ADDRESS_TARGETS[v];
+      if (target) allow(target.service, target.port, caller);
+      if (v === 'NATS_URL') allow(natsUrl.hostname, Number(natsUrl.port), caller);
+    }
+  }
+  allow('gateway', COMPONENTS.gateway.portVars.PORT, INGRESS_CONTROLLER);
+  for (const edge of Object.values(PUBLIC_URLS)) allow(edge.service, edge.port, INGRESS_CONTROLLER);
+  for (const edge of INTERNAL_EDGE_CALLERS) {
+    const owner = find(objects, 'Deployment', edge.service) ?? find(objects, 'StatefulSet', edge.service);
+    assert.ok(owner);
+    const url = new URL(envValue(podSpec(owner).containers[0], edge.variable, objects) ?? 'x:');
+    assert.deepEqual([url.hostname, Number(url.port)], [edge.service, edge.port], `${edge.variable} is the address these callers use`);
+    for (const caller of edge.callers) allow(edge.service, edge.port, caller);
+  }
+  assert.deepEqual(sorted(admitted(objects)), sorted(expected));
+  for (const w of objects.filter((o) => WORKLOAD_KINDS.has(o.kind))) {
+    assert.ok(expected.has(w.spec.template.metadata.labels[LABEL_NAME]), `${w.metadata.name}: some policy lets its callers in`);
+  }
+});
+
+test('when the dev overlay runs Postgres, then only the components whose code reads DATABASE_URL may connect to it', () => {
+  const objects = build(DEV_DIR);
+  const callers = Object.entries(READS).filter(([, vars]) => vars.has('DATABASE_URL')).map(([name]) => name);
+  assert.equal(callers.length, Object.keys(COMPONENTS).length);
+  assert.deepEqual(sorted(admitted(objects)).postgres, { 5432: callers.sort() });
+  assert.equal(objects.filter((o) => o.kind === 'NetworkPolicy' && Object.keys(o.spec.podSelector ?? {}).length === 0).length, 1, 'the default deny covers the namespace');
+});
+
+// ---------------------------------------------------------------------------------------
 // Overlays
 
 test('when the dev overlay is built, then its Secret provides every key base reads and DATABASE_URL reaches the dev Postgres with its credentials', () => {
@@ -684,6 +841,7 @@ test('when the dev overlay is built, then its Secret provides every key base rea
     assert.match(data[key], /dev-only/, `dev ${key} is marked as a dev-only placeholder`);
   }
   assert.ok(data.SIGNING_SECRET.length >= 32, 'SIGNING_SECRET is long enough for HMAC');
+  assert.ok(data.INTERNAL_TOKEN.length >= 32 && !/\s/.test(data.INTERNAL_TOKEN), 'INTERNAL_TOKEN is one word of at least 32 characters (the services refuse less)');
 
   const db = new URL(data.DATABASE_URL);
   assert.match(db.protocol, /^postgres(ql)?:$/);
@@ -708,7 +866,7 @@ test('when the production overlay is built, then it runs two gateways and expect
   assert.equal(find(objects, 'Secret', SECRET_NAME), undefined, 'production does not ship secret values');
   assert.equal(find(objects, 'StatefulSet', 'postgres'), undefined, 'production uses an external Postgres');
   const text = readFileSync(path.join(PROD_DIR, 'kustomization.yaml'), 'utf8');
-  for (const key of [SECRET_NAME, ...REQUIRED_SECRET_VARS]) assert.ok(text.includes(key), `production notes ${key}`);
+  for (const key of [SECRET_NAME, ...REQUIRED_SECRET_VARS, 'NATS_TOKEN']) assert.ok(text.includes(key), `production notes ${key}`);
 });
 
 for (const [label, dir] of [['base', BASE_DIR], ['dev', DEV_DIR], ['production', PROD_DIR]] as const) {

@@ -22,7 +22,7 @@ let f: StackFixture;
 let storage: FileStorageClient;
 before(async () => {
   f = await startStackFixture({ projects: ['alpha', 'beta'] });
-  storage = createServiceClient(FileStorageServiceService, `127.0.0.1:${f.stack.ports.get('file-storage')}`, 5000);
+  storage = createServiceClient(FileStorageServiceService, `127.0.0.1:${f.stack.ports.get('file-storage')}`, 5000, f.stack.internalToken);
 });
 after(async () => {
   storage.close();

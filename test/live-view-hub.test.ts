@@ -75,7 +75,7 @@ let clockLagMs = 0;
 before(async () => {
   pool = new FakePool(PROJECT, BROWSER, logger);
   const port = await pool.server.listen('127.0.0.1', 0);
-  source = createPoolClient(`127.0.0.1:${port}`, 5000);
+  source = createPoolClient(`127.0.0.1:${port}`, 5000, pool.token);
   signer = new Signer('hub-test-secret-0123456789-abcdefghij', () => Date.now() - clockLagMs);
   edge = createLiveViewHttp({
     signer,

@@ -34,7 +34,7 @@ before(async () => {
     serveSite(),
     puppeteer.launch({ executablePath: '/usr/bin/chromium', headless: true, args: CHROMIUM_ARGS }),
   ]);
-  liveView = createServiceClient(LiveViewServiceService, `127.0.0.1:${f.stack.ports.get('live-view')}`, 5000);
+  liveView = createServiceClient(LiveViewServiceService, `127.0.0.1:${f.stack.ports.get('live-view')}`, 5000, f.stack.internalToken);
 });
 after(async () => {
   liveView?.close();

@@ -11,6 +11,7 @@ import { after, before, test } from 'node:test';
 import { RecordingState, LiveViewServiceService } from '../gen/ats/liveview/v1/live_view.js';
 import { openDatabase, type Database } from '../services/common/src/db.js';
 import { createServiceClient, type GrpcServer, type ServiceClient } from '../services/common/src/grpc.js';
+import { InternalToken } from '../services/common/src/internal-token.js';
 import { createLogger } from '../services/common/src/logger.js';
 import { Signer } from '../services/common/src/signing.js';
 import { LocalBlobStore } from '../services/file-storage/src/blob-store.js';
@@ -25,6 +26,7 @@ import { freePort } from '../scripts/stack.js';
 import { tempDir } from './support/infra.js';
 
 const logger = createLogger('test', 'silent');
+const token = InternalToken.generate();
 const PROJECT = 'prj_link';
 const BROWSER = 'brw_link';
 
@@ -55,12 +57,13 @@ before(async () => {
   });
   blobs = createBlobServer(files, blobStore, logger);
   await new Promise<void>((r) => blobs.listen(blobPort, '127.0.0.1', r));
-  storage = createFileStorageServer({ logger, files });
+  storage = createFileStorageServer({ logger, files, token });
   const storagePort = await storage.listen('127.0.0.1', 0);
-  store = createRecordingStore(`127.0.0.1:${storagePort}`, 5000);
+  store = createRecordingStore(`127.0.0.1:${storagePort}`, 5000, token);
 
   liveViewServer = createLiveViewServer({
     logger,
+    token,
     signer: new Signer('live-view-test-secret-0123456789-abcd'),
     baseUrl: 'http://live-view.test',
     tokenTtlSeconds: 3600,
@@ -69,7 +72,7 @@ before(async () => {
     recordingUrlTtlSeconds: 3600,
     recordingEnabled: true,
   });
-  client = createServiceClient(LiveViewServiceService, `127.0.0.1:${await liveViewServer.listen('127.0.0.1', 0)}`, 5000);
+  client = createServiceClient(LiveViewServiceService, `127.0.0.1:${await liveViewServer.listen('127.0.0.1', 0)}`, 5000, token);
 });
 after(async () => {
   client.close();

@@ -66,7 +66,7 @@ after(async () => {
 /** One pool browser and a recorder process (a restart is a second recorder on the same database and folder). */
 async function world(browserId: string) {
   const pool = new FakePool(PROJECT, browserId, logger);
-  const source: FrameSource = createPoolClient(`127.0.0.1:${await pool.server.listen('127.0.0.1', 0)}`, 5000);
+  const source: FrameSource = createPoolClient(`127.0.0.1:${await pool.server.listen('127.0.0.1', 0)}`, 5000, pool.token);
   const recorders: { recorder: Recorder; finalizer: Finalizer; ffmpeg: Ffmpeg }[] = [];
   const startRecorder = async () => {
     const ffmpeg = new Ffmpeg({ ffmpegPath: 'ffmpeg', ffprobePath: 'ffprobe' });

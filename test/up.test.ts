@@ -57,6 +57,16 @@ test('when the launcher runs with no NATS_URL, then it prints a working URL and 
     const { groups } = JSON.parse(fs.readFileSync(path.join(dataDir, 'up.pid'), 'utf8')) as { groups: number[] };
     assert.equal(groups.length, 6, 'five services and a nats-server');
     assert.ok(processesMentioning(dataDir).some((pid) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('nats-server')));
+    // Every process shares one internal token, kept like the key; the nats-server has its own.
+    const secrets = ['internal-token', 'nats/auth.conf'].map((f) => path.join(dataDir, f));
+    for (const file of secrets) assert.equal((fs.statSync(file).mode & 0o777).toString(8), '600', file);
+    const internalToken = fs.readFileSync(secrets[0]!, 'utf8').trim();
+    const natsToken = /token: "([^"]+)"/.exec(fs.readFileSync(secrets[1]!, 'utf8'))?.[1];
+    assert.ok(internalToken.length >= 32 && natsToken);
+    for (const pid of processesMentioning(dataDir)) {
+      const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      assert.ok(!cmdline.includes(internalToken) && !cmdline.includes(natsToken), `a token is on the command line of ${pid}`);
+    }
 
     child.kill('SIGTERM');
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
@@ -65,6 +75,7 @@ test('when the launcher runs with no NATS_URL, then it prints a working URL and 
     assert.deepEqual(processesMentioning(dataDir), [], 'no orphaned nats-server or service');
     assert.match(output, /Stopped\./);
     assert.ok(!output.includes(`"${key}"`) && output.split(key).length === 3, 'the key appears only in the banner');
+    assert.ok(!output.includes(internalToken) && !output.includes(natsToken), 'no token is printed or logged');
   } finally {
     if (child.exitCode === null) child.kill('SIGKILL');
     fs.rmSync(dataDir, { recursive: true, force: true });

@@ -12,15 +12,16 @@ import { ApiKeyAuthenticator } from '../../gateway/src/auth.js';
 import { createClients } from '../../gateway/src/clients.js';
 import { presentAgent } from '../../gateway/src/presenters.js';
 import { AGENTS } from '../../services/run/src/agents.js';
-import { loadConfig, dir, address } from '../../services/common/src/config.js';
+import { loadConfig, dir, address, optionalStr } from '../../services/common/src/config.js';
+import { loadInternalToken } from '../../services/common/src/internal-token.js';
 
-const config = loadConfig({ dataDir: dir('DATA_DIR'), runAddr: address('RUN_SERVICE_ADDR') });
+const config = loadConfig({ dataDir: dir('DATA_DIR'), runAddr: address('RUN_SERVICE_ADDR'), internalTokenFile: optionalStr('INTERNAL_TOKEN_FILE') });
 const logger = createLogger('bench-gateway', 'warn');
 const db = await openDatabase({ service: 'gateway', dataDir: config.dataDir, migrations });
 const repo = new ApiKeyRepository(db.knex);
 const { key } = await repo.create('bench', 'bench');
 const auth = new ApiKeyAuthenticator(repo, 5000);
-const clients = createClients({ runAddr: config.runAddr, browserPoolAddr: '127.0.0.1:1', fileStorageAddr: '127.0.0.1:1', liveViewAddr: '127.0.0.1:1', grpcDeadlineMs: 5000 });
+const clients = createClients({ runAddr: config.runAddr, browserPoolAddr: '127.0.0.1:1', fileStorageAddr: '127.0.0.1:1', liveViewAddr: '127.0.0.1:1', grpcDeadlineMs: 5000 }, loadInternalToken(config));
 const local = AGENTS.map(presentAgent);
 
 async function serve(app: http.RequestListener): Promise<number> {

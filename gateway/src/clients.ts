@@ -1,5 +1,5 @@
 /** One promise client per downstream service; every unary call carries a deadline. */
-import { createServiceClient, type ServiceClient } from '../../services/common/src/grpc.js';
+import { createServiceClient, type InternalToken, type ServiceClient } from '../../services/common/src/grpc.js';
 import { RunServiceService } from '../../gen/ats/run/v1/run.js';
 import { BrowserPoolServiceService } from '../../gen/ats/browserpool/v1/browser_pool.js';
 import { FileStorageServiceService } from '../../gen/ats/filestorage/v1/file_storage.js';
@@ -28,12 +28,13 @@ export const SERVICE_NAMES: Record<keyof Clients, string> = {
   liveView: 'ats.liveview.v1.LiveViewService',
 };
 
-export function createClients(a: ClientAddresses): Clients {
+/** The clients; each call carries the deployment's internal token. */
+export function createClients(a: ClientAddresses, token: InternalToken): Clients {
   return {
-    run: createServiceClient(RunServiceService, a.runAddr, a.grpcDeadlineMs),
-    browserPool: createServiceClient(BrowserPoolServiceService, a.browserPoolAddr, a.grpcDeadlineMs),
-    fileStorage: createServiceClient(FileStorageServiceService, a.fileStorageAddr, a.grpcDeadlineMs),
-    liveView: createServiceClient(LiveViewServiceService, a.liveViewAddr, a.grpcDeadlineMs),
+    run: createServiceClient(RunServiceService, a.runAddr, a.grpcDeadlineMs, token),
+    browserPool: createServiceClient(BrowserPoolServiceService, a.browserPoolAddr, a.grpcDeadlineMs, token),
+    fileStorage: createServiceClient(FileStorageServiceService, a.fileStorageAddr, a.grpcDeadlineMs, token),
+    liveView: createServiceClient(LiveViewServiceService, a.liveViewAddr, a.grpcDeadlineMs, token),
   };
 }
 

@@ -61,6 +61,8 @@ function render(err: unknown): Rendered | undefined {
   if (e?.type === 'entity.too.large') return { status: 413, detail: `Request body is too large (limit ${e.limit} bytes)` };
   if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') return { status: 415, detail: 'Unsupported request body encoding' };
   if (err instanceof RemoteError) {
+    // A service refused a service's internal token: a deployment fault, not the client's key.
+    if (err.code === Status.UNAUTHENTICATED) return undefined;
     const status = HTTP_STATUS[err.code] ?? 500;
     if (status >= 500 && status !== 501 && status !== 503 && status !== 504) return undefined;
     const headers = err.retryAfterSeconds !== undefined ? { 'Retry-After': String(err.retryAfterSeconds) } : undefined;

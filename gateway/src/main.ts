@@ -1,6 +1,7 @@
 /** Composition root of the gateway: config → database (keys) → gRPC clients → app → listen → signals. */
 import http from 'node:http';
 import { openDatabase } from '../../services/common/src/db.js';
+import { loadInternalToken } from '../../services/common/src/internal-token.js';
 import { createLogger } from '../../services/common/src/logger.js';
 import { onShutdownSignals, runMain } from '../../services/common/src/shutdown.js';
 import { ApiKeyRepository, migrations } from './api-key.repository.js';
@@ -18,7 +19,7 @@ runMain('gateway', async () => {
     await keys.register(config.bootstrapApiKey, config.bootstrapProject, 'bootstrap');
     logger.info({ project: config.bootstrapProject }, 'bootstrap key registered');
   }
-  const clients = createClients(config);
+  const clients = createClients(config, loadInternalToken(config));
   const app = createApp({ logger, clients, auth: new ApiKeyAuthenticator(keys, config.authCacheMs), bodyLimitBytes: config.bodyLimitBytes });
   const server = http.createServer(app);
   server.keepAliveTimeout = 65000;

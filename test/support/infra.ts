@@ -20,13 +20,14 @@ export async function drivers(): Promise<{ name: 'pglite' | 'pg'; databaseUrl: s
   return [{ name: 'pglite', databaseUrl: undefined }, ...(pg ? [{ name: 'pg' as const, databaseUrl: pg }] : [])];
 }
 
-/** A NATS URL: the local server, else a child nats-server (stopped by `stop`). */
-export async function natsForTests(): Promise<{ url: string; stop(): Promise<void> }> {
+/** A NATS URL: the local server, else a child nats-server (stopped by `stop`), which requires `token`. */
+export async function natsForTests(): Promise<{ url: string; token?: string; stop(): Promise<void> }> {
   if (await canConnect('127.0.0.1', 4222)) return { url: 'nats://127.0.0.1:4222', stop: async () => {} };
   const dir = tempDir('nats');
   const n = await startNats(dir, () => {});
   return {
     url: n.url,
+    token: n.token,
     stop: async () => {
       await stopChild(n.child, 5000);
       fs.rmSync(dir, { recursive: true, force: true });

@@ -30,10 +30,12 @@ export interface StackFixtureOptions {
   projects?: string[];
   /** `tsx` (sources, the default for tests) or `dist` (built code, for benchmarks). */
   mode?: 'tsx' | 'dist';
+  /** Start the stack's own nats-server (which requires a token) even when 127.0.0.1:4222 answers. */
+  ownNats?: boolean;
 }
 
 export async function startStackFixture(options: StackFixtureOptions = {}): Promise<StackFixture> {
-  const { env = {}, projects: projectNames = [], mode = 'tsx' } = options;
+  const { env = {}, projects: projectNames = [], mode = 'tsx', ownNats = false } = options;
   const dataDir = tempDir('stack');
   const projects: Record<string, TestProject> = {};
   if (projectNames.length) {
@@ -47,7 +49,7 @@ export async function startStackFixture(options: StackFixtureOptions = {}): Prom
   }
   const key = `ats_test_${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
   const lines: [string, string][] = [];
-  const natsUrl = (await canConnect('127.0.0.1', 4222)) ? 'nats://127.0.0.1:4222' : undefined;
+  const natsUrl = !ownNats && (await canConnect('127.0.0.1', 4222)) ? 'nats://127.0.0.1:4222' : undefined;
   const stack = new Stack({
     dataDir,
     natsUrl,

@@ -1,6 +1,6 @@
 /** Downloads kept as file-storage objects: streamed in with PutObject, handed out as signed links. */
 import type { Readable } from 'node:stream';
-import { createServiceClient, type ServiceClient } from '../../common/src/grpc.js';
+import { createServiceClient, type InternalToken, type ServiceClient } from '../../common/src/grpc.js';
 import { FileStorageServiceService } from '../../../gen/ats/filestorage/v1/file_storage.js';
 import type { DownloadStore } from './downloads.js';
 
@@ -11,8 +11,8 @@ export interface FileStorageDownloadStore extends DownloadStore {
 }
 
 /** A DownloadStore on the file-storage service; every call carries a deadline. */
-export function fileStorageDownloadStore(address: string, deadlineMs: number, putDeadlineMs = 120000): FileStorageDownloadStore {
-  const client: ServiceClient<typeof FileStorageServiceService> = createServiceClient(FileStorageServiceService, address, deadlineMs);
+export function fileStorageDownloadStore(address: string, deadlineMs: number, token: InternalToken, putDeadlineMs = 120000): FileStorageDownloadStore {
+  const client: ServiceClient<typeof FileStorageServiceService> = createServiceClient(FileStorageServiceService, address, deadlineMs, token);
   return {
     async put(projectId, key, contentType, body: Readable) {
       const { stream, response } = client.api.putObject({ deadlineMs: putDeadlineMs });

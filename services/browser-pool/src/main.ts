@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { connectBus } from '../../common/src/bus.js';
 import { openDatabase } from '../../common/src/db.js';
+import { loadInternalToken } from '../../common/src/internal-token.js';
 import { createLogger } from '../../common/src/logger.js';
 import { onShutdownSignals, runMain } from '../../common/src/shutdown.js';
 import { Signer, loadSigningSecret } from '../../common/src/signing.js';
@@ -44,13 +45,14 @@ function instanceId(dir: string): string {
 runMain('browser-pool', async () => {
   const config = loadBrowserPoolConfig();
   const logger = createLogger('browser-pool', config.logLevel);
+  const token = loadInternalToken(config);
   const home = path.join(config.dataDir, 'browser-pool');
   const db = await openDatabase({ service: 'browser-pool', dataDir: config.dataDir, databaseUrl: config.databaseUrl, migrations, logger });
-  const bus = await connectBus(config.natsUrl, 'browser-pool', logger);
+  const bus = await connectBus(config.natsUrl, 'browser-pool', logger, { token: config.natsToken });
   const browsers = new BrowserRepository(db.knex, db.driver);
   const profiles = new Profiles({ repo: new ProfileRepository(db.knex), maxStateBytes: config.profileStateMaxBytes, logger });
-  const store = fileStorageDownloadStore(config.fileStorageAddr, config.grpcDeadlineMs);
-  const liveView = liveViewMinter(config.liveViewAddr, config.grpcDeadlineMs);
+  const store = fileStorageDownloadStore(config.fileStorageAddr, config.grpcDeadlineMs, token);
+  const liveView = liveViewMinter(config.liveViewAddr, config.grpcDeadlineMs, token);
   const signer = new Signer(loadSigningSecret(config.signingSecret, config.dataDir, 'browser-pool'));
   const pool = new BrowserPool({
     browsers,
@@ -87,7 +89,7 @@ runMain('browser-pool', async () => {
   const cdpPort = await proxy.listen(config.cdpHost, config.cdpPort);
   logger.info({ host: config.cdpHost, port: cdpPort }, 'cdp proxy listening');
   pool.useCdpInternalBase(`ws://${['0.0.0.0', '::', ''].includes(config.cdpHost) ? '127.0.0.1' : config.cdpHost}:${cdpPort}`);
-  const server = createBrowserPoolServer({ logger, pool, profiles });
+  const server = createBrowserPoolServer({ logger, pool, profiles, token });
   const port = await server.listen(config.grpcHost, config.grpcPort);
   logger.info({ host: config.grpcHost, port }, 'listening');
   onShutdownSignals(

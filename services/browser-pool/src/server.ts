@@ -1,4 +1,4 @@
-import { GrpcServer, implement } from '../../common/src/grpc.js';
+import { GrpcServer, implement, type InternalToken } from '../../common/src/grpc.js';
 import type { Logger } from '../../common/src/logger.js';
 import { BrowserPoolServiceService } from '../../../gen/ats/browserpool/v1/browser_pool.js';
 import { browserPoolHandlers } from './browser-pool.handlers.js';
@@ -10,6 +10,8 @@ export interface BrowserPoolServerDeps {
   logger: Logger;
   pool: BrowserPool;
   profiles: Profiles;
+  /** The deployment's internal token, required of every caller. */
+  token: InternalToken;
 }
 
 /** Builds the browser-pool service's gRPC server (does not listen). */
@@ -20,5 +22,5 @@ export function createBrowserPoolServer(deps: BrowserPoolServerDeps): GrpcServer
       definition: BrowserPoolServiceService,
       implementation: implement(BrowserPoolServiceService, browserPoolHandlers(deps.pool, deps.profiles), deps.logger),
     },
-  ]);
+  ], deps.token);
 }

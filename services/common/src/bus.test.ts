@@ -12,8 +12,8 @@ after(() => nats.stop());
 
 test('when a message is published and the bus stopped, then the subscriber got it before the drain finished', async () => {
   const logger = createLogger('test', 'silent');
-  const a = await connectBus(nats.url, 'a', logger);
-  const b = await connectBus(nats.url, 'b', logger);
+  const a = await connectBus(nats.url, 'a', logger, { token: nats.token });
+  const b = await connectBus(nats.url, 'b', logger, { token: nats.token });
   const subject = `ats.test.${Date.now()}`;
   const got: string[] = [];
   const sub = b.nc.subscribe(subject, { callback: (_err, msg) => void got.push(msg.string()) });

@@ -10,11 +10,17 @@ export interface Bus {
   stop(): Promise<void>;
 }
 
+/** Credentials for a NATS server that requires them; none for one that does not. */
+export interface BusAuth {
+  token?: string | undefined;
+}
+
 /** Connects to NATS; waits for the first connection, then reconnects forever. */
-export async function connectBus(url: string, name: string, logger: Logger): Promise<Bus> {
+export async function connectBus(url: string, name: string, logger: Logger, auth: BusAuth = {}): Promise<Bus> {
   const nc = await connect({
     servers: url.split(','),
     name,
+    ...(auth.token ? { token: auth.token } : {}),
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
     waitOnFirstConnect: true,

@@ -173,6 +173,9 @@ export const commonFields = {
     describe: 'Postgres URL; unset = embedded PGlite in DATA_DIR/<service>',
   }),
   shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', { default: 10000, min: 100, max: 600000, describe: 'Bound on graceful shutdown' }),
+  // Resolved by loadInternalToken (internal-token.ts): unset both = DATA_DIR/internal-token.
+  internalToken: optionalStr('INTERNAL_TOKEN', { minLength: 32, describe: 'Credential every internal gRPC call carries and every server checks' }),
+  internalTokenFile: optionalStr('INTERNAL_TOKEN_FILE', { describe: 'A file holding INTERNAL_TOKEN (e.g. a mounted Secret)' }),
 } as const;
 
 /** Fields of a process that serves gRPC. */
@@ -200,6 +203,7 @@ export const addressFields = {
 
 export const natsFields = {
   natsUrl: url('NATS_URL', ['nats', 'tls', 'ws', 'wss'], { default: 'nats://127.0.0.1:4222', describe: 'NATS server' }),
+  natsToken: optionalStr('NATS_TOKEN', { describe: 'Token the NATS server requires; unset = connect without credentials' }),
 } as const;
 
 export const grpcClientFields = {

@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { RunServiceService } from '../../../gen/ats/run/v1/run.js';
+import * as grpc from '@grpc/grpc-js';
+import { RunServiceService, type ListAgentsRequest } from '../../../gen/ats/run/v1/run.js';
 import { NotFoundError, RemoteError, Status } from './errors.js';
 import { GrpcServer, ServingStatus, createServiceClient, implement } from './grpc.js';
+import { InternalToken } from './internal-token.js';
 import { createLogger } from './logger.js';
+
+const token = InternalToken.generate();
 
 describe('gRPC server and client helpers', () => {
   const logger = createLogger('test', 'silent');
@@ -24,20 +28,73 @@ describe('gRPC server and client helpers', () => {
             throw new Error('db password=hunter2 exploded');
           },
           listRuns: () => new Promise(() => {}),
+          async watchEvents(_req, call) {
+            call.write({ event: undefined });
+          },
         },
         logger,
       ),
     },
-  ]);
+  ], token);
   let client: ReturnType<typeof createServiceClient<typeof RunServiceService>>;
+  let address: string;
 
   before(async () => {
-    const port = await server.listen('127.0.0.1', 0);
-    client = createServiceClient(RunServiceService, `127.0.0.1:${port}`, 10000);
+    address = `127.0.0.1:${await server.listen('127.0.0.1', 0)}`;
+    client = createServiceClient(RunServiceService, address, 10000, token);
   });
   after(async () => {
     client.close();
     await server.stop(1000);
+  });
+
+  /** Calls ListAgents with exactly `md`, bypassing the helper client (which always adds the token). */
+  function rawListAgents(md: grpc.Metadata): Promise<number> {
+    const raw = new grpc.Client(address, grpc.credentials.createInsecure());
+    const def = RunServiceService.listAgents;
+    return new Promise<number>((resolve) => {
+      raw.makeUnaryRequest(def.path, (v: ListAgentsRequest) => def.requestSerialize(v), (b: Buffer) => def.responseDeserialize(b), {}, md, (err) => {
+        raw.close();
+        resolve(err ? err.code : Status.OK);
+      });
+    });
+  }
+
+  test('when a caller sends no internal token or a wrong one, then every call is refused UNAUTHENTICATED before its handler runs, but health answers', async () => {
+    assert.equal(await rawListAgents(new grpc.Metadata()), Status.UNAUTHENTICATED, 'no metadata');
+    const bare = new grpc.Metadata();
+    bare.set('authorization', 'Bearer ');
+    assert.equal(await rawListAgents(bare), Status.UNAUTHENTICATED, 'an empty bearer');
+    assert.equal(await rawListAgents(token.apply(new grpc.Metadata())), Status.OK, 'the token alone');
+
+    const other = createServiceClient(RunServiceService, address, 5000, InternalToken.generate());
+    try {
+      await assert.rejects(other.api.listAgents({}), (err: unknown) => {
+        assert.ok(err instanceof RemoteError);
+        assert.equal(err.code, Status.UNAUTHENTICATED);
+        assert.equal(err.publicMessage, undefined, 'not a message for end users');
+        return true;
+      });
+      const stream = other.api.watchEvents({ projectId: 'p', agent: 1, runId: 'r', after: 0 });
+      const code = await new Promise<number>((resolve) => {
+        stream.on('data', () => resolve(-1));
+        stream.on('error', (err: grpc.ServiceError) => resolve(err.code));
+      });
+      assert.equal(code, Status.UNAUTHENTICATED, 'a server stream is refused too');
+      // Kubernetes' gRPC probes send no metadata: health stays open.
+      assert.equal(await other.checkHealth(''), ServingStatus.SERVING);
+    } finally {
+      other.close();
+    }
+  });
+
+  test('when a caller sends the internal token, then a server stream answers', async () => {
+    const stream = client.api.watchEvents({ projectId: 'p', agent: 1, runId: 'r', after: 0 });
+    const got = await new Promise<string>((resolve) => {
+      stream.on('data', () => resolve('data'));
+      stream.on('error', (err: Error) => resolve(err.message));
+    });
+    assert.equal(got, 'data');
   });
 
   test('when a handler answers, then the client gets the message', async () => {
@@ -88,7 +145,7 @@ describe('gRPC server and client helpers', () => {
 });
 
 test('when nothing listens at the address, then a call fails fast with UNAVAILABLE', async () => {
-  const client = createServiceClient(RunServiceService, '127.0.0.1:1', 5000);
+  const client = createServiceClient(RunServiceService, '127.0.0.1:1', 5000, token);
   try {
     await assert.rejects(client.api.listAgents({}), (err: unknown) => err instanceof RemoteError && err.code === Status.UNAVAILABLE);
   } finally {

@@ -1,7 +1,8 @@
 /**
  * gRPC helpers: a server that wraps promise-returning handlers (missing methods answer
- * UNIMPLEMENTED), hosts the standard health service, and a typed promise client whose every
- * unary call carries a deadline.
+ * UNIMPLEMENTED), refuses calls without the deployment's internal token (UNAUTHENTICATED),
+ * hosts the standard health service, and a typed promise client whose every call carries the
+ * token and every unary call a deadline.
  */
 import * as grpc from '@grpc/grpc-js';
 import {
@@ -11,9 +12,11 @@ import {
   type HealthCheckResponse,
 } from '../../../gen/grpc/health/v1/health.js';
 import { AppError, RemoteError, UnimplementedError, fromServiceError, toServiceError } from './errors.js';
+import type { InternalToken } from './internal-token.js';
 import type { Logger } from './logger.js';
 
 export { ServingStatus };
+export type { InternalToken };
 
 /** The shape ts-proto gives one method of a `…Service` definition. */
 export interface MethodDef {
@@ -141,6 +144,25 @@ export class HealthReporter {
   }
 }
 
+const unauthenticated = (): Partial<grpc.ServiceError> & { code: grpc.status; details: string } => ({
+  code: grpc.status.UNAUTHENTICATED,
+  details: 'Missing or invalid internal credential',
+  metadata: new grpc.Metadata(),
+});
+
+/** Wraps every method of `impl` so a call without `token` is refused before its handler runs. */
+function guard(definition: ServiceDef, impl: grpc.UntypedServiceImplementation, token: InternalToken): grpc.UntypedServiceImplementation {
+  const out: grpc.UntypedServiceImplementation = {};
+  for (const [key, handler] of Object.entries(impl)) {
+    const h = handler as (call: any, callback?: grpc.sendUnaryData<unknown>) => void;
+    out[key] = definition[key]?.responseStream
+      ? (call: grpc.ServerWritableStream<unknown, unknown>) => (token.accepts(call.metadata) ? h(call) : call.emit('error', unauthenticated()))
+      : (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) =>
+          token.accepts(call.metadata) ? h(call, callback) : callback(unauthenticated());
+  }
+  return out;
+}
+
 /** A registered service: its definition, its full name for health and its handlers. */
 export interface ServiceRegistration {
   name: string;
@@ -148,18 +170,22 @@ export interface ServiceRegistration {
   implementation: grpc.UntypedServiceImplementation;
 }
 
-/** A gRPC server with health; `listen` binds, `stop` drains then forces. Does not listen on its own. */
+/**
+ * A gRPC server with health; `listen` binds, `stop` drains then forces. Does not listen on its own.
+ * Every service method requires `token`; the health service stays open, because Kubernetes'
+ * gRPC probes send no metadata and it tells nothing beyond serving or not.
+ */
 export class GrpcServer {
   readonly server: grpc.Server;
   readonly health = new HealthReporter();
   #stopped = false;
 
-  constructor(services: ServiceRegistration[]) {
+  constructor(services: ServiceRegistration[], token: InternalToken) {
     this.server = new grpc.Server({ 'grpc.max_receive_message_length': 32 * 1024 * 1024 });
     this.server.addService(HealthService, this.health.handlers());
     this.health.set('', ServingStatus.NOT_SERVING);
     for (const s of services) {
-      this.server.addService(s.definition as unknown as grpc.ServiceDefinition, s.implementation);
+      this.server.addService(s.definition as unknown as grpc.ServiceDefinition, guard(s.definition, s.implementation, token));
       this.health.set(s.name, ServingStatus.NOT_SERVING);
     }
   }
@@ -229,16 +255,21 @@ export interface ServiceClient<D extends ServiceDef> {
   close(): void;
 }
 
-function metadataFor(opts?: CallOptions): grpc.Metadata {
-  const md = new grpc.Metadata();
+/** Metadata of one outgoing call: the internal token, and the request id when given. */
+export function callMetadata(token: InternalToken, opts?: CallOptions): grpc.Metadata {
+  const md = token.apply(new grpc.Metadata());
   if (opts?.requestId) md.set('x-request-id', opts.requestId);
   return md;
 }
 
-/** Creates a client for `definition` at `address`; every unary call gets `deadlineMs` unless overridden. */
-export function createServiceClient<D extends ServiceDef>(definition: D, address: string, deadlineMs: number): ServiceClient<D> {
+/**
+ * Creates a client for `definition` at `address`; every call carries `token`, every unary call
+ * gets `deadlineMs` unless overridden.
+ */
+export function createServiceClient<D extends ServiceDef>(definition: D, address: string, deadlineMs: number, token: InternalToken): ServiceClient<D> {
   const client = new grpc.Client(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
   const deadline = (opts?: CallOptions) => new Date(Date.now() + (opts?.deadlineMs ?? deadlineMs));
+  const metadataFor = (opts?: CallOptions) => callMetadata(token, opts);
   const api: Record<string, unknown> = {};
   for (const [key, def] of Object.entries(definition)) {
     const ser = (v: unknown) => def.requestSerialize(v);
@@ -278,7 +309,7 @@ export function createServiceClient<D extends ServiceDef>(definition: D, address
           (v: HealthCheckRequest) => healthDef.requestSerialize(v),
           (b: Buffer) => healthDef.responseDeserialize(b),
           { service },
-          new grpc.Metadata(),
+          metadataFor(),
           { deadline: new Date(Date.now() + healthDeadlineMs) },
           (err, res) => (err ? reject(fromServiceError(err)) : resolve(res!.status)),
         );

@@ -1,6 +1,7 @@
 /** Composition root of the file-storage service: config → database → blob store → HTTP + gRPC → signals. */
 import path from 'node:path';
 import { openDatabase } from '../../common/src/db.js';
+import { loadInternalToken } from '../../common/src/internal-token.js';
 import { createLogger } from '../../common/src/logger.js';
 import { serveGrpc } from '../../common/src/service-host.js';
 import { runMain } from '../../common/src/shutdown.js';
@@ -15,6 +16,7 @@ import { createFileStorageServer } from './server.js';
 runMain('file-storage', async () => {
   const config = loadFileStorageConfig();
   const logger = createLogger('file-storage', config.logLevel);
+  const token = loadInternalToken(config);
   const db = await openDatabase({ service: 'file-storage', dataDir: config.dataDir, databaseUrl: config.databaseUrl, migrations, logger });
   const store = new LocalBlobStore(config.storageDir ?? path.join(config.dataDir, 'file-storage', 'blobs'));
   const swept = await store.sweepTemporaries();
@@ -43,7 +45,7 @@ runMain('file-storage', async () => {
   logger.info({ host: config.httpHost, port: config.httpPort }, 'blob endpoint listening');
   await serveGrpc({
     logger,
-    server: createFileStorageServer({ logger, files }),
+    server: createFileStorageServer({ logger, files, token }),
     host: config.grpcHost,
     port: config.grpcPort,
     shutdownTimeoutMs: config.shutdownTimeoutMs,

@@ -1,6 +1,7 @@
 /** Composition root of the live-view service: config → database → bus → recorder → HTTP edge + gRPC → signals. */
 import { connectBus } from '../../common/src/bus.js';
 import { openDatabase } from '../../common/src/db.js';
+import { loadInternalToken } from '../../common/src/internal-token.js';
 import { createLogger } from '../../common/src/logger.js';
 import { serveGrpc } from '../../common/src/service-host.js';
 import { runMain } from '../../common/src/shutdown.js';
@@ -20,11 +21,12 @@ import { ViewerHub } from './viewer-hub.js';
 runMain('live-view', async () => {
   const config = loadLiveViewConfig();
   const logger = createLogger('live-view', config.logLevel);
+  const token = loadInternalToken(config);
   const db = await openDatabase({ service: 'live-view', dataDir: config.dataDir, databaseUrl: config.databaseUrl, migrations, logger });
-  const bus = await connectBus(config.natsUrl, 'live-view', logger);
+  const bus = await connectBus(config.natsUrl, 'live-view', logger, { token: config.natsToken });
   const signer = new Signer(loadSigningSecret(config.signingSecret, config.dataDir, 'live-view'));
-  const pool = createPoolClient(config.browserPoolAddr, config.grpcDeadlineMs);
-  const store = createRecordingStore(config.fileStorageAddr, config.grpcDeadlineMs);
+  const pool = createPoolClient(config.browserPoolAddr, config.grpcDeadlineMs, token);
+  const store = createRecordingStore(config.fileStorageAddr, config.grpcDeadlineMs, token);
   const ffmpeg = new Ffmpeg({ ffmpegPath: config.ffmpegPath, ffprobePath: config.ffprobePath });
   const repo = new RecordingRepository(db.knex);
   const settings = {
@@ -59,6 +61,7 @@ runMain('live-view', async () => {
     logger,
     server: createLiveViewServer({
       logger,
+      token,
       signer,
       baseUrl: config.baseUrl,
       tokenTtlSeconds: config.tokenTtlSeconds,

@@ -6,7 +6,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { RemoteError, Status } from '../../common/src/errors.js';
-import { CHANNEL_OPTIONS, createServiceClient, type ServiceClient } from '../../common/src/grpc.js';
+import { CHANNEL_OPTIONS, callMetadata, createServiceClient, type InternalToken, type ServiceClient } from '../../common/src/grpc.js';
 import {
   BrowserPoolServiceService,
   BrowserStatus,
@@ -31,8 +31,8 @@ export function isActive(b: Browser | undefined): boolean {
 }
 
 /** A FrameSource over gRPC; unary calls carry the deadline, streams last as long as the browser. */
-export function createPoolClient(address: string, deadlineMs: number): FrameSource {
-  const unary: ServiceClient<typeof BrowserPoolServiceService> = createServiceClient(BrowserPoolServiceService, address, deadlineMs);
+export function createPoolClient(address: string, deadlineMs: number, token: InternalToken): FrameSource {
+  const unary: ServiceClient<typeof BrowserPoolServiceService> = createServiceClient(BrowserPoolServiceService, address, deadlineMs, token);
   const streams = new grpc.Client(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
   const def = BrowserPoolServiceService.streamFrames;
   return {
@@ -42,7 +42,7 @@ export function createPoolClient(address: string, deadlineMs: number): FrameSour
         (v: Parameters<typeof def.requestSerialize>[0]) => def.requestSerialize(v),
         (b: Buffer) => def.responseDeserialize(b),
         { projectId, browserId, passive: purpose === 'recording' },
-        new grpc.Metadata(),
+        callMetadata(token),
         {},
       );
     },

@@ -5,6 +5,7 @@
 import type * as grpc from '@grpc/grpc-js';
 import { NotFoundError } from '../../common/src/errors.js';
 import { GrpcServer, implement } from '../../common/src/grpc.js';
+import { InternalToken } from '../../common/src/internal-token.js';
 import type { Logger } from '../../common/src/logger.js';
 import {
   Browser,
@@ -29,6 +30,8 @@ export class FakePool {
   status = BrowserStatus.BROWSER_STATUS_ACTIVE;
   stoppedAtMs: number | undefined;
   readonly server: GrpcServer;
+  /** The credential the fake requires, as the real pool does. */
+  readonly token = InternalToken.generate();
 
   constructor(projectId: string, browserId: string, logger: Logger) {
     this.projectId = projectId;
@@ -65,7 +68,7 @@ export class FakePool {
           logger,
         ),
       },
-    ]);
+    ], this.token);
   }
 
   /** Streams still open, oldest first. */

@@ -1,6 +1,6 @@
 /** Finished recordings in file-storage: stored as objects (PutObject), handed out as presigned links. */
 import fs from 'node:fs';
-import { createServiceClient, type ServiceClient } from '../../common/src/grpc.js';
+import { createServiceClient, type InternalToken, type ServiceClient } from '../../common/src/grpc.js';
 import { FileStorageServiceService } from '../../../gen/ats/filestorage/v1/file_storage.js';
 
 const CHUNK = 1024 * 1024;
@@ -17,8 +17,8 @@ export function recordingKey(browserId: string): string {
   return `recordings/${browserId}.mp4`;
 }
 
-export function createRecordingStore(address: string, deadlineMs: number): RecordingStore {
-  const client: ServiceClient<typeof FileStorageServiceService> = createServiceClient(FileStorageServiceService, address, deadlineMs);
+export function createRecordingStore(address: string, deadlineMs: number, token: InternalToken): RecordingStore {
+  const client: ServiceClient<typeof FileStorageServiceService> = createServiceClient(FileStorageServiceService, address, deadlineMs, token);
   return {
     async put(projectId, key, file) {
       const size = fs.statSync(file).size;

@@ -1,5 +1,5 @@
 /** gRPC clients of the services the run service calls. */
-import { createServiceClient, type ServiceClient } from '../../common/src/grpc.js';
+import { createServiceClient, type InternalToken, type ServiceClient } from '../../common/src/grpc.js';
 import { BrowserPoolServiceService } from '../../../gen/ats/browserpool/v1/browser_pool.js';
 import { FileStorageServiceService } from '../../../gen/ats/filestorage/v1/file_storage.js';
 
@@ -8,10 +8,10 @@ export interface RunClients {
   fileStorage: ServiceClient<typeof FileStorageServiceService>;
 }
 
-export function createRunClients(a: { browserPoolAddr: string; fileStorageAddr: string; grpcDeadlineMs: number }): RunClients {
+export function createRunClients(a: { browserPoolAddr: string; fileStorageAddr: string; grpcDeadlineMs: number }, token: InternalToken): RunClients {
   return {
-    browserPool: createServiceClient(BrowserPoolServiceService, a.browserPoolAddr, a.grpcDeadlineMs),
-    fileStorage: createServiceClient(FileStorageServiceService, a.fileStorageAddr, a.grpcDeadlineMs),
+    browserPool: createServiceClient(BrowserPoolServiceService, a.browserPoolAddr, a.grpcDeadlineMs, token),
+    fileStorage: createServiceClient(FileStorageServiceService, a.fileStorageAddr, a.grpcDeadlineMs, token),
   };
 }
 

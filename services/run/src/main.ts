@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { connectBus } from '../../common/src/bus.js';
 import { openDatabase } from '../../common/src/db.js';
+import { loadInternalToken } from '../../common/src/internal-token.js';
 import { createLogger } from '../../common/src/logger.js';
 import { serveGrpc } from '../../common/src/service-host.js';
 import { runMain } from '../../common/src/shutdown.js';
@@ -20,11 +21,12 @@ import { createRunServer } from './server.js';
 runMain('run', async () => {
   const config = loadRunConfig();
   const logger = createLogger('run', config.logLevel);
+  const token = loadInternalToken(config);
   const db = await openDatabase({ service: 'run', dataDir: config.dataDir, databaseUrl: config.databaseUrl, migrations, logger });
-  const bus = await connectBus(config.natsUrl, 'run', logger);
+  const bus = await connectBus(config.natsUrl, 'run', logger, { token: config.natsToken });
   const repo = new RunRepository(db.knex);
   const events = new RunEvents(repo, bus.nc, logger);
-  const clients = createRunClients(config);
+  const clients = createRunClients(config, token);
   const models = createModelRegistry({
     openaiBaseUrl: config.openaiBaseUrl,
     openaiApiKey: config.openaiApiKey,
@@ -73,7 +75,7 @@ runMain('run', async () => {
   });
   await serveGrpc({
     logger,
-    server: createRunServer({ logger, runs }),
+    server: createRunServer({ logger, runs, token }),
     host: config.grpcHost,
     port: config.grpcPort,
     shutdownTimeoutMs: config.shutdownTimeoutMs,
