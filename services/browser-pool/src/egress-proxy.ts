@@ -256,6 +256,7 @@ interface Upstream {
 /** One browser's enforcing forward proxy on 127.0.0.1 (see the file comment). */
 export class EgressProxy {
   readonly #server: http.Server;
+  #port = 0;
   readonly #policy: EgressPolicy;
   readonly #logger: Logger;
   readonly #lookup: LookupAll;
@@ -297,6 +298,7 @@ export class EgressProxy {
       server.once('error', reject);
       server.listen(0, '127.0.0.1', () => {
         server.off('error', reject);
+        p.#port = (server.address() as net.AddressInfo).port;
         resolve();
       });
     });
@@ -305,7 +307,7 @@ export class EgressProxy {
 
   /** The port Chromium's `--proxy-server=http://127.0.0.1:<port>` points at. */
   get port(): number {
-    return (this.#server.address() as net.AddressInfo).port;
+    return this.#port;
   }
 
   /** The upstream proxy (per-country, may carry user:password) for this browser from now on; undefined = direct. */
@@ -523,7 +525,7 @@ export class EgressProxy {
         if (!upstream) {
           // The agent's pool is keyed by address, so a kept-alive socket always leads to a checked address.
           const socket = route.addresses.length > 1 ? await this.#dialDirect(route.addresses, port) : undefined;
-          options = socket ? { createConnection: () => socket, agent: false } : { host: route.addresses[0]!, port, agent: this.#agent };
+          options = socket ? { createConnection: () => socket } : { host: route.addresses[0]!, port, agent: this.#agent };
           options = { ...options, method: req.method!, path, headers: headers as unknown as http.OutgoingHttpHeaders, setHost: false };
         } else if (upstream.url.protocol === 'http:' || upstream.url.protocol === 'https:') {
           const authority = net.isIPv6(route.host) ? `[${route.host}]${url.port ? `:${url.port}` : ''}` : `${route.host}${url.port ? `:${url.port}` : ''}`;
@@ -539,7 +541,7 @@ export class EgressProxy {
         } else {
           const { socket, rest } = await this.#tunnelUpstream(upstream, route.host, port);
           if (rest.length) socket.unshift(rest);
-          options = { createConnection: () => socket, agent: false, method: req.method!, path, headers: headers as unknown as http.OutgoingHttpHeaders, setHost: false };
+          options = { createConnection: () => socket, method: req.method!, path, headers: headers as unknown as http.OutgoingHttpHeaders, setHost: false };
         }
       } catch (err) {
         const e = err instanceof EgressError ? err : new EgressError(502, (err as Error).message);
