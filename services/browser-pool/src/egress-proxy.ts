@@ -70,7 +70,7 @@ function classifyV4(n: number, prefix = ''): Class {
   if (inV4(n, '240.0.0.0', 4)) return c('refused', 'reserved address');
   if (inV4(n, '127.0.0.0', 8)) return c('loopback', 'loopback address');
   if (inV4(n, '10.0.0.0', 8) || inV4(n, '172.16.0.0', 12) || inV4(n, '192.168.0.0', 16) || inV4(n, '100.64.0.0', 10)) return c('private', 'private network address');
-  return c('public', '', );
+  return c('public', '');
 }
 
 /** The eight 16-bit groups of a valid IPv6 literal (without zone). */
