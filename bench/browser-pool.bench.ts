@@ -152,6 +152,7 @@ async function bareLaunches(rounds: number, dir: string): Promise<Stats> {
         width: 1280,
         height: 800,
         confinement: hostConfinement(),
+        egress: { allowPrivateNetworks: true, deniedLocalPorts: new Set() },
         logger,
         screencast: { quality: 60, everyNthFrame: 1, maxWidth: 0, maxHeight: 0 },
       });

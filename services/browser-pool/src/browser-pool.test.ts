@@ -52,7 +52,7 @@ let site: FixtureSite;
 const signer = new Signer('pool-test-secret-0123456789-0123456789', clock);
 const harnesses: Harness[] = [];
 
-async function harness(o: Partial<BrowserPoolOptions> & { rootDir?: string; proxyUrls?: Map<string, URL>; internalCdp?: boolean } = {}): Promise<Harness> {
+async function harness(o: Partial<BrowserPoolOptions> & { rootDir?: string; proxyUrls?: Map<string, URL>; internalCdp?: boolean; deniedPorts?: number[] } = {}): Promise<Harness> {
   const browsers = new BrowserRepository(db.knex, db.driver);
   const profileRepo = new ProfileRepository(db.knex);
   const profiles = new Profiles({ repo: profileRepo, maxStateBytes: 1 << 20, logger, now: clock });
@@ -79,7 +79,8 @@ async function harness(o: Partial<BrowserPoolOptions> & { rootDir?: string; prox
     downloads: new Downloads({ repo: browsers, store, logger, ttlSeconds: 900 }),
     liveView: { mint: async (projectId, browserId) => `http://live.test/browsers/${browserId}?project=${projectId}` },
     events: sink,
-    proxies: new Proxies(o.proxyUrls ?? new Map(), logger),
+    proxies: new Proxies(o.proxyUrls ?? new Map()),
+    egress: { allowPrivateNetworks: true, deniedLocalPorts: [port, ...(o.deniedPorts ?? [])] },
     signer,
     cdpWsBase: `ws://127.0.0.1:${port}`,
     cdpInternalBase: o.internalCdp ? `ws://localhost:${port}` : `ws://127.0.0.1:${port}`,
@@ -646,5 +647,91 @@ describe('restart after a crash', () => {
     }
     assert.deepEqual(restarted.events.map((e) => [e.kind, e.row.id]).sort(), rows.map((r) => ['stopped', r.id]).sort());
     await Promise.all(launched.map((c) => c.stop()));
+  });
+});
+
+describe('what a browser may reach', () => {
+  test('when a CDP client opens file: or chrome: URLs or sets host files on an input, then each is refused and the browser goes on working', async () => {
+    const h = await harness({ warmSize: 0 });
+    const row = await h.pool.create({ projectId: P });
+    const b = await connect(h.pool.cdpUrlFor(row));
+    try {
+      const [page] = await b.pages();
+      for (const url of ['file:///etc/hostname', `file://${h.rootDir}`, 'chrome://version', 'view-source:file:///etc/passwd']) {
+        await assert.rejects(page!.goto(url), /URLs are blocked in this browser/, url);
+      }
+      await assert.rejects(b.newPage().then((p) => p.goto('file:///etc/passwd')), /URLs are blocked/);
+      await assert.rejects(
+        (async () => {
+          const t = await b.target().createCDPSession();
+          await t.send('Target.createTarget', { url: 'file:///etc/passwd' });
+        })(),
+        /URLs are blocked/,
+      );
+      await page!.goto(`${site.origin}/run-upload.html`);
+      const input = (await page!.$('input[type=file]'))!;
+      await assert.rejects(input.uploadFile('/etc/passwd'), /only files in the browser's downloads folder/);
+      assert.equal(await page!.$eval('input[type=file]', (el) => (el as HTMLInputElement).files!.length), 0, 'no host file reached the page');
+      await page!.goto(`${site.origin}/index.html`);
+      assert.equal(await page!.title(), 'Fixture home', 'the browser keeps working after the refusals');
+    } finally {
+      await b.disconnect();
+    }
+  });
+
+  test("when a page reaches for the services' ports, another browser's DevTools or cloud metadata, then nothing answers it; the site's own loopback pages still load", async () => {
+    const hits: string[] = [];
+    const internal = http.createServer((req, res) => {
+      hits.push(req.url ?? '');
+      res.end('internal');
+    });
+    await new Promise<void>((r) => internal.listen(0, '127.0.0.1', r));
+    const internalPort = (internal.address() as AddressInfo).port;
+    const h = await harness({ warmSize: 0, deniedPorts: [internalPort] });
+    const [rowA, rowB] = [await h.pool.create({ projectId: P }), await h.pool.create({ projectId: 'prj_other' })];
+    const a = await connect(h.pool.cdpUrlFor(rowA));
+    try {
+      const [page] = await a.pages();
+      await page!.goto(`${site.origin}/index.html`);
+      const egressB = h.pool.live(rowB.id)!.egress.port;
+      const cdpPort = Number(new URL(h.pool.cdpUrlFor(rowA)).port);
+      const tries = await page!.evaluate(
+        async (targets: string[]) =>
+          Promise.all(
+            targets.map(async (url) => {
+              try {
+                const r = await fetch(url, { mode: 'no-cors' });
+                return `${url} ${r.type === 'opaque' ? 'opaque' : r.status}`;
+              } catch (err) {
+                return `${url} failed: ${(err as Error).message}`;
+              }
+            }),
+          ),
+        [
+          `http://127.0.0.1:${internalPort}/grpc`,
+          `http://localhost:${internalPort}/grpc`,
+          `http://0.0.0.0:${internalPort}/grpc`,
+          `http://[::ffff:127.0.0.1]:${internalPort}/grpc`,
+          `http://127.0.0.1:${cdpPort}/cdp/${rowB.id}/json/list`,
+          `http://127.0.0.1:${egressB}/`,
+          'http://169.254.169.254/latest/meta-data/',
+        ],
+      );
+      // A refused plain-http request is a 403 page from the egress proxy (opaque to no-cors fetch);
+      // what matters is that none of it reached the service behind the port.
+      assert.deepEqual(hits, [], `the internal service saw no request: ${tries.join('; ')}`);
+      const shown = await page!.goto(`http://127.0.0.1:${internalPort}/grpc`);
+      assert.equal(shown!.status(), 403);
+      assert.match(await page!.evaluate(() => document.body.innerText), /Blocked by the browser network policy: internal service port/);
+      const meta = await page!.goto('http://169.254.169.254/latest/meta-data/');
+      assert.equal(meta!.status(), 403);
+      assert.match(await page!.evaluate(() => document.body.innerText), /Blocked by the browser network policy: link-local/);
+      assert.deepEqual(hits, []);
+      await page!.goto(`${site.origin}/index.html`);
+      assert.equal(await page!.title(), 'Fixture home');
+    } finally {
+      await a.disconnect();
+      internal.close();
+    }
   });
 });

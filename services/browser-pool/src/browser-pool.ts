@@ -54,6 +54,11 @@ export interface BrowserPoolOptions {
   /** Parent of every browser's directory. */
   rootDir: string;
   chromium: { executable: string; confinement: BrowserConfinement; extraArgs: string[] };
+  /**
+   * What browsers' networks may reach. The services' internal ports are refused on this host
+   * (the pool adds its browsers' egress proxies to `deniedLocalPorts`).
+   */
+  egress: { allowPrivateNetworks: boolean; deniedLocalPorts: number[]; deniedEndpoints?: { host: string; port: number }[] };
   screencast: ScreencastOptions;
   warmSize: number;
   maxActivePerProject: number;
@@ -119,7 +124,15 @@ export class BrowserPool implements CdpProxyBackend {
     this.#warm = new WarmPool({ size: o.warmSize, logger: o.logger, launch: (signal) => this.#launch(newId('brw'), o.defaultWidth, o.defaultHeight, null, signal) });
   }
 
-  #launchOptions(id: string, width: number, height: number, proxyServer: string | undefined, signal?: AbortSignal): LiveBrowserOptions {
+  /** Ports no browser may reach on this host: the configured ones and every browser's egress proxy. */
+  #deniedLocalPorts(): ReadonlySet<number> {
+    const ports = new Set(this.#o.egress.deniedLocalPorts);
+    for (const b of this.#active.values()) ports.add(b.egress.port);
+    for (const b of this.#warm.browsers()) ports.add(b.egress.port);
+    return ports;
+  }
+
+  #launchOptions(id: string, width: number, height: number, upstream: URL | undefined, signal?: AbortSignal): LiveBrowserOptions {
     return {
       executable: this.#o.chromium.executable,
       confinement: this.#o.chromium.confinement,
@@ -128,7 +141,8 @@ export class BrowserPool implements CdpProxyBackend {
       id,
       width,
       height,
-      proxyServer,
+      egress: { allowPrivateNetworks: this.#o.egress.allowPrivateNetworks, deniedLocalPorts: () => this.#deniedLocalPorts(), deniedEndpoints: this.#o.egress.deniedEndpoints },
+      upstream,
       signal,
       screencast: this.#o.screencast,
       logger: this.#logger,
@@ -137,8 +151,9 @@ export class BrowserPool implements CdpProxyBackend {
   }
 
   async #launch(id: string, width: number, height: number, proxyCountryCode: string | null, signal?: AbortSignal): Promise<LiveBrowser> {
-    const proxyServer = proxyCountryCode ? await this.#o.proxies.serverFor(proxyCountryCode) : undefined;
-    return LiveBrowser.launch(this.#launchOptions(id, width, height, proxyServer, signal), proxyCountryCode);
+    if (proxyCountryCode) this.#o.proxies.check(proxyCountryCode);
+    const upstream = proxyCountryCode ? this.#o.proxies.upstreamFor(proxyCountryCode) : undefined;
+    return LiveBrowser.launch(this.#launchOptions(id, width, height, upstream, signal), proxyCountryCode);
   }
 
   /** Reaps a crashed predecessor's browsers, then starts the warm pool and the reaper. */
@@ -514,7 +529,6 @@ export class BrowserPool implements CdpProxyBackend {
       if (this.#reaper) clearInterval(this.#reaper);
       await Promise.all([this.#warm.stop(), ...[...this.#active.values()].map((b) => this.#end(b, 'shutdown'))]);
       await Promise.all(this.#removals);
-      await this.#o.proxies.stop();
     })();
     return this.#stopping;
   }

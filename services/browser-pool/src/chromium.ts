@@ -28,7 +28,7 @@ export interface LaunchOptions {
   height: number;
   /** How it is confined (see confinement.ts). */
   confinement: BrowserConfinement;
-  /** `--proxy-server` value, e.g. http://127.0.0.1:3128. */
+  /** `--proxy-server` value: the browser's egress proxy, http://127.0.0.1:<port>; every request (loopback too) goes through it. */
   proxyServer?: string | undefined;
   extraArgs?: string[];
   logger: Logger;
@@ -92,7 +92,10 @@ export function chromiumArgs(o: LaunchOptions, userDataDir: string): string[] {
   ];
   if (!o.confinement.sandbox) args.push('--no-sandbox');
   if (!o.confinement.namespaces && smallDevShm()) args.push('--disable-dev-shm-usage');
-  if (o.proxyServer) args.push(`--proxy-server=${o.proxyServer}`);
+  if (o.proxyServer) {
+    // Loopback through the proxy too; no QUIC or WebRTC UDP that would pass it by.
+    args.push(`--proxy-server=${o.proxyServer}`, '--proxy-bypass-list=<-loopback>', '--disable-quic', '--force-webrtc-ip-handling-policy=disable_non_proxied_udp');
+  }
   args.push(...(o.extraArgs ?? []), 'about:blank');
   return args;
 }

@@ -7,6 +7,7 @@ import {
   grpcFields,
   int,
   loadConfig,
+  bool,
   natsFields,
   oneOf,
   optionalBool,
@@ -22,6 +23,7 @@ export const browserPoolConfigSpec = {
   ...grpcFields(DEFAULT_PORTS.browserPool),
   ...natsFields,
   ...grpcClientFields,
+  runAddr: addressFields.runAddr,
   fileStorageAddr: addressFields.fileStorageAddr,
   liveViewAddr: addressFields.liveViewAddr,
   chromiumPath: str('CHROMIUM_PATH', { default: '/usr/bin/chromium', describe: 'Chromium executable' }),
@@ -31,6 +33,11 @@ export const browserPoolConfigSpec = {
     default: 'auto',
     describe: 'auto: each browser as its own uid in mount and PID namespaces, as far as this host allows; off: as this process (unsafe)',
   }),
+  browserAllowPrivateNetworks: bool('BROWSER_ALLOW_PRIVATE_NETWORKS', {
+    default: true,
+    describe: "Browsers may open loopback and private addresses (local development); the services' internal ports and link-local addresses are refused either way",
+  }),
+  browserDeniedPorts: optionalStr('BROWSER_DENIED_PORTS', { describe: 'More ports browsers may not reach on this host, comma-separated' }),
   browserUidBase: int('BROWSER_UID_BASE', { default: 200000, min: 1000, max: 2 ** 31 - 20000, describe: 'First uid of the range browsers run as (when the pool runs as root)' }),
   warmSize: int('POOL_WARM_SIZE', { default: 2, min: 0, max: 64, describe: 'Launched, idle Chromium processes kept ready' }),
   maxActivePerProject: int('MAX_ACTIVE_BROWSERS_PER_PROJECT', { default: 10, min: 1, max: 10000, describe: 'Active browsers per project; beyond it 429' }),
@@ -97,12 +104,48 @@ export function toWebSocketBase(u: string): string {
   return u.replace(/^http(s?):\/\//, 'ws$1://').replace(/\/+$/, '');
 }
 
+/** host:port of a gRPC address or a URL (default port when it has none). */
+function endpointOf(raw: string, defaultPort: number): { host: string; port: number } {
+  const u = new URL(raw.includes('://') ? raw : `tcp://${raw}`);
+  return { host: u.hostname.replace(/^\[|\]$/g, ''), port: Number(u.port) || defaultPort };
+}
+
+/**
+ * What browsers may not reach: every internal port of the services on this host (gRPC, NATS,
+ * Postgres, the CDP proxy, extra ports), and those services wherever else they run.
+ */
+function browserEgress(c: {
+  browserAllowPrivateNetworks: boolean;
+  browserDeniedPorts: string | undefined;
+  grpcPort: number;
+  cdpPort: number;
+  runAddr: string;
+  fileStorageAddr: string;
+  liveViewAddr: string;
+  natsUrl: string;
+  databaseUrl: string | undefined;
+}) {
+  const extra = (c.browserDeniedPorts ?? '').split(',').map((p) => p.trim()).filter(Boolean);
+  const bad = extra.filter((p) => !/^\d{1,5}$/.test(p) || Number(p) > 65535);
+  if (bad.length) throw new ConfigError([`BROWSER_DENIED_PORTS must be port numbers separated by commas (got ${JSON.stringify(bad.join(','))})`]);
+  const services = [
+    endpointOf(c.runAddr, 50051),
+    endpointOf(c.fileStorageAddr, 50053),
+    endpointOf(c.liveViewAddr, 50054),
+    endpointOf(c.natsUrl, 4222),
+    endpointOf(c.databaseUrl ?? 'postgres://127.0.0.1:5432', 5432),
+  ];
+  const deniedLocalPorts = [...new Set([...Object.values(DEFAULT_PORTS), 4222, 5432, c.grpcPort, c.cdpPort, ...services.map((e) => e.port), ...extra.map(Number)])].filter((p) => p > 0);
+  return { allowPrivateNetworks: c.browserAllowPrivateNetworks, deniedLocalPorts, deniedEndpoints: services };
+}
+
 /** The browser-pool service's configuration from the environment. */
 export function loadBrowserPoolConfig(env: Record<string, string | undefined> = process.env) {
   const c = loadConfig(browserPoolConfigSpec, env);
   return {
     ...c,
     chromiumArgs: c.chromiumArgs ? c.chromiumArgs.split(/\s+/).filter(Boolean) : [],
+    egress: browserEgress(c),
     proxies: parseProxies(c.proxies, env),
     cdpWsBase: toWebSocketBase(c.cdpPublicUrl ?? `http://localhost:${c.cdpPort}`),
     cdpInternalBase: c.cdpInternalUrl ? toWebSocketBase(c.cdpInternalUrl) : undefined,

@@ -7,11 +7,16 @@ import type { WebSocket } from 'ws';
 import type { Logger } from '../../common/src/logger.js';
 import type { BrowserRow } from './browser.repository.js';
 import { Chromium, type LaunchOptions } from './chromium.js';
+import { EgressProxy, type EgressPolicy } from './egress-proxy.js';
 import { Screencast, type ScreencastOptions } from './screencast.js';
 import { Tabs } from './tabs.js';
 
 /** How to launch and prepare a browser. */
-export interface LiveBrowserOptions extends Omit<LaunchOptions, 'width' | 'height'> {
+export interface LiveBrowserOptions extends Omit<LaunchOptions, 'width' | 'height' | 'proxyServer'> {
+  /** What the browser's network may reach; every request goes through an egress proxy of its own that enforces it. */
+  egress: EgressPolicy;
+  /** The operator's proxy (per country) the egress proxy chains to. */
+  upstream?: URL | undefined;
   /** Viewport (CSS pixels) the page should get. */
   width: number;
   height: number;
@@ -29,6 +34,8 @@ let frameInsets: { dw: number; dh: number } | undefined;
 export class LiveBrowser {
   readonly id: string;
   readonly chromium: Chromium;
+  /** The browser's only way out to the network. */
+  readonly egress: EgressProxy;
   readonly tabs: Tabs;
   readonly screencast: Screencast;
   readonly width: number;
@@ -49,9 +56,10 @@ export class LiveBrowser {
   /** Resolves as soon as the browser starts stopping (viewers' streams end then). */
   readonly ending: Promise<void> = new Promise((r) => (this.#endedResolve = r));
 
-  private constructor(chromium: Chromium, o: LiveBrowserOptions, proxyCountryCode: string | null) {
+  private constructor(chromium: Chromium, egress: EgressProxy, o: LiveBrowserOptions, proxyCountryCode: string | null) {
     this.id = chromium.id;
     this.chromium = chromium;
+    this.egress = egress;
     this.width = o.width;
     this.height = o.height;
     this.proxyCountryCode = proxyCountryCode;
@@ -72,13 +80,21 @@ export class LiveBrowser {
   /** Launches Chromium and prepares it: tabs tracked, downloads to its folder, viewport exact. */
   static async launch(o: LiveBrowserOptions, proxyCountryCode: string | null = null): Promise<LiveBrowser> {
     const insets = frameInsets ?? { dw: 0, dh: 0 };
-    const chromium = await Chromium.launch({
-      ...o,
-      width: o.width + insets.dw,
-      height: o.height + insets.dh,
-      extraArgs: [`--screen-info={0,0 ${o.width + insets.dw}x${o.height + insets.dh}}`, ...(o.extraArgs ?? [])],
-    });
-    const b = new LiveBrowser(chromium, o, proxyCountryCode);
+    const egress = await EgressProxy.start({ policy: o.egress, logger: o.logger.child({ browserId: o.id }), upstream: o.upstream });
+    let chromium: Chromium;
+    try {
+      chromium = await Chromium.launch({
+        ...o,
+        proxyServer: `http://127.0.0.1:${egress.port}`,
+        width: o.width + insets.dw,
+        height: o.height + insets.dh,
+        extraArgs: [`--screen-info={0,0 ${o.width + insets.dw}x${o.height + insets.dh}}`, ...(o.extraArgs ?? [])],
+      });
+    } catch (err) {
+      await egress.stop();
+      throw err;
+    }
+    const b = new LiveBrowser(chromium, egress, o, proxyCountryCode);
     try {
       await b.#prepare();
       if (o.signal?.aborted) throw new Error('launch aborted');
@@ -168,6 +184,7 @@ export class LiveBrowser {
       this.screencast.stop();
       this.tabs.stop();
       await this.chromium.stop();
+      await this.egress.stop();
     })();
     return this.#stopping;
   }
