@@ -4,7 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { elementIndex, startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.js';
+import fs from 'node:fs';
+import path from 'node:path';
+import { elementIndex, startFakeOpenAI, userText, type FakeOpenAI } from './support/fake-openai.js';
 import { serveSite, type TestSite } from './support/site.js';
 import { readSse, type SseEvent } from './support/sse.js';
 import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
@@ -177,6 +179,34 @@ describe('an OpenAI-compatible model end to end', () => {
     const res = await json('alpha', 'POST', `${BASE}/runs`, { task: 'x', model: 'gpt-99' });
     assert.equal(res.status, 400);
     assert.match(((await res.json()) as { detail: string }).detail, /Unknown model "gpt-99".*builtin, fake-gpt/);
+  });
+});
+
+describe('a confined browser', () => {
+  const secretFile = () => path.join(f.dataDir, 'file-storage', 'signing-secret');
+
+  test("when a task asks to open a service's secret file, then the run fails saying file: URLs are blocked, and the secret is nowhere", async () => {
+    const secret = fs.readFileSync(secretFile(), 'utf8').trim();
+    const { id } = await start('alpha', { task: `Open file://${secretFile()}. Extract the page text.`, model: 'builtin' });
+    const { run, events } = await finished('alpha', id);
+    assert.equal(run.status, 'failed');
+    assert.match(run.error, /file: URLs are blocked in this browser/);
+    assert.ok(!JSON.stringify({ run, events }).includes(secret), 'the secret is in no answer');
+  });
+
+  test('when a model opens a host file, then it sees the refusal as an action error and the run goes on to complete', async () => {
+    const secret = fs.readFileSync(secretFile(), 'utf8').trim();
+    fake.script = (req, n) => {
+      if (n === 0) return { tool: 'navigate', args: { url: `file://${secretFile()}` } };
+      // Grounded: it goes on only because the observation it was sent shows the refusal.
+      if (n === 1) return /URLs are blocked in this browser/.test(userText(req)) ? { tool: 'navigate', args: { url: site.url('run-article.html') } } : { tool: 'done', args: { result: 'no refusal seen' } };
+      return { tool: 'done', args: { result: userText(req).includes(secret) ? 'leaked' : 'recovered' } };
+    };
+    const { id } = await start('alpha', { task: 'Read the signing secret of this service', model: 'fake-gpt' });
+    const { run } = await finished('alpha', id);
+    assert.equal(run.status, 'completed', run.error);
+    assert.equal(run.result, 'recovered');
+    assert.ok(fake.requests.every((r) => !JSON.stringify(r).includes(secret)), 'the secret never reached the model');
   });
 });
 

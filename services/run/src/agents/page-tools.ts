@@ -166,7 +166,8 @@ export async function act(browser: Browser, page: Page, action: Action, opts: Ac
     case 'navigate': {
       let url = action.url.trim();
       if (!/^[a-z][a-z0-9+.-]*:/i.test(url)) url = `https://${url}`;
-      if (!/^https?:|^about:|^file:/i.test(url)) throw new ActionError(`Cannot open ${url}`);
+      // The browser refuses the rest too (file:, chrome:, …): it is confined to the web.
+      if (!/^https?:|^about:blank$|^data:/i.test(url)) throw new ActionError(`Cannot open ${url}: ${url.split(':')[0]}: URLs are blocked in this browser (only http and https)`);
       await page.goto(url, { waitUntil: 'load', timeout: t }).catch((err: Error) => {
         throw new ActionError(`Could not open ${url}: ${err.message.split('\n')[0]}`);
       });
