@@ -14,7 +14,7 @@ import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../../common/src/logger.js';
 import { CdpConnection } from './cdp-connection.js';
-import { NAMESPACE_SCRIPT, releaseUid, takeUid, type BrowserConfinement } from './confinement.js';
+import { NAMESPACE_SCRIPT, namespaceArgs, releaseUid, takeUid, type BrowserConfinement } from './confinement.js';
 import { killGroup, processesUsing, waitGroupGone } from './process-groups.js';
 
 /** How to launch one browser. */
@@ -133,10 +133,7 @@ export function launchCommand(o: LaunchOptions, dir: string, uid: number | undef
   if (!o.confinement.namespaces) return { file: o.executable, args };
   return {
     file: 'unshare',
-    args: [
-      '--mount', '--propagation', 'private', '--pid', '--fork', '--kill-child', '--mount-proc',
-      '--', '/bin/sh', '-c', NAMESPACE_SCRIPT, 'ats-browser', dir, String(uid ?? 0), o.confinement.policyDir ?? '', o.executable, ...args,
-    ],
+    args: [...namespaceArgs(o.confinement), '--', '/bin/sh', '-c', NAMESPACE_SCRIPT, 'ats-browser', dir, uid === undefined ? '' : String(uid), o.confinement.policyDir ?? '', o.executable, ...args],
   };
 }
 

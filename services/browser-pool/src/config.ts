@@ -23,7 +23,6 @@ export const browserPoolConfigSpec = {
   ...grpcFields(DEFAULT_PORTS.browserPool),
   ...natsFields,
   ...grpcClientFields,
-  runAddr: addressFields.runAddr,
   fileStorageAddr: addressFields.fileStorageAddr,
   liveViewAddr: addressFields.liveViewAddr,
   chromiumPath: str('CHROMIUM_PATH', { default: '/usr/bin/chromium', describe: 'Chromium executable' }),
@@ -119,7 +118,6 @@ function browserEgress(c: {
   browserDeniedPorts: string | undefined;
   grpcPort: number;
   cdpPort: number;
-  runAddr: string;
   fileStorageAddr: string;
   liveViewAddr: string;
   natsUrl: string;
@@ -129,7 +127,6 @@ function browserEgress(c: {
   const bad = extra.filter((p) => !/^\d{1,5}$/.test(p) || Number(p) > 65535);
   if (bad.length) throw new ConfigError([`BROWSER_DENIED_PORTS must be port numbers separated by commas (got ${JSON.stringify(bad.join(','))})`]);
   const services = [
-    endpointOf(c.runAddr, 50051),
     endpointOf(c.fileStorageAddr, 50053),
     endpointOf(c.liveViewAddr, 50054),
     endpointOf(c.natsUrl, 4222),

@@ -10,8 +10,10 @@
  *    its Unix sockets, …), its own directory is mounted back at the same path, /tmp and /dev/shm
  *    are private, and a managed policy refuses file:, chrome: and other internal schemes;
  *  - gets an environment built from nothing.
- * Without root only what needs no privilege is kept (empty environment, the policy refused at the
- * CDP proxy, the sandbox when user namespaces work); the start log says so.
+ * Without root the namespaces are made inside a user namespace (where the kernel and the
+ * container's seccomp profile allow it): browsers then share the pool's uid, but each sees only
+ * its own folder. Without either only what needs no privilege is kept (empty environment, internal
+ * URLs refused at the CDP proxy, the sandbox when user namespaces work); the start log says so.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -22,8 +24,12 @@ import type { Logger } from '../../common/src/logger.js';
 export interface BrowserConfinement {
   /** First uid (and gid) of the range browsers run as; undefined = as this process. */
   uidBase: number | undefined;
-  /** Mount and PID namespaces that hide the host (needs root). */
+  /** Mount (and PID) namespaces that hide the host: made as root, or inside a user namespace of the pool's own user. */
   namespaces: boolean;
+  /** The namespaces are made in a user namespace (the pool is not root): browsers keep the pool's uid. */
+  userns: boolean;
+  /** A PID namespace with its own /proc (containers that mask /proc refuse it). */
+  pidNamespace: boolean;
   /** Chromium's own sandbox. */
   sandbox: boolean;
   /**
@@ -71,9 +77,15 @@ export function detectConfinement(s: ConfinementSettings, logger: Logger): Brows
   const userns = ok('unshare', ['--user', '--map-root-user', 'true']);
   if (s.mode === 'off') {
     logger.warn('BROWSER_CONFINEMENT=off: browsers run as this process, with its files in reach');
-    return { uidBase: undefined, namespaces: false, sandbox: s.noSandbox === undefined ? !root && userns : !s.noSandbox, policyDir: undefined };
+    return { uidBase: undefined, namespaces: false, userns: false, pidNamespace: false, sandbox: s.noSandbox === undefined ? !root && userns : !s.noSandbox, policyDir: undefined };
   }
-  const namespaces = root && ok('unshare', ['--mount', '--pid', '--fork', '--mount-proc', 'true']);
+  // The namespaces a browser gets: the first of these this host lets us make (and mount in).
+  const candidates = [
+    { userns: !root, pidNamespace: true },
+    { userns: !root, pidNamespace: false },
+  ];
+  const made = candidates.find((c) => (root || userns) && ok('unshare', [...namespaceArgs(c), '--', '/bin/sh', '-c', 'mount -t tmpfs ats-probe /run']));
+  const namespaces = made !== undefined;
   const sandbox = s.noSandbox === undefined ? userns : !s.noSandbox;
   let policyDir: string | undefined;
   if (namespaces && fs.existsSync(CHROMIUM_ETC)) {
@@ -83,16 +95,23 @@ export function detectConfinement(s: ConfinementSettings, logger: Logger): Brows
     fs.writeFileSync(path.join(managed, 'ats.json'), JSON.stringify(CHROMIUM_POLICY, null, 2), { mode: 0o644 });
     for (let d = managed; d.startsWith(policyDir); d = path.dirname(d)) fs.chmodSync(d, 0o755);
   }
-  const c: BrowserConfinement = { uidBase: root && namespaces ? s.uidBase : undefined, namespaces, sandbox, policyDir };
+  const c: BrowserConfinement = { uidBase: root && namespaces ? s.uidBase : undefined, namespaces, userns: made?.userns ?? false, pidNamespace: made?.pidNamespace ?? false, sandbox, policyDir };
   const missing = [
-    !root && 'a uid per browser and mount namespaces (the pool does not run as root)',
-    root && !namespaces && 'mount and PID namespaces (unshare is refused here: the container needs CAP_SYS_ADMIN)',
+    !root && 'a uid per browser (the pool does not run as root; each browser still sees only its own folder)',
+    !namespaces && (root ? 'mount namespaces (unshare is refused here)' : 'mount namespaces (no user namespaces here: the seccomp profile or the kernel refuses them)'),
+    namespaces && !c.pidNamespace && 'a PID namespace (mounting /proc is refused here, e.g. a container that masks /proc)',
     !sandbox && "Chromium's sandbox (no unprivileged user namespaces, or CHROMIUM_NO_SANDBOX=true)",
     namespaces && !policyDir && `the managed policy (${CHROMIUM_ETC} does not exist; internal schemes are refused at the CDP proxy only)`,
   ].filter(Boolean);
   if (missing.length) logger.warn({ confinement: c, missing }, `browsers are confined only partly; missing: ${missing.join('; ')}`);
   else logger.info({ confinement: c }, 'browsers confined: own uid, sandbox, mount and PID namespaces, managed policy');
   return c;
+}
+
+/** `unshare` options that make a browser's namespaces. */
+export function namespaceArgs(c: { userns: boolean; pidNamespace: boolean }): string[] {
+  const user = c.userns ? ['--user', `--map-user=${process.getuid?.() ?? 0}`, `--map-group=${process.getgid?.() ?? 0}`, '--keep-caps'] : [];
+  return [...user, '--mount', '--propagation', 'private', ...(c.pidNamespace ? ['--pid', '--fork', '--kill-child', '--mount-proc'] : [])];
 }
 
 /** Uids handed to live browsers of this process; a uid is reused only once its browser's processes are gone. */
@@ -116,8 +135,9 @@ export function releaseUid(uid: number): void {
 
 /**
  * The shell script that builds a browser's view of the host inside fresh mount and PID
- * namespaces, then drops to the browser's uid and starts Chromium. Arguments: the browser's
- * directory, uid, the policy directory ('' for none), then the command.
+ * namespaces, then drops to the browser's uid (or, in a user namespace, every capability) and
+ * starts Chromium. Arguments: the browser's directory, uid ('' = keep), the policy directory
+ * ('' for none), then the command.
  */
 export const NAMESPACE_SCRIPT = String.raw`set -eu
 dir="$1"; uid="$2"; policy="$3"; shift 3
@@ -138,5 +158,6 @@ mount --bind /run/.fonts /var/cache/fontconfig
 if [ -n "$policy" ]; then mount --bind /run/.policy /etc/chromium; umount /run/.policy; fi
 umount /run/.dir /run/.fonts
 rm -rf /run/.dir /run/.fonts /run/.policy
-exec setpriv --reuid="$uid" --regid="$uid" --clear-groups --no-new-privs -- "$@"
+if [ -n "$uid" ]; then exec setpriv --reuid="$uid" --regid="$uid" --clear-groups --no-new-privs -- "$@"; fi
+exec setpriv --inh-caps=-all --ambient-caps=-all --no-new-privs -- "$@"
 `;
