@@ -14,6 +14,8 @@ import { LiveBrowser } from '../services/browser-pool/src/live-browser.js';
 import { startFixtureSite, type FixtureSite } from '../services/browser-pool/src/testing/fixture-site.js';
 import { startStackFixture, type StackFixture } from '../test/support/stack-fixture.js';
 import { hostConfinement } from '../services/browser-pool/src/testing/confinement.js';
+import type { BrowserConfinement } from '../services/browser-pool/src/confinement.js';
+import { groupMembers } from '../services/browser-pool/src/process-groups.js';
 
 export interface Stats {
   n: number;
@@ -36,8 +38,21 @@ export interface PoolFigures {
   errors: number;
 }
 
+/** One confinement mode, in-process: launch → first page loaded, and the memory of the browser then. */
+export interface ConfinementFigures {
+  launchToLoadMs: Stats;
+  /** Proportional set size of every process of one browser with one page loaded (MiB). */
+  pssMiB: Stats;
+}
+
 export interface BrowserPoolFigures {
   warm: PoolFigures;
+  /** The warm pool with BROWSER_CONFINEMENT=off (the unconfined baseline; the egress proxy stays). */
+  warmUnconfined: PoolFigures;
+  /** warm lifecycle p50 / unconfined warm lifecycle p50. */
+  confinedLifecycleRatio: number;
+  confined: ConfinementFigures;
+  unconfined: ConfinementFigures;
   cold: PoolFigures;
   /** Chromium launched and prepared in-process, no service around it. */
   bareLaunchMs: Stats;
@@ -61,11 +76,11 @@ function stats(xs: number[]): Stats {
 
 const ms = (t0: bigint) => Number(process.hrtime.bigint() - t0) / 1e6;
 
-async function measurePool(warmSize: number, o: BrowserPoolBenchOptions, site: FixtureSite): Promise<PoolFigures> {
+async function measurePool(warmSize: number, o: BrowserPoolBenchOptions, site: FixtureSite, env: Record<string, string> = {}): Promise<PoolFigures> {
   const f: StackFixture = await startStackFixture({
     mode: o.mode ?? 'dist',
     projects: ['bench'],
-    env: { LOG_LEVEL: 'warn', POOL_WARM_SIZE: String(warmSize), MAX_ACTIVE_BROWSERS_PER_PROJECT: '50' },
+    env: { LOG_LEVEL: 'warn', POOL_WARM_SIZE: String(warmSize), MAX_ACTIVE_BROWSERS_PER_PROJECT: '50', ...env },
   });
   const { key } = f.projects.bench!;
   let errors = 0;
@@ -166,15 +181,82 @@ async function bareLaunches(rounds: number, dir: string): Promise<Stats> {
   return stats(times);
 }
 
+/** Proportional set size (KiB) of a process group's members. */
+function groupPssKiB(pgid: number): number {
+  let total = 0;
+  for (const pid of groupMembers(pgid)) {
+    try {
+      total += Number(/^Pss:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1] ?? 0);
+    } catch {
+      /* gone */
+    }
+  }
+  return total;
+}
+
+/** Launch → page loaded and the browser's memory then, for one confinement, in-process (no service around it). */
+async function launchAndLoad(rounds: number, dir: string, site: FixtureSite, confinement: BrowserConfinement): Promise<ConfinementFigures> {
+  const logger = createLogger('bench', 'silent');
+  const times: number[] = [];
+  const pss: number[] = [];
+  try {
+    for (let i = 0; i < rounds; i++) {
+      const t0 = process.hrtime.bigint();
+      const b = await LiveBrowser.launch({
+        executable: '/usr/bin/chromium',
+        rootDir: dir,
+        id: `brw_bench${i}`,
+        width: 1280,
+        height: 800,
+        confinement,
+        egress: { allowPrivateNetworks: true, deniedLocalPorts: new Set() },
+        logger,
+        screencast: { quality: 60, everyNthFrame: 1, maxWidth: 0, maxHeight: 0 },
+      });
+      const sessionId = await b.tabs.session(b.tabs.activeId!);
+      await b.chromium.conn.send('Page.enable', {}, sessionId);
+      const loaded = b.chromium.conn.waitFor('Page.loadEventFired', (_p, s) => s === sessionId, 20000);
+      await b.chromium.conn.send('Page.navigate', { url: `${site.origin}/index.html` }, sessionId);
+      await loaded;
+      times.push(ms(t0));
+      pss.push(groupPssKiB(b.chromium.pgid) / 1024);
+      await b.shutdown();
+      await b.chromium.removed;
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  return { launchToLoadMs: stats(times), pssMiB: stats(pss) };
+}
+
 /** Runs the benchmark; `make bench` prints and stores the figures. */
 export async function browserPoolBench(o: BrowserPoolBenchOptions): Promise<BrowserPoolFigures> {
   const site = await startFixtureSite();
   try {
     const warm = await measurePool(o.warmSize ?? 2, o, site);
     const cold = await measurePool(0, o, site);
+    const warmUnconfined = await measurePool(o.warmSize ?? 2, o, site, { BROWSER_CONFINEMENT: 'off' });
+    const n = Math.min(o.rounds, 10);
+    const tmp = process.env.TMPDIR ?? '/tmp';
+    // Interleaved so both modes meet the same machine load.
+    const confined: ConfinementFigures[] = [];
+    const unconfined: ConfinementFigures[] = [];
+    const off = { ...hostConfinement(), uidBase: undefined, namespaces: false, userns: false, pidNamespace: false, policyDir: undefined, sandbox: process.getuid?.() !== 0 };
+    for (let i = 0; i < n; i++) {
+      confined.push(await launchAndLoad(1, path.join(tmp, `ats-bench-conf-${process.pid}`), site, hostConfinement()));
+      unconfined.push(await launchAndLoad(1, path.join(tmp, `ats-bench-unconf-${process.pid}`), site, off));
+    }
+    const merge = (xs: ConfinementFigures[]): ConfinementFigures => ({
+      launchToLoadMs: stats(xs.map((x) => x.launchToLoadMs.p50)),
+      pssMiB: stats(xs.map((x) => x.pssMiB.p50)),
+    });
     const bareLaunchMs = await bareLaunches(Math.min(o.rounds, 10), path.join(process.env.TMPDIR ?? '/tmp', `ats-bench-launch-${process.pid}`));
     return {
       warm,
+      warmUnconfined,
+      confinedLifecycleRatio: Math.round((warm.lifecycleMs.p50 / warmUnconfined.lifecycleMs.p50) * 100) / 100,
+      confined: merge(confined),
+      unconfined: merge(unconfined),
       cold,
       bareLaunchMs,
       provisionRatio: Math.round((warm.provisionMs.p50 / cold.provisionMs.p50) * 100) / 100,

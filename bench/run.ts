@@ -68,6 +68,10 @@ if (want('pool')) {
   const bp = await browserPoolBench({ rounds: Math.max(5, rounds * 2), mode: 'dist' });
   results.browserPool = bp;
   process.stdout.write(`  ${JSON.stringify({ warm: bp.warm, cold: bp.cold, bareLaunchMs: bp.bareLaunchMs, provisionRatio: bp.provisionRatio, lifecycleRatio: bp.lifecycleRatio })}\n`);
+  process.stdout.write(
+    `  confinement: warm create → CDP → goto → stop p50 ${f(bp.warm.lifecycleMs.p50, 1)} ms confined vs ${f(bp.warmUnconfined.lifecycleMs.p50, 1)} ms with BROWSER_CONFINEMENT=off (ratio ${f(bp.confinedLifecycleRatio, 2)})\n` +
+      `  launch → page loaded p50 ${f(bp.confined.launchToLoadMs.p50, 1)} ms confined vs ${f(bp.unconfined.launchToLoadMs.p50, 1)} ms unconfined; memory per browser (PSS) p50 ${f(bp.confined.pssMiB.p50, 1)} MiB vs ${f(bp.unconfined.pssMiB.p50, 1)} MiB\n`,
+  );
 }
 if (want('live-view')) {
   process.stdout.write('\nlive view and recording\n');
