@@ -53,4 +53,16 @@ test('when a client asks for its own proxy, a page-side CDP binding or an extens
   assert.ok('send' in guardCommand({ id: 2, method: 'Target.createBrowserContext', params: { disposeOnDetach: true } }, '/d'));
   assert.ok('refuse' in guardCommand({ id: 3, method: 'Target.exposeDevToolsProtocol', params: { targetId: 'T' } }, '/d'));
   assert.ok('refuse' in guardCommand({ id: 4, method: 'Extensions.loadUnpacked', params: { path: '/tmp/x' } }, '/d'));
+  assert.ok('refuse' in guardCommand({ id: 5, method: 'PWA.install', params: { manifestId: 'm', installUrlOrBundleUrl: 'file:///x.swbn' } }, '/d'));
+  assert.ok('refuse' in guardCommand({ id: 6, method: 'Page.handleFileChooser', params: { action: 'accept', files: ['/etc/passwd'] } }, '/d'));
+});
+
+test('when a client wraps commands for a non-flat session, then it is refused: every command must pass the guard', () => {
+  const wrapped = JSON.stringify({ id: 1, method: 'Page.navigate', params: { url: 'file:///etc/passwd' } });
+  assert.ok('refuse' in guardCommand({ id: 1, method: 'Target.sendMessageToTarget', params: { sessionId: 'S', message: wrapped } }, '/d'));
+  assert.ok('refuse' in guardCommand({ id: 2, method: 'Target.attachToTarget', params: { targetId: 'T' } }, '/d'));
+  assert.ok('refuse' in guardCommand({ id: 3, method: 'Target.setAutoAttach', params: { autoAttach: true, waitForDebuggerOnStart: false } }, '/d'));
+  assert.ok('send' in guardCommand({ id: 4, method: 'Target.attachToTarget', params: { targetId: 'T', flatten: true } }, '/d'));
+  assert.ok('send' in guardCommand({ id: 5, method: 'Target.setAutoAttach', params: { autoAttach: true, waitForDebuggerOnStart: true, flatten: true } }, '/d'));
+  assert.ok('send' in guardCommand({ id: 6, method: 'Target.setAutoAttach', params: { autoAttach: false, waitForDebuggerOnStart: false } }, '/d'));
 });

@@ -63,8 +63,12 @@ const URL_PARAM: Record<string, string> = {
   'Fetch.continueWithAuth': 'url',
   'Network.continueInterceptedRequest': 'url',
 };
-/** Methods no client may call: they would load code or paths of the client's choosing, or hand a page a CDP channel past this guard. */
-const REFUSED_METHODS = new Set(['Target.exposeDevToolsProtocol', 'Browser.executeBrowserCommand']);
+/**
+ * Methods no client may call: they would load code or paths of the client's choosing, or carry
+ * commands past this guard (a page-side CDP binding, messages wrapped for non-flat sessions).
+ */
+const REFUSED_METHODS = new Set(['Target.exposeDevToolsProtocol', 'Target.sendMessageToTarget', 'Target.openDevTools', 'Browser.executeBrowserCommand', 'Page.handleFileChooser']);
+const REFUSED_DOMAINS = ['Extensions.', 'PWA.'];
 
 /**
  * What the proxy does with a client's command: refuses what would reach the host (internal
@@ -74,7 +78,10 @@ const REFUSED_METHODS = new Set(['Target.exposeDevToolsProtocol', 'Browser.execu
 export function guardCommand(msg: CdpMessage, downloadsDir: string): GuardVerdict {
   const method = msg.method!;
   const params = (msg.params ?? {}) as Record<string, any>;
-  if (REFUSED_METHODS.has(method) || method.startsWith('Extensions.')) return { refuse: `${method} is not allowed through this proxy` };
+  if (REFUSED_METHODS.has(method) || REFUSED_DOMAINS.some((d) => method.startsWith(d))) return { refuse: `${method} is not allowed through this proxy` };
+  if ((method === 'Target.attachToTarget' || method === 'Target.setAutoAttach') && params.flatten !== true && !(method === 'Target.setAutoAttach' && params.autoAttach === false)) {
+    return { refuse: `${method}: only flattened sessions (flatten: true) are supported through this proxy` };
+  }
   const urlParam = URL_PARAM[method];
   if (urlParam) {
     const why = urlRefusal(params[urlParam]);
