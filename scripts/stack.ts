@@ -205,6 +205,11 @@ export class Stack {
     if (this.natsToken && service !== 'gateway') env.NATS_TOKEN = this.natsToken; // the gateway does not use NATS
     if (this.opts.databaseUrl) env.DATABASE_URL = this.opts.databaseUrl;
     else delete env.DATABASE_URL;
+    if (service === 'browser-pool') {
+      // Browsers may open local sites, but no service's internal port (the pool knows its peers' only).
+      const natsPort = Number(new URL(this.natsUrl).port) || 4222;
+      env.BROWSER_DENIED_PORTS = [...[...this.ports.values()], natsPort, ...(this.opts.env?.BROWSER_DENIED_PORTS ?? '').split(',').filter(Boolean).map(Number)].join(',');
+    }
     for (const [edge, e] of Object.entries(EDGES) as [Edge, (typeof EDGES)[Edge]][]) {
       // Every service learns every edge's URL (the pool puts live view URLs into records);
       // only the owner binds the port.

@@ -194,6 +194,18 @@ describe('a confined browser', () => {
     assert.ok(!JSON.stringify({ run, events }).includes(secret), 'the secret is in no answer');
   });
 
+  test("when a task opens a service's gRPC port or cloud metadata, then the page says the network policy blocked it and nothing more", async () => {
+    const grpcPort = f.stack.ports.get('run')!;
+    const { id } = await start('alpha', { task: `Open http://127.0.0.1:${grpcPort}/. Extract the text of 'body'. `, model: 'builtin' });
+    const { run } = await finished('alpha', id);
+    assert.equal(run.status, 'completed', run.error);
+    assert.match(run.result, /Blocked by the browser network policy: internal service port/);
+    const meta = await start('alpha', { task: `Open http://169.254.169.254/latest/meta-data/. Extract the text of 'body'.`, model: 'builtin' });
+    const done = await finished('alpha', meta.id);
+    assert.equal(done.run.status, 'completed', done.run.error);
+    assert.match(done.run.result, /Blocked by the browser network policy: link-local/);
+  });
+
   test('when a model opens a host file, then it sees the refusal as an action error and the run goes on to complete', async () => {
     const secret = fs.readFileSync(secretFile(), 'utf8').trim();
     fake.script = (req, n) => {
