@@ -307,7 +307,8 @@ describe('for the other services', () => {
     const listed = (await (await call(alpha().key, 'GET', '/api/v1/browsers?session_id=ses_grpc')).json()) as { items: BrowserJson[] };
     assert.deepEqual(listed.items.map((b) => b.id), [id]);
     const { websocketUrl } = await pool.api.getCdpEndpoint({ projectId, browserId: id });
-    assert.match(websocketUrl, /^ws:\/\/127\.0\.0\.1:\d+\/devtools\/browser\//);
+    // Chromium has no DevTools port: the run service too goes through the CDP proxy, with a token for this browser.
+    assert.match(websocketUrl, new RegExp(`^ws://127\\.0\\.0\\.1:${f.stack.edgePorts.get('cdp')}/cdp/${id}\\?token=`));
     const agent = await connectPuppeteer(websocketUrl);
     const page = await firstPage(agent);
     await page.goto(`${site.origin}/index.html`);
