@@ -98,7 +98,6 @@ export class CdpChannel {
     const out: CdpMessage = clientId === undefined ? msg : { ...msg, id: clientId };
     if (out.sessionId === this.root) delete out.sessionId;
     this.#deliver(JSON.stringify(out));
-    if (msg.method === 'Target.detachedFromTarget' && msg.params?.sessionId === this.root) this.#end();
   }
 
   #own(sessionId: string): void {
@@ -211,6 +210,11 @@ export class CdpConnection {
     if (!msg.method) return;
     const owner = msg.sessionId === undefined ? undefined : this.#owners.get(msg.sessionId);
     if (owner) return owner.receive(msg);
+    if (msg.method === 'Target.detachedFromTarget') {
+      // A channel's root session hangs off our own: when its target goes, so does the channel.
+      const gone = this.#owners.get((msg.params as { sessionId?: string })?.sessionId ?? '');
+      if (gone && gone.root === (msg.params as { sessionId: string }).sessionId) gone.end();
+    }
     const set = this.#listeners.get(msg.method);
     if (!set) return;
     for (const l of [...set]) {
