@@ -154,23 +154,27 @@ async function measurePool(warmSize: number, o: BrowserPoolBenchOptions, site: F
   }
 }
 
+/** One browser launched and prepared in-process, as the pool does it. */
+function launchOne(dir: string, i: number, confinement: BrowserConfinement): Promise<LiveBrowser> {
+  return LiveBrowser.launch({
+    executable: '/usr/bin/chromium',
+    rootDir: dir,
+    id: `brw_bench${i}`,
+    width: 1280,
+    height: 800,
+    confinement,
+    egress: { allowPrivateNetworks: true, deniedLocalPorts: new Set() },
+    logger: createLogger('bench', 'silent'),
+    screencast: { quality: 60, everyNthFrame: 1, maxWidth: 0, maxHeight: 0 },
+  });
+}
+
 async function bareLaunches(rounds: number, dir: string): Promise<Stats> {
-  const logger = createLogger('bench', 'silent');
   const times: number[] = [];
   try {
     for (let i = 0; i < rounds; i++) {
       const t0 = process.hrtime.bigint();
-      const b = await LiveBrowser.launch({
-        executable: '/usr/bin/chromium',
-        rootDir: dir,
-        id: `brw_bench${i}`,
-        width: 1280,
-        height: 800,
-        confinement: hostConfinement(),
-        egress: { allowPrivateNetworks: true, deniedLocalPorts: new Set() },
-        logger,
-        screencast: { quality: 60, everyNthFrame: 1, maxWidth: 0, maxHeight: 0 },
-      });
+      const b = await launchOne(dir, i, hostConfinement());
       times.push(ms(t0));
       await b.shutdown();
       await b.chromium.removed;
@@ -196,23 +200,12 @@ function groupPssKiB(pgid: number): number {
 
 /** Launch → page loaded and the browser's memory then, for one confinement, in-process (no service around it). */
 async function launchAndLoad(rounds: number, dir: string, site: FixtureSite, confinement: BrowserConfinement): Promise<ConfinementFigures> {
-  const logger = createLogger('bench', 'silent');
   const times: number[] = [];
   const pss: number[] = [];
   try {
     for (let i = 0; i < rounds; i++) {
       const t0 = process.hrtime.bigint();
-      const b = await LiveBrowser.launch({
-        executable: '/usr/bin/chromium',
-        rootDir: dir,
-        id: `brw_bench${i}`,
-        width: 1280,
-        height: 800,
-        confinement,
-        egress: { allowPrivateNetworks: true, deniedLocalPorts: new Set() },
-        logger,
-        screencast: { quality: 60, everyNthFrame: 1, maxWidth: 0, maxHeight: 0 },
-      });
+      const b = await launchOne(dir, i, confinement);
       const sessionId = await b.tabs.session(b.tabs.activeId!);
       await b.chromium.conn.send('Page.enable', {}, sessionId);
       const loaded = b.chromium.conn.waitFor('Page.loadEventFired', (_p, s) => s === sessionId, 20000);
