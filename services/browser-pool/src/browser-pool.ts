@@ -16,6 +16,7 @@ import { cdpUrl } from './cdp-token.js';
 import { killStrays, strayTempDirs } from './chromium.js';
 import type { CdpProxyBackend } from './cdp-proxy.js';
 import type { BrowserConfinement } from './confinement.js';
+import { EgressProxy } from './egress-proxy.js';
 import type { Downloads, ListedDownload } from './downloads.js';
 import { dispatchInput, type BrowserInput } from './input.js';
 import { LiveBrowser, type LiveBrowserOptions } from './live-browser.js';
@@ -126,10 +127,7 @@ export class BrowserPool implements CdpProxyBackend {
 
   /** Ports no browser may reach on this host: the configured ones and every browser's egress proxy. */
   #deniedLocalPorts(): ReadonlySet<number> {
-    const ports = new Set(this.#o.egress.deniedLocalPorts);
-    for (const b of this.#active.values()) ports.add(b.egress.port);
-    for (const b of this.#warm.browsers()) ports.add(b.egress.port);
-    return ports;
+    return new Set([...this.#o.egress.deniedLocalPorts, ...EgressProxy.livePorts]);
   }
 
   #launchOptions(id: string, width: number, height: number, upstream: URL | undefined, signal?: AbortSignal): LiveBrowserOptions {

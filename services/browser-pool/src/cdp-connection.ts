@@ -22,6 +22,9 @@ export class CdpError extends Error {
 
 type Listener = (params: any, sessionId: string | undefined) => void;
 
+/** Largest message read from the pipe (characters); V8 strings end a little above 512 Mi. */
+const MAX_MESSAGE_CHARS = 400 * 1024 * 1024;
+
 /** A CDP message as clients and Chromium send it. */
 export interface CdpMessage {
   id?: number;
@@ -118,7 +121,7 @@ export class CdpChannel {
   #end(): void {
     if (this.#closed) return;
     this.#closed = true;
-    for (const s of this.#owned) this.#conn.disown(s);
+    for (const s of this.#owned) this.#conn.disown(s, true);
     this.#conn.forget(this);
     this.#onClose?.();
   }
@@ -150,6 +153,8 @@ export class CdpConnection {
   /** Sessions that belong to a channel, not to the pool. */
   readonly #owners = new Map<string, CdpChannel>();
   readonly #channels = new Set<CdpChannel>();
+  /** Sessions of ended channels, until Chromium says they are detached: their late events go nowhere. */
+  readonly #dead = new Set<string>();
   readonly #defaultTimeoutMs: number;
   #nextId = 1;
   #buffer = '';
@@ -175,12 +180,21 @@ export class CdpConnection {
   }
 
   #onData(chunk: string): void {
+    if (this.#buffer.length + chunk.length > MAX_MESSAGE_CHARS) {
+      // One message larger than any string we can hold: this browser's connection cannot go on.
+      this.close();
+      return;
+    }
     let start = 0;
     for (let end = chunk.indexOf('\0'); end !== -1; end = chunk.indexOf('\0', start)) {
       const text = this.#buffer + chunk.slice(start, end);
       this.#buffer = '';
       start = end + 1;
-      this.#dispatch(text);
+      try {
+        this.#dispatch(text);
+      } catch {
+        /* a message we could not hand on (too large to re-encode) must not take the pool down */
+      }
     }
     this.#buffer += chunk.slice(start);
   }
@@ -210,10 +224,16 @@ export class CdpConnection {
     if (!msg.method) return;
     const owner = msg.sessionId === undefined ? undefined : this.#owners.get(msg.sessionId);
     if (owner) return owner.receive(msg);
+    if (msg.sessionId !== undefined && this.#dead.has(msg.sessionId)) {
+      if (msg.method === 'Target.detachedFromTarget') this.#dead.delete((msg.params as { sessionId?: string })?.sessionId ?? '');
+      return;
+    }
     if (msg.method === 'Target.detachedFromTarget') {
       // A channel's root session hangs off our own: when its target goes, so does the channel.
-      const gone = this.#owners.get((msg.params as { sessionId?: string })?.sessionId ?? '');
-      if (gone && gone.root === (msg.params as { sessionId: string }).sessionId) gone.end();
+      const sessionId = (msg.params as { sessionId?: string })?.sessionId ?? '';
+      const gone = this.#owners.get(sessionId);
+      if (gone && gone.root === sessionId) gone.end();
+      if (this.#dead.delete(sessionId)) return;
     }
     const set = this.#listeners.get(msg.method);
     if (!set) return;
@@ -272,8 +292,14 @@ export class CdpConnection {
   }
 
   /** @internal */
-  disown(sessionId: string): void {
+  disown(sessionId: string, ended = false): void {
     this.#owners.delete(sessionId);
+    if (ended && this.#dead.size < 10000) this.#dead.add(sessionId);
+  }
+
+  /** Bytes written to the pipe and not yet taken by Chromium (a client that floods it is cut off). */
+  get backlog(): number {
+    return this.#out.writableLength;
   }
 
   /** @internal */

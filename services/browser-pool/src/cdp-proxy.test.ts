@@ -24,6 +24,7 @@ test('when a client opens an internal or host URL, then it is refused with the r
     }
   }
   for (const url of ['https://example.com/', 'http://127.0.0.1:8000/a', 'data:text/html,hi', 'about:blank', '']) assert.equal(urlRefusal(url), undefined, url);
+  assert.equal(urlRefusal('not a url'), 'the URL does not parse');
   assert.ok('refuse' in guardCommand({ id: 2, method: 'Network.loadNetworkResource', params: { url: 'file:///etc/hostname', frameId: 'F', options: {} } }, '/d'));
   assert.ok('refuse' in guardCommand({ id: 3, method: 'Fetch.continueRequest', params: { requestId: 'r', url: 'file:///etc/hostname' } }, '/d'));
 });
@@ -50,6 +51,9 @@ test("when a client sets files on an input, then only files in the browser's dow
 
 test('when a client asks for its own proxy, a page-side CDP binding or an extension, then it is refused', () => {
   assert.ok('refuse' in guardCommand({ id: 1, method: 'Target.createBrowserContext', params: { proxyServer: 'direct://' } }, '/d'));
+  // An empty proxyServer gives the context a direct connection, past the egress proxy.
+  assert.ok('refuse' in guardCommand({ id: 11, method: 'Target.createBrowserContext', params: { proxyServer: '' } }, '/d'));
+  assert.ok('refuse' in guardCommand({ id: 12, method: 'Target.createBrowserContext', params: { proxyBypassList: '' } }, '/d'));
   assert.ok('send' in guardCommand({ id: 2, method: 'Target.createBrowserContext', params: { disposeOnDetach: true } }, '/d'));
   assert.ok('refuse' in guardCommand({ id: 3, method: 'Target.exposeDevToolsProtocol', params: { targetId: 'T' } }, '/d'));
   assert.ok('refuse' in guardCommand({ id: 4, method: 'Extensions.loadUnpacked', params: { path: '/tmp/x' } }, '/d'));

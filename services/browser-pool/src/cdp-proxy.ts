@@ -21,8 +21,12 @@ import { verifyCdpToken } from './cdp-token.js';
 import { BLOCKED_SCHEMES } from './confinement.js';
 import type { LiveBrowser } from './live-browser.js';
 
-/** Largest CDP message relayed (screenshots and DOM snapshots can be large). */
-const MAX_MESSAGE = 256 * 1024 * 1024;
+/** Largest CDP command a client may send (bodies for Fetch.fulfillRequest, scripts). */
+const MAX_MESSAGE = 64 * 1024 * 1024;
+/** What a client may leave unread, or leave unsent to Chromium, before it is cut off (one client must not exhaust the pool's memory). */
+const MAX_BACKLOG = 128 * 1024 * 1024;
+/** Commands a client may send before its connection to the browser is up. */
+const MAX_QUEUED = 1000;
 
 /** Why a URL may not be opened through CDP, or undefined when it may. */
 export function urlRefusal(raw: unknown): string | undefined {
@@ -32,7 +36,7 @@ export function urlRefusal(raw: unknown): string | undefined {
   try {
     u = new URL(raw);
   } catch {
-    return undefined; // Chromium refuses what does not parse as a URL
+    return 'the URL does not parse';
   }
   const scheme = u.protocol.slice(0, -1).toLowerCase();
   if (['http', 'https', 'data', 'blob', 'ws', 'wss'].includes(scheme)) return undefined;
@@ -93,7 +97,7 @@ export function guardCommand(msg: CdpMessage, downloadsDir: string): GuardVerdic
       return { refuse: `${method}: only files in the browser's downloads folder may be set (${downloadsDir})` };
     }
   }
-  if (method === 'Target.createBrowserContext' && (params.proxyServer || params.proxyBypassList)) {
+  if (method === 'Target.createBrowserContext' && ('proxyServer' in params || 'proxyBypassList' in params || 'proxyBypassRules' in params)) {
     return { refuse: 'Target.createBrowserContext: the browser network (proxy) is set by the pool' };
   }
   if (DOWNLOAD_METHODS.includes(method) && params.behavior !== 'deny' && params.behavior !== 'default') {
@@ -249,8 +253,10 @@ export class CdpProxy {
       browser.touch();
       if (isBinary) return client.close(1003, 'CDP messages are text');
       const text = data.toString('utf8');
-      if (channel) channel.send(text);
-      else queued.push(text);
+      if (channel) {
+        channel.send(text);
+        if (browser.chromium.conn.backlog > MAX_BACKLOG) client.close(1008, 'Too many commands in flight');
+      } else if (queued.push(text) > MAX_QUEUED) client.close(1008, 'Too many commands before the browser answered');
     });
     client.on('close', () => {
       this.#clients.delete(client);
@@ -258,7 +264,9 @@ export class CdpProxy {
     });
     client.on('error', () => client.terminate());
     const deliver = (text: string) => {
-      if (client.readyState === WebSocket.OPEN) client.send(text);
+      if (client.readyState !== WebSocket.OPEN) return;
+      if (client.bufferedAmount > MAX_BACKLOG) return client.terminate(); // it stopped reading
+      client.send(text);
     };
     browser.chromium.conn.openChannel(targetId, deliver, (msg) => guardCommand(msg, browser.chromium.downloadsDir)).then(
       (c) => {

@@ -214,12 +214,13 @@ export class Chromium {
       else child.once('exit', () => resolve());
     });
     const cleanup = async () => {
+      let gone = true;
       if (child.pid) {
         killGroup(child.pid);
         await exited;
-        await waitGroupGone(child.pid, 2000);
+        gone = await waitGroupGone(child.pid, 2000);
       }
-      if (uid !== undefined) releaseUid(uid);
+      if (uid !== undefined && gone) releaseUid(uid);
       fs.rmSync(dir, { recursive: true, force: true });
       fs.rmSync(tmpDir, { recursive: true, force: true });
     };

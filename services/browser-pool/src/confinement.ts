@@ -74,7 +74,9 @@ const ok = (file: string, args: string[]) => spawnSync(file, args, { stdio: 'ign
 /** Probes the host once and says what browsers get. */
 export function detectConfinement(s: ConfinementSettings, logger: Logger): BrowserConfinement {
   const root = process.getuid?.() === 0;
-  const userns = ok('unshare', ['--user', '--map-root-user', 'true']);
+  // Chromium makes its sandbox's user namespaces as the browser's uid, not as root: probe as that uid.
+  const asBrowser = root && s.mode !== 'off' ? ['setpriv', `--reuid=${s.uidBase}`, `--regid=${s.uidBase}`, '--clear-groups', '--'] : [];
+  const userns = ok(asBrowser[0] ?? 'unshare', [...asBrowser.slice(1), ...(asBrowser.length ? ['unshare'] : []), '--user', '--map-root-user', 'true']);
   if (s.mode === 'off') {
     logger.warn('BROWSER_CONFINEMENT=off: browsers run as this process, with its files in reach');
     return { uidBase: undefined, namespaces: false, userns: false, pidNamespace: false, sandbox: s.noSandbox === undefined ? !root && userns : !s.noSandbox, policyDir: undefined };
@@ -99,7 +101,9 @@ export function detectConfinement(s: ConfinementSettings, logger: Logger): Brows
   const missing = [
     !root && 'a uid per browser (the pool does not run as root; each browser still sees only its own folder)',
     !namespaces && (root ? 'mount namespaces (unshare is refused here)' : 'mount namespaces (no user namespaces here: the seccomp profile or the kernel refuses them)'),
-    namespaces && !c.pidNamespace && 'a PID namespace (mounting /proc is refused here, e.g. a container that masks /proc)',
+    namespaces &&
+      !c.pidNamespace &&
+      `a PID namespace (mounting /proc is refused here, e.g. a container that masks /proc)${c.uidBase === undefined ? ": browsers share this process's uid and see its /proc, environment included — keep secrets in files (INTERNAL_TOKEN_FILE) or allow an unmasked /proc" : ''}`,
     !sandbox && "Chromium's sandbox (no unprivileged user namespaces, or CHROMIUM_NO_SANDBOX=true)",
     namespaces && !policyDir && `the managed policy (${CHROMIUM_ETC} does not exist; internal schemes are refused at the CDP proxy only)`,
   ].filter(Boolean);
@@ -155,7 +159,7 @@ mount -t tmpfs -o mode=1777,size=1g ats-shm /dev/shm
 mkdir -p "$dir" /var/cache/fontconfig
 mount --bind /run/.dir "$dir"
 mount --bind /run/.fonts /var/cache/fontconfig
-if [ -n "$policy" ]; then mount --bind /run/.policy /etc/chromium; umount /run/.policy; fi
+if [ -n "$policy" ]; then mount --bind /run/.policy /etc/chromium; mount -o remount,bind,ro /etc/chromium; umount /run/.policy; fi
 umount /run/.dir /run/.fonts
 rm -rf /run/.dir /run/.fonts /run/.policy
 if [ -n "$uid" ]; then exec setpriv --reuid="$uid" --regid="$uid" --clear-groups --no-new-privs -- "$@"; fi

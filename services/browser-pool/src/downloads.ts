@@ -92,7 +92,8 @@ export class Downloads {
     if (!names.length) return;
     const files: { path: string; name: string; size: number; mtimeMs: number }[] = [];
     for (const n of names) {
-      const st = await fs.promises.stat(path.join(dir, n)).catch(() => undefined);
+      // lstat: the folder is the browser's; a symlink it planted must not make us read a host file.
+      const st = await fs.promises.lstat(path.join(dir, n)).catch(() => undefined);
       if (st?.isFile()) files.push({ path: path.join(dir, n), name: nameOf(n), size: st.size, mtimeMs: Math.floor(st.mtimeMs) });
     }
     // Oldest first, so an earlier download keeps its name when a later one suggests the same.
@@ -105,7 +106,13 @@ export class Downloads {
       const k = known.get(name);
       if (k && k.sizeBytes === f.size && k.lastModified === lastModified) continue;
       const row: DownloadRow = { browserId, name, sizeBytes: f.size, lastModified, objectKey: downloadKey(browserId, name) };
-      await this.#store.put(projectId, row.objectKey, contentType(name), fs.createReadStream(f.path));
+      let handle: fs.promises.FileHandle;
+      try {
+        handle = await fs.promises.open(f.path, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+      } catch {
+        continue; // replaced by a link (or gone) since it was listed
+      }
+      await this.#store.put(projectId, row.objectKey, contentType(name), handle.createReadStream());
       await this.#repo.putDownload(row);
       this.#logger.debug({ browserId, sizeBytes: f.size }, 'download stored');
     }

@@ -440,6 +440,15 @@ describe('upstream proxy', () => {
     assert.equal(upstream.seen.length, before);
   });
 
+  test('when an upstream is set and a name resolves here to metadata or a private address, then it is refused before the upstream sees it', async () => {
+    const rebinding = async (h: string) => [{ address: h === 'meta.attacker.test' ? '169.254.169.254' : '10.0.0.5', family: 4 }];
+    const p = await egress(prod([]), { lookup: rebinding, upstream: new URL(`http://user:p%40ss@127.0.0.1:${upstream.port}`) });
+    const before = upstream.seen.length;
+    assert.equal((await viaProxy(p.port, 'http://meta.attacker.test/latest/meta-data/')).status, 403);
+    assert.equal((await tunnel(p.port, 'postgres.internal.test:5432')).status, 403);
+    assert.equal(upstream.seen.length, before, 'the upstream saw neither');
+  });
+
   test('when the upstream refuses the credentials, then the browser gets 502, not a password prompt', async () => {
     const p = await egress(prod([]), { lookup: noLocalDns, upstream: new URL(`http://user:wrong@127.0.0.1:${upstream.port}`) });
     const r = await viaProxy(p.port, 'http://shop.example.de/');

@@ -290,6 +290,9 @@ export class EgressProxy {
     });
   }
 
+  /** Ports of every egress proxy of this process, from the moment it listens until it stops (no browser may reach another's). */
+  static readonly livePorts = new Set<number>();
+
   /** Starts a proxy on a free port of 127.0.0.1. */
   static async start(o: EgressProxyOptions): Promise<EgressProxy> {
     const server = http.createServer({ maxHeaderSize: MAX_HEAD, requestTimeout: 0, keepAliveTimeout: 30_000 });
@@ -299,6 +302,7 @@ export class EgressProxy {
       server.listen(0, '127.0.0.1', () => {
         server.off('error', reject);
         p.#port = (server.address() as net.AddressInfo).port;
+        EgressProxy.livePorts.add(p.#port);
         resolve();
       });
     });
@@ -329,7 +333,10 @@ export class EgressProxy {
   /** Stops listening and cuts every connection and tunnel. Idempotent. */
   stop(): Promise<void> {
     this.#stopping ??= new Promise<void>((resolve) => {
-      this.#server.close(() => resolve());
+      this.#server.close(() => {
+        EgressProxy.livePorts.delete(this.#port);
+        resolve();
+      });
       for (const s of this.#sockets) s.destroy();
       this.#agent.destroy();
       this.#upstream?.agent.destroy();
@@ -382,11 +389,13 @@ export class EgressProxy {
     const host = normaliseHost(rawHost);
     const first = host === undefined ? 'invalid host' : refusal(host, port, policy, own);
     if (first || host === undefined) throw new EgressError(403, first ?? 'invalid host', true);
-    if (classify(host) || this.#upstream) return { host, addresses: [host] };
+    if (classify(host)) return { host, addresses: [host] };
     let resolved: { address: string }[];
     try {
       resolved = await this.#lookup(host);
     } catch {
+      // A name only the upstream knows cannot be one of ours.
+      if (this.#upstream) return { host, addresses: [host] };
       throw new EgressError(502, `cannot resolve ${host}`);
     }
     if (!resolved.length) throw new EgressError(502, `cannot resolve ${host}`);
@@ -394,6 +403,9 @@ export class EgressProxy {
       const r = refusal(a.address, port, policy, own);
       if (r) throw new EgressError(403, r, true);
     }
+    // With an upstream the name goes on (the upstream resolves it where it is), checked here first:
+    // a name that resolves to a metadata, internal or private address is refused all the same.
+    if (this.#upstream) return { host, addresses: [host] };
     return { host, addresses: resolved.map((a) => a.address) };
   }
 

@@ -28,11 +28,6 @@ export class WarmPool {
     return this.#size;
   }
 
-  /** The launched browsers waiting to be handed out. */
-  browsers(): readonly LiveBrowser[] {
-    return this.#idle;
-  }
-
   get idleCount(): number {
     return this.#idle.length;
   }
