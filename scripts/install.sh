@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the project needs and is missing: npm packages (when package-lock.json changed)
-# and the Debian packages chromium, nats-server and ffmpeg (as root; otherwise says how).
+# and the Debian packages chromium, nats-server, ffmpeg, and socat and iproute2 (a browser's
+# forwarder and loopback in its network namespace) (as root; otherwise says how).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,9 +13,9 @@ if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules
   npm install --no-audit --no-fund --loglevel=error
 fi
 
-declare -A bin=([chromium]=chromium [nats-server]=nats-server [ffmpeg]=ffmpeg)
+declare -A bin=([chromium]=chromium [nats-server]=nats-server [ffmpeg]=ffmpeg [socat]=socat [iproute2]=ss)
 missing=()
-for pkg in chromium nats-server ffmpeg; do
+for pkg in chromium nats-server ffmpeg socat iproute2; do
   command -v "${bin[$pkg]}" >/dev/null 2>&1 || missing+=("$pkg")
 done
 ((${#missing[@]} == 0)) && exit 0

@@ -1,6 +1,8 @@
 /** Real Chromium processes: process groups, directories, and reaping what a crashed pool left. */
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { tempDir } from '../../../test/support/infra.js';
@@ -132,6 +134,21 @@ test("when a browser runs confined, then it sees its own folder but not the serv
     assert.ok(hostRun.length > 0, 'the host has something in /run to hide');
     assert.deepEqual(fs.readdirSync(`/proc/${chromiumPid}/root/run`).filter((n) => hostRun.includes(n)), [], '/run (host Unix sockets) is not visible');
     assert.equal(fs.readdirSync(`/proc/${chromiumPid}/root/dev/shm`).some((n) => !n.startsWith('.org.chromium')), false, '/dev/shm is private');
+
+    assert.equal(confined.netNamespace, true, 'as root with socat and iproute2 (make deps installs them), browsers get a network namespace');
+    if (confined.netNamespace) {
+      const devices = fs.readFileSync(`/proc/${chromiumPid}/net/dev`, 'utf8').split('\n').slice(2).filter(Boolean).map((l) => l.trim().split(':')[0]);
+      assert.deepEqual(devices, ['lo'], 'its network namespace has loopback only');
+      // An abstract Unix socket of the host (X11, D-Bus, container runtimes use them) is out of its reach.
+      const abstract = net.createServer().listen('\0ats-test-host-abstract');
+      await once(abstract, 'listening');
+      try {
+        assert.match(fs.readFileSync('/proc/self/net/unix', 'utf8'), /@ats-test-host-abstract/);
+        assert.doesNotMatch(fs.readFileSync(`/proc/${chromiumPid}/net/unix`, 'utf8'), /@ats-test-host-abstract/);
+      } finally {
+        abstract.close();
+      }
+    }
 
     const { targetId } = await a.conn.send<{ targetId: string }>('Target.createTarget', { url: 'about:blank' });
     const { sessionId } = await a.conn.send<{ sessionId: string }>('Target.attachToTarget', { targetId, flatten: true });

@@ -114,10 +114,15 @@ function smallDevShm(): boolean {
   return devShmSmall;
 }
 
+/** Where a browser in a network namespace reaches its egress proxy: a Unix socket in its own folder. */
+export function egressSocketPath(rootDir: string, id: string): string {
+  return path.join(rootDir, id, 'egress.sock');
+}
+
 /** The environment of a browser: nothing of the service's own (no secret can leak into it). */
 export function chromiumEnv(home: string, tmpDir: string): NodeJS.ProcessEnv {
   return {
-    PATH: '/usr/local/bin:/usr/bin:/bin',
+    PATH: '/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin',
     HOME: home,
     TMPDIR: tmpDir,
     LANG: 'C.UTF-8',
@@ -133,7 +138,20 @@ export function launchCommand(o: LaunchOptions, dir: string, uid: number | undef
   if (!o.confinement.namespaces) return { file: o.executable, args };
   return {
     file: 'unshare',
-    args: [...namespaceArgs(o.confinement), '--', '/bin/sh', '-c', NAMESPACE_SCRIPT, 'ats-browser', dir, uid === undefined ? '' : String(uid), o.confinement.policyDir ?? '', o.executable, ...args],
+    args: [
+      ...namespaceArgs(o.confinement),
+      '--',
+      '/bin/sh',
+      '-c',
+      NAMESPACE_SCRIPT,
+      'ats-browser',
+      dir,
+      uid === undefined ? '' : String(uid),
+      o.confinement.policyDir ?? '',
+      o.confinement.netNamespace ? egressSocketPath(o.rootDir, o.id) : '',
+      o.executable,
+      ...args,
+    ],
   };
 }
 

@@ -30,6 +30,12 @@ export interface BrowserConfinement {
   userns: boolean;
   /** A PID namespace with its own /proc (containers that mask /proc refuse it). */
   pidNamespace: boolean;
+  /**
+   * A network namespace with only loopback: the browser's one way out is a forwarder (socat) to
+   * its egress proxy's Unix socket, so nothing it does (or a compromised Chromium does) reaches the
+   * network, the host's abstract Unix sockets or a port past the proxy.
+   */
+  netNamespace: boolean;
   /** Chromium's own sandbox. */
   sandbox: boolean;
   /**
@@ -79,14 +85,16 @@ export function detectConfinement(s: ConfinementSettings, logger: Logger): Brows
   const userns = ok(asBrowser[0] ?? 'unshare', [...asBrowser.slice(1), ...(asBrowser.length ? ['unshare'] : []), '--user', '--map-root-user', 'true']);
   if (s.mode === 'off') {
     logger.warn('BROWSER_CONFINEMENT=off: browsers run as this process, with its files in reach');
-    return { uidBase: undefined, namespaces: false, userns: false, pidNamespace: false, sandbox: s.noSandbox === undefined ? !root && userns : !s.noSandbox, policyDir: undefined };
+    return { uidBase: undefined, namespaces: false, userns: false, pidNamespace: false, netNamespace: false, sandbox: s.noSandbox === undefined ? !root && userns : !s.noSandbox, policyDir: undefined };
   }
   // The namespaces a browser gets: the first of these this host lets us make (and mount in).
-  const candidates = [
-    { userns: !root, pidNamespace: true },
-    { userns: !root, pidNamespace: false },
-  ];
-  const made = candidates.find((c) => (root || userns) && ok('unshare', [...namespaceArgs(c), '--', '/bin/sh', '-c', 'mount -t tmpfs ats-probe /run']));
+  const forwarder = ok('/bin/sh', ['-c', 'command -v socat && command -v ip && command -v ss']);
+  const candidates = [true, false].flatMap((pidNamespace) =>
+    [forwarder, false].map((netNamespace) => ({ userns: !root, pidNamespace, netNamespace })),
+  );
+  const made = candidates.find(
+    (c) => (root || userns) && ok('unshare', [...namespaceArgs(c), '--', '/bin/sh', '-c', `mount -t tmpfs ats-probe /run${c.netNamespace ? ' && ip link set lo up' : ''}`]),
+  );
   const namespaces = made !== undefined;
   const sandbox = s.noSandbox === undefined ? userns : !s.noSandbox;
   let policyDir: string | undefined;
@@ -97,7 +105,15 @@ export function detectConfinement(s: ConfinementSettings, logger: Logger): Brows
     fs.writeFileSync(path.join(managed, 'ats.json'), JSON.stringify(CHROMIUM_POLICY, null, 2), { mode: 0o644 });
     for (let d = managed; d.startsWith(policyDir); d = path.dirname(d)) fs.chmodSync(d, 0o755);
   }
-  const c: BrowserConfinement = { uidBase: root && namespaces ? s.uidBase : undefined, namespaces, userns: made?.userns ?? false, pidNamespace: made?.pidNamespace ?? false, sandbox, policyDir };
+  const c: BrowserConfinement = {
+    uidBase: root && namespaces ? s.uidBase : undefined,
+    namespaces,
+    userns: made?.userns ?? false,
+    pidNamespace: made?.pidNamespace ?? false,
+    netNamespace: made?.netNamespace ?? false,
+    sandbox,
+    policyDir,
+  };
   const missing = [
     !root && 'a uid per browser (the pool does not run as root; each browser still sees only its own folder)',
     !namespaces && (root ? 'mount namespaces (unshare is refused here)' : 'mount namespaces (no user namespaces here: the seccomp profile or the kernel refuses them)'),
@@ -105,6 +121,7 @@ export function detectConfinement(s: ConfinementSettings, logger: Logger): Brows
       !c.pidNamespace &&
       `a PID namespace (mounting /proc is refused here, e.g. a container that masks /proc)${c.uidBase === undefined ? ": browsers share this process's uid and see its /proc, environment included — keep secrets in files (INTERNAL_TOKEN_FILE) or allow an unmasked /proc" : ''}`,
     !sandbox && "Chromium's sandbox (no unprivileged user namespaces, or CHROMIUM_NO_SANDBOX=true)",
+    namespaces && !c.netNamespace && `a network namespace (${forwarder ? 'refused here' : 'socat, ip and ss are needed: apt-get install socat iproute2'}; the egress proxy still carries every request Chromium makes)`,
     namespaces && !policyDir && `the managed policy (${CHROMIUM_ETC} does not exist; internal schemes are refused at the CDP proxy only)`,
   ].filter(Boolean);
   if (missing.length) logger.warn({ confinement: c, missing }, `browsers are confined only partly; missing: ${missing.join('; ')}`);
@@ -113,9 +130,23 @@ export function detectConfinement(s: ConfinementSettings, logger: Logger): Brows
 }
 
 /** `unshare` options that make a browser's namespaces. */
-export function namespaceArgs(c: { userns: boolean; pidNamespace: boolean }): string[] {
+export function namespaceArgs(c: { userns: boolean; pidNamespace: boolean; netNamespace: boolean }): string[] {
   const user = c.userns ? ['--user', `--map-user=${process.getuid?.() ?? 0}`, `--map-group=${process.getgid?.() ?? 0}`, '--keep-caps'] : [];
-  return [...user, '--mount', '--propagation', 'private', ...(c.pidNamespace ? ['--pid', '--fork', '--kill-child', '--mount-proc'] : [])];
+  return [...user, '--mount', '--propagation', 'private', ...(c.netNamespace ? ['--net'] : []), ...(c.pidNamespace ? ['--pid', '--fork', '--kill-child', '--mount-proc'] : [])];
+}
+
+/** The port of the forwarder on a namespaced browser's own loopback (`--proxy-server`). */
+export const FORWARDER_PORT = 3128;
+
+/**
+ * A Unix socket path must stay under 108 bytes: where browsers' folders lie too deep for their
+ * egress socket, they go without the network namespace (said once, at start).
+ */
+export function fitToRoot(c: BrowserConfinement, rootDir: string, logger: Logger): BrowserConfinement {
+  const longest = path.join(path.resolve(rootDir), `brw_${'x'.repeat(24)}`, 'egress.sock');
+  if (!c.netNamespace || Buffer.byteLength(longest) < 104) return c;
+  logger.warn({ rootDir }, 'browser folders lie too deep for a Unix socket path: browsers go without a network namespace (set DATA_DIR to a shorter path)');
+  return { ...c, netNamespace: false };
 }
 
 /** Uids handed to live browsers of this process; a uid is reused only once its browser's processes are gone. */
@@ -141,10 +172,12 @@ export function releaseUid(uid: number): void {
  * The shell script that builds a browser's view of the host inside fresh mount and PID
  * namespaces, then drops to the browser's uid (or, in a user namespace, every capability) and
  * starts Chromium. Arguments: the browser's directory, uid ('' = keep), the policy directory
- * ('' for none), then the command.
+ * ('' for none), the egress proxy's Unix socket ('' = no network namespace), then the command.
+ * In a network namespace, loopback comes up and a forwarder (socat, as the browser's uid) carries
+ * connections to 127.0.0.1:3128 to the egress proxy's socket.
  */
 export const NAMESPACE_SCRIPT = String.raw`set -eu
-dir="$1"; uid="$2"; policy="$3"; shift 3
+dir="$1"; uid="$2"; policy="$3"; egress="$4"; shift 4
 mount -t tmpfs -o mode=755,size=1m ats-run /run
 mkdir /run/.dir /run/.fonts
 mount --bind "$dir" /run/.dir
@@ -162,6 +195,12 @@ mount --bind /run/.fonts /var/cache/fontconfig
 if [ -n "$policy" ]; then mount --bind /run/.policy /etc/chromium; mount -o remount,bind,ro /etc/chromium; umount /run/.policy; fi
 umount /run/.dir /run/.fonts
 rm -rf /run/.dir /run/.fonts /run/.policy
+drop() { if [ -n "$uid" ]; then setpriv --reuid="$uid" --regid="$uid" --clear-groups --no-new-privs -- "$@"; else setpriv --inh-caps=-all --ambient-caps=-all --no-new-privs -- "$@"; fi; }
+if [ -n "$egress" ]; then
+  ip link set lo up
+  drop socat TCP-LISTEN:3128,bind=127.0.0.1,fork,reuseaddr "UNIX-CONNECT:$egress" </dev/null 2>/dev/null &
+  i=0; until ss -ltnH 'sport = :3128' | grep -q . || [ $i -ge 200 ]; do sleep 0.01; i=$((i + 1)); done
+fi
 if [ -n "$uid" ]; then exec setpriv --reuid="$uid" --regid="$uid" --clear-groups --no-new-privs -- "$@"; fi
 exec setpriv --inh-caps=-all --ambient-caps=-all --no-new-privs -- "$@"
 `;

@@ -7,6 +7,7 @@
  * credentials Chromium's `--proxy-server` cannot carry.
  */
 import dns from 'node:dns';
+import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
@@ -293,18 +294,27 @@ export class EgressProxy {
   /** Ports of every egress proxy of this process, from the moment it listens until it stops (no browser may reach another's). */
   static readonly livePorts = new Set<number>();
 
-  /** Starts a proxy on a free port of 127.0.0.1. */
-  static async start(o: EgressProxyOptions): Promise<EgressProxy> {
+  /**
+   * Starts a proxy on a free port of 127.0.0.1, or on a Unix socket (`socketPath`) for a browser
+   * in a network namespace of its own, which reaches it through a forwarder on its loopback.
+   */
+  static async start(o: EgressProxyOptions & { socketPath?: string | undefined }): Promise<EgressProxy> {
     const server = http.createServer({ maxHeaderSize: MAX_HEAD, requestTimeout: 0, keepAliveTimeout: 30_000 });
     const p = new EgressProxy(server, o);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => {
+      const listening = () => {
         server.off('error', reject);
-        p.#port = (server.address() as net.AddressInfo).port;
-        EgressProxy.livePorts.add(p.#port);
+        if (o.socketPath) {
+          fs.chmodSync(o.socketPath, 0o666); // the browser's uid connects; its folder keeps everyone else out
+        } else {
+          p.#port = (server.address() as net.AddressInfo).port;
+          EgressProxy.livePorts.add(p.#port);
+        }
         resolve();
-      });
+      };
+      if (o.socketPath) server.listen(o.socketPath, listening);
+      else server.listen(0, '127.0.0.1', listening);
     });
     return p;
   }

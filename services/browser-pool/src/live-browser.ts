@@ -6,7 +6,10 @@
 import type { WebSocket } from 'ws';
 import type { Logger } from '../../common/src/logger.js';
 import type { BrowserRow } from './browser.repository.js';
-import { Chromium, type LaunchOptions } from './chromium.js';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Chromium, egressSocketPath, type LaunchOptions } from './chromium.js';
+import { FORWARDER_PORT } from './confinement.js';
 import { EgressProxy, type EgressPolicy } from './egress-proxy.js';
 import { Screencast, type ScreencastOptions } from './screencast.js';
 import { Tabs } from './tabs.js';
@@ -80,12 +83,18 @@ export class LiveBrowser {
   /** Launches Chromium and prepares it: tabs tracked, downloads to its folder, viewport exact. */
   static async launch(o: LiveBrowserOptions, proxyCountryCode: string | null = null): Promise<LiveBrowser> {
     const insets = frameInsets ?? { dw: 0, dh: 0 };
-    const egress = await EgressProxy.start({ policy: o.egress, logger: o.logger.child({ browserId: o.id }), upstream: o.upstream });
+    // In a network namespace the browser reaches its egress proxy through a socket in its own folder.
+    const socketPath = o.confinement.netNamespace ? egressSocketPath(o.rootDir, o.id) : undefined;
+    if (socketPath) fs.mkdirSync(path.dirname(socketPath), { recursive: true, mode: 0o700 });
+    const egress = await EgressProxy.start({ policy: o.egress, logger: o.logger.child({ browserId: o.id }), upstream: o.upstream, socketPath }).catch((err) => {
+      if (socketPath) fs.rmSync(path.dirname(socketPath), { recursive: true, force: true });
+      throw err;
+    });
     let chromium: Chromium;
     try {
       chromium = await Chromium.launch({
         ...o,
-        proxyServer: `http://127.0.0.1:${egress.port}`,
+        proxyServer: `http://127.0.0.1:${socketPath ? FORWARDER_PORT : egress.port}`,
         width: o.width + insets.dw,
         height: o.height + insets.dh,
         extraArgs: [`--screen-info={0,0 ${o.width + insets.dw}x${o.height + insets.dh}}`, ...(o.extraArgs ?? [])],

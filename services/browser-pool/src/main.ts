@@ -23,7 +23,7 @@ import { liveViewMinter } from './live-view.client.js';
 import { migrations } from './migrations.js';
 import { ProfileRepository } from './profile.repository.js';
 import { Profiles } from './profiles.js';
-import { detectConfinement } from './confinement.js';
+import { detectConfinement, fitToRoot } from './confinement.js';
 import { Proxies } from './proxies.js';
 import { createBrowserPoolServer } from './server.js';
 
@@ -69,8 +69,9 @@ runMain('browser-pool', async () => {
     rootDir: path.join(home, 'browsers'),
     chromium: {
       executable: config.chromiumPath,
-      confinement: detectConfinement(
-        { mode: config.browserConfinement, uidBase: config.browserUidBase, noSandbox: config.chromiumNoSandbox, policyDir: path.join(home, 'chromium-etc') },
+      confinement: fitToRoot(
+        detectConfinement({ mode: config.browserConfinement, uidBase: config.browserUidBase, noSandbox: config.chromiumNoSandbox, policyDir: path.join(home, 'chromium-etc') }, logger),
+        path.join(home, 'browsers'),
         logger,
       ),
       extraArgs: config.chromiumArgs,
