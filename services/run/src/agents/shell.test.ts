@@ -90,7 +90,7 @@ describe('the sandbox of a command', () => {
     });
 
   test('when a command runs sandboxed, then it sees only its own processes, runs as the shell user, and what it leaves behind dies with it', async (t) => {
-    if (!canSandbox(shellUser(), { network: false })) return t.skip('unshare is refused on this machine');
+    if (!(await canSandbox(shellUser(), { network: false }))) return t.skip('unshare is refused on this machine');
     const sandbox = { network: false };
     const r = await runShell('ls /proc | grep -cE "^[0-9]+$"; tr "\\0" " " < /proc/1/cmdline; echo; id -u; pwd; (setsid sleep 4242 > /dev/null 2>&1 &); echo left', opts({ sandbox }));
     const [count, init, uid, cwd, left] = r.output.trim().split('\n');
@@ -103,7 +103,7 @@ describe('the sandbox of a command', () => {
   });
 
   test('when a command is sandboxed without network, then it cannot reach a port on this host that it reaches with the host network', async (t) => {
-    if (!canSandbox(shellUser(), { network: false })) return t.skip('unshare is refused on this machine');
+    if (!(await canSandbox(shellUser(), { network: false }))) return t.skip('unshare is refused on this machine');
     const server = net.createServer((s) => s.end('hello\n'));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as net.AddressInfo).port;
