@@ -143,7 +143,8 @@ export function sandboxMounts(hide: string[], tmpMb: number): string {
   const esc = (p: string) => p.replace(/[\s\\]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, '0')}`);
   const lines = tops.map((d) => {
     const scratch = d === '/tmp' || d === '/var/tmp' || d === '/dev/shm';
-    return `tmpfs ${esc(d)} tmpfs ${scratch ? `size=${tmpMb}m,mode=1777` : 'size=1m,mode=755'},nosuid,nodev 0 0`;
+    // A source name of its own: `mount -a` skips an entry that looks mounted already (a host tmpfs named tmpfs).
+    return `ats-sandbox ${esc(d)} tmpfs ${scratch ? `size=${tmpMb}m,mode=1777` : 'size=1m,mode=755'},nosuid,nodev 0 0`;
   });
   let unix = '';
   try {
@@ -178,7 +179,7 @@ W=$1 TABLE=$2 CG=$3 LIMITS=$4 DROP=$5; shift 5
 for c in $CG; do echo 0 > "$c/cgroup.procs" || exit 125; done
 exec 3< "$W" || exit 125
 mount -n -a -T "$TABLE" || exit 125
-mkdir -p "$W" && mount -n --bind /proc/self/fd/3 "$W" || exit 125
+mkdir -p "$W" && mount -n --no-canonicalize --bind /proc/self/fd/3 "$W" || exit 125
 exec 3<&-
 cd "$W" || exit 125
 if [ -n "$LIMITS" ]; then ulimit -S -H $LIMITS || exit 125; fi
