@@ -258,7 +258,7 @@ describe('the confinement of a run', () => {
     try {
       const one = await run(t, 'head -c 2G /dev/zero > big.bin');
       assert.ok(one.diskExceeded !== undefined && one.diskExceeded > caps.maxDiskMb * 1024 * 1024, `stopped past the quota (${one.diskExceeded})`);
-      assert.ok(fs.statSync(path.join(t.dir, 'big.bin')).size <= caps.maxDiskMb * 1024 * 1024 + 1);
+      assert.ok(fs.statSync(path.join(t.dir, 'big.bin')).size <= caps.maxDiskMb * 1024 * 1024 + 1024, 'no file grows past the quota');
       fs.rmSync(path.join(t.dir, 'big.bin'));
       const many = await run(t, 'for i in $(seq 200); do head -c 1m /dev/zero > f$i; done; echo wrote all');
       assert.ok(many.diskExceeded !== undefined, 'many small files are counted too');
