@@ -187,7 +187,7 @@ async function runCodeAction(input: BrowsercodeInput, a: CodeAction): Promise<To
       const data = { exitCode: r.exitCode, timedOut: r.timedOut, truncated: r.truncated, durationMs: r.durationMs, ...(r.diskExceeded !== undefined ? { diskQuotaExceeded: true } : {}) };
       const tail = r.output.length > 2000 ? `…${r.output.slice(-2000)}` : r.output;
       if (r.diskExceeded !== undefined && caps) {
-        const mib = (b: number) => Math.ceil(b / (1024 * 1024));
+        const mib = (b: number) => (b / (1024 * 1024)).toFixed(1);
         return { error: `The command was stopped: disk quota of ${caps.maxDiskMb} MiB exceeded (the run's disk held ${mib(r.diskExceeded)} MiB); delete files to make room${tail ? `; its output ended with: ${tail.trim()}` : ''}`, data };
       }
       if (r.timedOut) return { error: `The command was stopped after ${Math.round(limits.timeoutMs / 1000)} s (time limit)${tail ? `; its output ended with: ${tail}` : ''}`, data };
