@@ -129,7 +129,7 @@ const under = (p: string, dir: string) => p === dir || p.startsWith(dir.endsWith
  * here (symlinks resolved, nested ones dropped), and /dev/null over every other socket this host
  * has bound (from /proc/net/unix, so sockets in unusual places are covered too).
  */
-export function sandboxMounts(hide: string[], tmpMb: number): string {
+export function sandboxMounts(hide: string[], tmpMb: number, cwd: string): string {
   const dirs: string[] = [];
   for (const d of hide) {
     try {
@@ -165,12 +165,15 @@ export function sandboxMounts(hide: string[], tmpMb: number): string {
     }
   }
   for (const p of sockets) lines.push(`/dev/null ${esc(p)} none bind 0 0`);
+  // Last, the working directory (held open as fd 3 by the setup) back at its place, over whatever covered it.
+  lines.push(`/proc/self/fd/3 ${esc(cwd)} none bind,X-mount.mkdir 0 0`);
   return lines.join('\n') + '\n';
 }
 
 /**
  * Runs inside the namespaces, as root there, before the command: joins the run's cgroups, holds
- * the working directory open, mounts the table (which may cover it), binds it back, sets the
+ * the working directory open, mounts the table (one `mount`: it covers and binds the directory
+ * back; not canonicalised, so fd 3 is bound and not the path it had), sets the
  * rlimits and drops to the run's user (or, in a user namespace, drops every capability, so the
  * covers cannot be unmounted). Exit 125 = the sandbox could not be made.
  */
@@ -178,8 +181,7 @@ const SETUP = `set -u
 W=$1 TABLE=$2 CG=$3 LIMITS=$4 DROP=$5; shift 5
 for c in $CG; do echo 0 > "$c/cgroup.procs" || exit 125; done
 exec 3< "$W" || exit 125
-mount -n -a -T "$TABLE" || exit 125
-mkdir -p "$W" && mount -n --no-canonicalize --bind /proc/self/fd/3 "$W" || exit 125
+mount -n --no-canonicalize -a -T "$TABLE" || exit 125
 exec 3<&-
 cd "$W" || exit 125
 if [ -n "$LIMITS" ]; then ulimit -S -H $LIMITS || exit 125; fi
@@ -226,7 +228,7 @@ export async function canSandbox(user: { uid: number; gid: number } | undefined,
   try {
     await giveTo(dir, user);
     const table = path.join(scratch, `${path.basename(dir)}.fstab`);
-    await fs.writeFile(table, sandboxMounts([...HIDDEN_DIRS, ...(sandbox.hide ?? [])], 1));
+    await fs.writeFile(table, sandboxMounts([...HIDDEN_DIRS, ...(sandbox.hide ?? [])], 1, dir));
     const { file, args, user: as } = shellArgv(check, { user, sandbox, cwd: dir, timeoutMs: 5000 }, table);
     const r = spawnSync(file, args, { stdio: 'ignore', env: shellEnv(dir), cwd: '/', timeout: 5000, ...(as ? { uid: as.uid, gid: as.gid } : {}) });
     await fs.rm(table, { force: true });
@@ -349,7 +351,7 @@ async function prepare(o: ShellOptions): Promise<{ table?: string | undefined; q
   if (o.sandbox) {
     const scratch = o.scratchDir ?? (await fallbackScratch());
     table = path.join(scratch, `fstab-${process.pid}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`);
-    await fs.writeFile(table, sandboxMounts([...HIDDEN_DIRS, ...(o.sandbox.hide ?? [])], o.caps?.tmpMb ?? 64), { mode: 0o600 });
+    await fs.writeFile(table, sandboxMounts([...HIDDEN_DIRS, ...(o.sandbox.hide ?? [])], o.caps?.tmpMb ?? 64, o.cwd), { mode: 0o600 });
   }
   // A disk that was already larger (attached files) may not grow further.
   const quota = o.caps ? Math.max(o.caps.maxDiskMb * 1024 * 1024, await diskUsage(o.cwd)) : undefined;
