@@ -1,6 +1,6 @@
 /**
  * browsercode: what one terminal step costs. A run of N `true` commands through the service
- * (tool.call → tool.result: spawn as the shell user, stream, store the disk's changes, events),
+ * (tool.call → tool.result: spawn in the run's sandbox as its own uid, stream, store the disk's changes, events),
  * next to spawning `bash -c true` straight from this process in the same run; and the same with
  * each command writing a 1 MiB file (the step then also stores an output file).
  */

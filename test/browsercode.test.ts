@@ -6,12 +6,15 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { anthropicUserText, startFakeAnthropic, type FakeAnthropic } from './support/fake-anthropic.js';
 import { startFakeOpenAI, userText, type FakeOpenAI } from './support/fake-openai.js';
 import { serveSite, type TestSite } from './support/site.js';
 import { readSse, type SseEvent } from './support/sse.js';
 import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
+import { tempDir } from './support/infra.js';
 
 const SHELL_TIMEOUT_MS = 8000;
 const PROVIDER_KEY = 'sk-provider-secret-never-in-shells';
@@ -19,6 +22,11 @@ let f: StackFixture;
 let site: TestSite;
 let fake: FakeOpenAI;
 let anthropic: FakeAnthropic;
+/** Where the run service materialises run disks (named by run id). */
+const WORK_DIR = tempDir('bc-work');
+// Small: a file over the quota also exceeds FILE_SIZE_LIMIT_BYTES, and storage's upload of a file
+// much larger than that limit does not end today (file-storage's disk sync waits for 'drain').
+const DISK_QUOTA_MB = 2;
 
 before(async () => {
   site = await serveSite();
@@ -38,6 +46,12 @@ before(async () => {
       OPENAI_BASE_URL: fake.baseUrl,
       OPENAI_MODELS: 'fake-gpt',
       MODEL_MAX_RETRIES: '0',
+      RUN_WORK_DIR: WORK_DIR,
+      SHELL_MAX_DISK_MB: String(DISK_QUOTA_MB),
+      SHELL_MAX_PROCESSES: '100',
+      SHELL_MAX_MEMORY_MB: '256',
+      // A run whose service died is failed soon after, so a test can wait for it.
+      RUN_LEASE_MS: '3000',
     },
   });
 });
@@ -46,6 +60,7 @@ after(async () => {
   await fake.close();
   await anthropic.close();
   await site.close();
+  fs.rmSync(WORK_DIR, { recursive: true, force: true });
 });
 
 const BASE = '/api/v1/agents/browsercode';
@@ -68,11 +83,11 @@ async function start(body: Record<string, unknown>, p: 'alpha' | 'beta' = 'alpha
 }
 
 /** Follows the run's event stream to its end (or until `until`), then reads the run. */
-async function follow(runId: string, until?: (e: SseEvent) => boolean): Promise<{ run: Record<string, any>; events: SseEvent[] }> {
-  const res = await f.api(`${BASE}/runs/${runId}/events/stream`, { key: key('alpha') });
+async function follow(runId: string, until?: (e: SseEvent) => boolean, p: 'alpha' | 'beta' = 'alpha'): Promise<{ run: Record<string, any>; events: SseEvent[] }> {
+  const res = await f.api(`${BASE}/runs/${runId}/events/stream`, { key: key(p) });
   assert.equal(res.status, 200);
   const events = await readSse(res, until);
-  const run = (await (await json('alpha', 'GET', `${BASE}/runs/${runId}`)).json()) as Record<string, any>;
+  const run = (await (await json(p, 'GET', `${BASE}/runs/${runId}`)).json()) as Record<string, any>;
   return { run, events };
 }
 
@@ -90,13 +105,14 @@ async function files(runId: string, kind: 'input' | 'output'): Promise<Map<strin
 
 describe('a terminal on the run disk', () => {
   test('when a task runs commands and writes a file, then output streams as events and the files are outputs with their bytes; no browser is opened', async () => {
-    const created = await start({ task: "Run `echo hello from $(id -un)`. Run `printf 'a,b\\n1,2\\n' > table.csv`. Write 'all done' to notes/status.txt." });
+    const created = await start({ task: "Run `echo hello from $(id -u)`. Run `printf 'a,b\\n1,2\\n' > table.csv`. Write 'all done' to notes/status.txt." });
     assert.equal(created.eventsUrl, `${BASE}/runs/${created.id}/events`);
     const { run, events } = await follow(created.id);
     assert.equal(run.status, 'completed', run.error);
     assert.equal(run.browserId, null, 'no browser was needed');
     assert.match(run.result, /^hello from /);
-    assert.match(terminal(events), process.getuid?.() === 0 ? /hello from nobody/ : /hello from /);
+    // As root, a uid of the run's own (SHELL_UID_BASE + n), not nobody.
+    assert.match(terminal(events), process.getuid?.() === 0 ? /hello from 1\d{5}\n/ : /hello from /);
     const calls = ofType(events, 'tool.call');
     assert.deepEqual(calls.map((c) => c.tool), ['shell', 'shell', 'write_file']);
     assert.deepEqual(ofType(events, 'tool.result').map((r) => r.ok), [true, true, true]);
@@ -140,7 +156,7 @@ describe('a terminal on the run disk', () => {
       const peek = await start({ task: `Run \`ls ${f.dataDir}\`.` });
       const { run: denied } = await follow(peek.id);
       assert.equal(denied.status, 'failed');
-      assert.match(denied.error, /exited with code 2: .*Permission denied/s);
+      assert.match(denied.error, /exited with code 2: .*(No such file or directory|Permission denied)/s);
     }
   });
 
@@ -172,6 +188,110 @@ describe('a terminal on the run disk', () => {
     const { run } = await follow(created.id);
     assert.equal(run.status, 'failed');
     assert.equal(run.error, `"../../escape.txt" is outside the run's disk`);
+  });
+});
+
+/** Processes whose command line contains `text`. */
+const processesWith = (text: string) =>
+  fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+    try {
+      return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ').includes(text);
+    } catch {
+      return false;
+    }
+  });
+
+describe('the confinement of a run', () => {
+  test('when runs of two projects work at the same time, then one cannot read, list or change the other\'s disk', async () => {
+    const alpha = await start({ task: 'Run `echo alpha-secret > secret.txt; echo ready; sleep 30`.' });
+    await follow(alpha.id, (e) => e.event === 'terminal.output');
+    const theirs = path.join(WORK_DIR, alpha.id);
+    assert.equal(fs.readFileSync(path.join(theirs, 'secret.txt'), 'utf8'), 'alpha-secret\n', 'the disk of the first run is there');
+    const beta = await start({ task: `Run \`cat ${theirs}/secret.txt; ls ${theirs}; echo planted > ${theirs}/planted.txt\`.` }, 'beta');
+    const { run } = await follow(beta.id, undefined, 'beta');
+    assert.equal(run.status, 'failed');
+    assert.match(run.error, /No such file or directory|Permission denied/);
+    assert.doesNotMatch(run.error, /alpha-secret|secret\.txt\n/);
+    assert.equal(fs.existsSync(path.join(theirs, 'planted.txt')), false);
+    assert.equal((await json('alpha', 'POST', `${BASE}/runs/${alpha.id}/stop`)).status, 200);
+    await follow(alpha.id);
+  });
+
+  test('when a command dials a Unix socket of the host (under /tmp, /var/run/postgresql), then it cannot connect', async () => {
+    const dir = tempDir('bc-sock');
+    const sock = path.join(dir, 'host.sock');
+    const server = net.createServer((c) => c.end('hello from the host\n'));
+    await new Promise<void>((r) => server.listen(sock, r));
+    fs.chmodSync(dir, 0o755);
+    fs.chmodSync(sock, 0o777);
+    try {
+      const dial = await start({ task: `Run \`perl -MIO::Socket::UNIX -e '$c = IO::Socket::UNIX->new(Peer => "${sock}") or die "connect: $!\\n"; print <$c>'\`.` });
+      const { run } = await follow(dial.id);
+      assert.equal(run.status, 'failed', run.result);
+      assert.match(run.error, /connect: (No such file or directory|Connection refused)/);
+      if (fs.existsSync('/var/run/postgresql')) {
+        const psql = await start({ task: "Run `psql -h /var/run/postgresql -U postgres -c 'select 1'`." });
+        const { run: db } = await follow(psql.id);
+        assert.equal(db.status, 'failed', db.result);
+        assert.doesNotMatch(db.error, /\(1 row\)/);
+      }
+    } finally {
+      server.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('when a command leaves files in /tmp and /dev/shm, then the next command does not find them and the host never had them', async () => {
+    const tag = `left-${process.pid}-${Date.now()}`;
+    const created = await start({ task: `Run \`echo x > /tmp/${tag} && echo y > /dev/shm/${tag}\`. Run \`ls /tmp/${tag} /dev/shm/${tag}\`.` });
+    const { run, events } = await follow(created.id);
+    assert.deepEqual(ofType(events, 'tool.result').map((r) => r.ok), [true, false]);
+    assert.equal(run.status, 'failed');
+    assert.match(run.error, /No such file or directory/);
+    assert.equal(fs.existsSync(`/tmp/${tag}`), false);
+    assert.equal(fs.existsSync(`/dev/shm/${tag}`), false);
+  });
+
+  test('when a command starts 3,000 processes or writes 2 GiB, then it is stopped with the reason and the run goes on', async () => {
+    fake.script = (_req, n) =>
+      [
+        { tool: 'shell', args: { command: `perl -e 'for my $i (1..3000) { my $p = fork; if (!defined $p) { print "fork failed after $i: $!\\n"; exit 1 } if (!$p) { sleep 3131; exit } } print "started 3000\\n"'` } },
+        { tool: 'shell', args: { command: 'head -c 2G /dev/zero > big.bin' } },
+        { tool: 'shell', args: { command: 'rm -f big.bin; echo room again' } },
+        { tool: 'done', args: { result: 'survived' } },
+      ][n] ?? { text: 'no more' };
+    const created = await start({ task: 'Stress the machine', model: 'fake-gpt' });
+    const { run, events } = await follow(created.id);
+    assert.equal(run.status, 'completed', run.error);
+    const results = ofType(events, 'tool.result');
+    assert.deepEqual(results.map((r) => r.ok), [false, false, true]);
+    assert.match(String(results[0]!.error), /fork failed after \d+: Resource temporarily unavailable/);
+    assert.doesNotMatch(String(results[0]!.error), /started 3000/);
+    assert.match(String(results[1]!.error), new RegExp(`^The command was stopped: disk quota of ${DISK_QUOTA_MB} MiB exceeded`));
+    assert.equal(results[1]!.diskQuotaExceeded, true);
+    assert.equal(results[2]!.output, 'room again');
+    assert.deepEqual(processesWith('sleep 3131'), [], 'the forked processes are gone');
+  });
+
+  test('when a command allocates more memory than the cap, then it fails', async () => {
+    const created = await start({ task: `Run \`perl -e '$x = "x" x (600 * 1024 * 1024); print "allocated\\n"'\`.` });
+    const { run } = await follow(created.id);
+    assert.equal(run.status, 'failed', run.result);
+    assert.doesNotMatch(run.error, /allocated/);
+  });
+
+  test('when the run service is killed mid-command and started again, then the command is gone, the work folder removed and the run failed', async () => {
+    const created = await start({ task: 'Run `echo started; sleep 4711`.' });
+    await follow(created.id, (e) => e.event === 'terminal.output');
+    const folder = path.join(WORK_DIR, created.id);
+    assert.equal(fs.existsSync(folder), true);
+    await f.stack.kill('run');
+    await f.stack.startService('run'); // listens only once it has reaped
+    assert.deepEqual(processesWith('sleep 4711'), [], 'the command did not outlive the service');
+    assert.equal(fs.existsSync(folder), false, 'the work folder of the dead run is removed');
+    const { run } = await follow(created.id);
+    assert.equal(run.status, 'failed');
+    assert.match(run.error, /interrupted/);
   });
 });
 

@@ -8,7 +8,8 @@ import { createLogger } from '../../common/src/logger.js';
 import { serveGrpc } from '../../common/src/service-host.js';
 import { runMain } from '../../common/src/shutdown.js';
 import { createModelRegistry } from './agents/models.js';
-import { canSandbox, prepareWorkDir, shellUser } from './agents/shell.js';
+import { canSandbox, prepareWorkDir, shellUser, type ShellCaps } from './agents/shell.js';
+import { ShellTenancy } from './agents/shell-tenancy.js';
 import { closeRunClients, createRunClients } from './clients.js';
 import { loadRunConfig } from './config.js';
 import { RunEvents } from './run-events.js';
@@ -39,10 +40,32 @@ runMain('run', async () => {
     timeoutMs: config.modelTimeoutMs,
     maxRetries: config.modelMaxRetries,
   });
-  const sandbox = config.shellSandbox === 'off' ? undefined : { network: config.shellNetwork === 'host' };
-  const sandboxWorks = !sandbox || canSandbox(shellUser(), sandbox);
-  if (!sandboxWorks) logger.warn('browsercode commands cannot be sandboxed here (unshare is refused), so they are refused; allow user namespaces (or run as root), or set SHELL_SANDBOX=off to run them unsandboxed');
-  else if (!sandbox) logger.warn('SHELL_SANDBOX=off: browsercode commands run without namespaces and can see this service’s processes');
+  const workDir = await prepareWorkDir(config.workDir ?? path.join(os.tmpdir(), 'ats-run-work'), config.dataDir);
+  const caps: ShellCaps = {
+    maxProcesses: config.shellMaxProcesses,
+    maxMemoryMb: config.shellMaxMemoryMb,
+    maxCpuPercent: config.shellMaxCpuPercent,
+    maxDiskMb: config.shellMaxDiskMb,
+    tmpMb: config.shellTmpMb,
+  };
+  const tenancy = await ShellTenancy.open({ workDir, uidBase: config.shellUidBase, uidCount: config.shellUidCount, caps, cgroups: config.shellCgroups, logger });
+  // Before any run starts here: what earlier processes of this service left (commands, cgroups, work folders) goes.
+  await tenancy.reap(async (id) => {
+    const run = await repo.run(id);
+    return !run ? 'unknown' : run.status === 'running' || run.status === 'queued' ? 'running' : 'ended';
+  });
+  // The service's data, every run's disk and the directories listed are covered in each command.
+  const hide = [config.dataDir, workDir, ...config.shellHidePaths];
+  const sandbox = config.shellSandbox === 'off' ? undefined : { network: config.shellNetwork === 'host', hide };
+  const sandboxWorks = !sandbox || (await canSandbox(shellUser(), sandbox));
+  if (!sandboxWorks) logger.warn('browsercode commands cannot be sandboxed here (unshare or mount is refused), so they are refused; allow user namespaces (or run as root), or set SHELL_SANDBOX=off to run them unsandboxed');
+  else if (!sandbox) logger.warn('SHELL_SANDBOX=off: browsercode commands run without namespaces, as this service’s user or nobody, with no private /tmp and with host sockets visible');
+  else {
+    logger.info(
+      { ...tenancy.describe(), network: sandbox.network ? 'host (abstract Unix sockets of the host are reachable)' : 'none', hidden: 'tmpfs over /run, /tmp, /var/tmp, /dev/shm, DATA_DIR, RUN_WORK_DIR and socket directories; /dev/null over other host sockets' },
+      'browsercode terminal confinement',
+    );
+  }
   const runs = new Runs({ repo, events, clients, models, nc: bus.nc, logger });
   const browserStops = runs.closeSessionsOnBrowserStop();
   const worker = new RunWorker({
@@ -52,12 +75,14 @@ runMain('run', async () => {
     models,
     runs,
     logger,
-    workDir: await prepareWorkDir(config.workDir ?? path.join(os.tmpdir(), 'ats-run-work'), config.dataDir),
+    workDir,
+    tenancy,
     limits: { maxSteps: config.maxSteps, maxRunMs: config.maxRunMinutes * 60000, actionTimeoutMs: config.actionTimeoutMs },
     terminal: {
       limits: { timeoutMs: config.shellTimeoutMs, maxOutputBytes: config.shellMaxOutputBytes },
       user: shellUser(),
       sandbox: sandbox && !sandboxWorks ? 'unavailable' : sandbox,
+      caps,
     },
     price: (model, usage) => models.price(model, usage),
   });

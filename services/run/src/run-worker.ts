@@ -17,6 +17,7 @@ import { LimitReached, RunStopped, runBrowserAgent, type RecordedStep } from './
 import { runBrowsercode } from './agents/browsercode-agent.js';
 import { ModelError, type Usage } from './agents/model.js';
 import type { Terminal } from './agents/shell.js';
+import type { ShellTenancy, Tenant } from './agents/shell-tenancy.js';
 import type { ModelRegistry } from './agents/models.js';
 import { ActionError } from './agents/page-tools.js';
 import type { RunClients } from './clients.js';
@@ -41,6 +42,8 @@ export interface RunWorkerDeps {
   limits: RunLimits;
   /** How browsercode runs commands. */
   terminal: Terminal;
+  /** Each run's uid, cgroups and work folder; undefined = a shared folder under workDir, no own uid. */
+  tenancy?: ShellTenancy | undefined;
   /** Cost in USD of a model's tokens. */
   price(model: string, usage: { inputTokens: number; outputTokens: number }): number;
 }
@@ -150,12 +153,16 @@ export class RunWorker {
   async execute(run: RunRow, signal: AbortSignal): Promise<void> {
     const { repo, events, clients, logger } = this.#d;
     const log = logger.child({ runId: run.id });
-    const workDir = path.join(this.#d.workDir, run.id);
+    let workDir = path.join(this.#d.workDir, run.id);
     const code = run.agent === 'browsercode';
     const held: Held = {};
     let manifest: DiskManifest | undefined;
+    let tenant: Tenant | undefined;
     try {
       await events.append(run.id, 'run.started', { model: run.model });
+      // Held before the work folder exists, so a crash from here on leaves a record to reap.
+      tenant = await this.#d.tenancy?.acquire(run.id);
+      if (tenant) workDir = tenant.dir;
       const model = this.#d.models.create(run.model, run.task, code ? 'code' : 'browser');
       manifest = run.diskId ? await materializeDisk(clients.fileStorage, run.projectId, run.diskId, workDir) : new Map<string, string>();
       if (signal.aborted) throw new RunStopped();
@@ -180,7 +187,7 @@ export class RunWorker {
         const files = manifest;
         result = await runBrowsercode({
           ...loop,
-          terminal: this.#d.terminal,
+          terminal: tenant ? { ...this.#d.terminal, user: tenant.user ?? this.#d.terminal.user, cgroups: tenant.cgroups, scratchDir: tenant.scratchDir } : this.#d.terminal,
           openBrowser: () => this.#openBrowser(run, held),
           emit: (type, data) => events.append(run.id, type, data).then(() => undefined),
           syncOutputs: () => this.#syncOutputs(run, workDir, files),
@@ -204,7 +211,9 @@ export class RunWorker {
       }
     } finally {
       await held.cdp?.disconnect().catch(() => undefined);
-      await fs.rm(workDir, { recursive: true, force: true }).catch(() => undefined);
+      // Everything its commands started goes with the work folder.
+      if (tenant) await tenant.release().catch((err: Error) => log.warn({ err: err.message }, 'could not release the run’s terminal'));
+      else await fs.rm(workDir, { recursive: true, force: true }).catch(() => undefined);
       const { browserId } = held;
       if (code) {
         await this.#endTurnBrowser(run, held, signal);

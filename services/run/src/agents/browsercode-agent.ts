@@ -149,7 +149,7 @@ async function runCodeAction(input: BrowsercodeInput, a: CodeAction): Promise<To
   const dir = input.diskDir;
   switch (a.name) {
     case 'shell': {
-      const { limits, user, sandbox } = input.terminal;
+      const { limits, user, sandbox, caps, cgroups, scratchDir } = input.terminal;
       if (sandbox === 'unavailable') {
         return { error: 'Commands cannot run on this service: it cannot sandbox them on this host (unshare is refused). Use the file tools and the browser, or ask the operator (SHELL_SANDBOX)' };
       }
@@ -172,6 +172,9 @@ async function runCodeAction(input: BrowsercodeInput, a: CodeAction): Promise<To
         ...limits,
         user,
         sandbox,
+        caps,
+        cgroups,
+        scratchDir,
         onOutput: (stream, chunk) => {
           pending[stream] += chunk;
           timer ??= setTimeout(flush, OUTPUT_FLUSH_MS);
@@ -181,8 +184,12 @@ async function runCodeAction(input: BrowsercodeInput, a: CodeAction): Promise<To
       flush();
       await flushing;
       if (input.signal.aborted) throw new RunStopped();
-      const data = { exitCode: r.exitCode, timedOut: r.timedOut, truncated: r.truncated, durationMs: r.durationMs };
+      const data = { exitCode: r.exitCode, timedOut: r.timedOut, truncated: r.truncated, durationMs: r.durationMs, ...(r.diskExceeded !== undefined ? { diskQuotaExceeded: true } : {}) };
       const tail = r.output.length > 2000 ? `…${r.output.slice(-2000)}` : r.output;
+      if (r.diskExceeded !== undefined && caps) {
+        const mib = (b: number) => (b / (1024 * 1024)).toFixed(1);
+        return { error: `The command was stopped: disk quota of ${caps.maxDiskMb} MiB exceeded (the run's disk held ${mib(r.diskExceeded)} MiB); delete files to make room${tail ? `; its output ended with: ${tail.trim()}` : ''}`, data };
+      }
       if (r.timedOut) return { error: `The command was stopped after ${Math.round(limits.timeoutMs / 1000)} s (time limit)${tail ? `; its output ended with: ${tail}` : ''}`, data };
       if (r.exitCode !== 0) return { error: `The command exited with code ${r.exitCode ?? r.signal}${tail ? `: ${tail.trim()}` : ''}`, data };
       return { output: r.output.trim() + (r.truncated ? `\n(output cut at ${limits.maxOutputBytes} bytes)` : ''), data };

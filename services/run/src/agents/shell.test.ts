@@ -4,7 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import net from 'node:net';
+import { createLogger } from '../../../common/src/logger.js';
 import { canSandbox, giveTo, insideDisk, listDisk, runShell, shellUser, type ShellOptions } from './shell.js';
+import { ShellTenancy, type Tenant } from './shell-tenancy.js';
 
 let dir: string;
 before(() => {
@@ -90,7 +92,7 @@ describe('the sandbox of a command', () => {
     });
 
   test('when a command runs sandboxed, then it sees only its own processes, runs as the shell user, and what it leaves behind dies with it', async (t) => {
-    if (!canSandbox(shellUser(), { network: false })) return t.skip('unshare is refused on this machine');
+    if (!(await canSandbox(shellUser(), { network: false }))) return t.skip('unshare is refused on this machine');
     const sandbox = { network: false };
     const r = await runShell('ls /proc | grep -cE "^[0-9]+$"; tr "\\0" " " < /proc/1/cmdline; echo; id -u; pwd; (setsid sleep 4242 > /dev/null 2>&1 &); echo left', opts({ sandbox }));
     const [count, init, uid, cwd, left] = r.output.trim().split('\n');
@@ -103,7 +105,7 @@ describe('the sandbox of a command', () => {
   });
 
   test('when a command is sandboxed without network, then it cannot reach a port on this host that it reaches with the host network', async (t) => {
-    if (!canSandbox(shellUser(), { network: false })) return t.skip('unshare is refused on this machine');
+    if (!(await canSandbox(shellUser(), { network: false }))) return t.skip('unshare is refused on this machine');
     const server = net.createServer((s) => s.end('hello\n'));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as net.AddressInfo).port;
@@ -146,5 +148,158 @@ describe('paths on the disk', () => {
     assert.ok(listed.some((f) => f.path === 'sub/z.txt' && f.sizeBytes === 5));
     assert.ok(!listed.some((f) => f.path.startsWith('etc-link')));
     assert.deepEqual(listed.map((f) => f.path), [...listed.map((f) => f.path)].sort((a, b) => a.localeCompare(b)));
+  });
+});
+
+describe('the confinement of a run', () => {
+  const root = process.getuid?.() === 0;
+  const caps = { maxProcesses: 64, maxMemoryMb: 256, maxCpuPercent: 100, maxDiskMb: 20, tmpMb: 8 };
+  let work: string;
+  let tenancy: ShellTenancy;
+  before(async () => {
+    work = fs.mkdtempSync(path.join(os.tmpdir(), 'shell-work-'));
+    fs.chmodSync(work, 0o711);
+    const logger = createLogger('shell-test', 'silent');
+    tenancy = await ShellTenancy.open({ workDir: work, uidBase: 170000, uidCount: 8, caps, cgroups: 'auto', logger, slotsDir: path.join(work, '.slots') });
+  });
+  after(() => fs.rmSync(work, { recursive: true, force: true }));
+
+  /** Runs `command` as the tenant's command, in the full sandbox. */
+  const run = async (t: Tenant, command: string, over: Partial<ShellOptions> = {}) => {
+    fs.mkdirSync(t.dir, { recursive: true });
+    await giveTo(t.dir, t.user ?? shellUser());
+    return runShell(command, opts({ cwd: t.dir, user: t.user ?? shellUser(), sandbox: { network: false, hide: [work] }, caps, cgroups: t.cgroups, scratchDir: t.scratchDir, ...over }));
+  };
+
+  test('when two runs work side by side, then neither reads, lists nor writes the other\'s disk', async () => {
+    const a = await tenancy.acquire('run_alpha1');
+    const b = await tenancy.acquire('run_beta1');
+    try {
+      assert.equal((await run(a, 'echo alpha-secret > secret.txt')).exitCode, 0);
+      const peek = await run(b, `cat ${a.dir}/secret.txt; ls ${a.dir}; echo x > ${a.dir}/planted.txt; id -u`);
+      assert.doesNotMatch(peek.output, /alpha-secret/);
+      assert.equal(fs.existsSync(path.join(a.dir, 'planted.txt')), false);
+      if (root) assert.notEqual(a.user!.uid, b.user!.uid, 'each run has its own uid');
+    } finally {
+      await a.release();
+      await b.release();
+    }
+  });
+
+  test('when a host Unix socket listens under /tmp, /run or elsewhere, then a command cannot connect to it', async () => {
+    const servers: net.Server[] = [];
+    const places = [fs.mkdtempSync(path.join(os.tmpdir(), 'sock-')), '/run', fs.mkdtempSync('/var/lib/ats-sock-')];
+    const socks = places.map((d) => path.join(d, `ats-test-${process.pid}.sock`));
+    const t = await tenancy.acquire('run_sockets1');
+    try {
+      for (const s of socks) {
+        const server = net.createServer((c) => c.end('hello from the host\n'));
+        await new Promise<void>((r) => server.listen(s, r));
+        fs.chmodSync(s, 0o777);
+        fs.chmodSync(path.dirname(s), 0o755);
+        servers.push(server);
+      }
+      const dial = (s: string) => `perl -MIO::Socket::UNIX -e '$c = IO::Socket::UNIX->new(Peer => "${s}") or die "connect: $!\\n"; print <$c>'`;
+      // Without the sandbox the sockets are reachable: the test would see a leak.
+      const open = await runShell(dial(socks[0]!), opts({ user: t.user ?? shellUser() }));
+      assert.match(open.output, /hello from the host/);
+      for (const s of socks) {
+        const r = await run(t, dial(s));
+        assert.notEqual(r.exitCode, 0, `${s} is out of reach`);
+        assert.doesNotMatch(r.output, /hello from the host/);
+      }
+      if (fs.existsSync('/var/run/postgresql')) {
+        const r = await run(t, 'ls -A /var/run/postgresql; psql -h /var/run/postgresql -U postgres -c "select 1"');
+        assert.notEqual(r.exitCode, 0);
+        assert.doesNotMatch(r.output, /\(1 row\)/);
+      }
+    } finally {
+      for (const s of servers) s.close();
+      await t.release();
+      fs.rmSync(places[0]!, { recursive: true, force: true });
+      fs.rmSync(places[2]!, { recursive: true, force: true });
+    }
+  });
+
+  test('when a command leaves files in /tmp and /dev/shm, then the next command finds none and the host never had them', async () => {
+    const t = await tenancy.acquire('run_scratch1');
+    const tag = `left-${process.pid}`;
+    try {
+      const first = await run(t, `echo x > /tmp/${tag} && echo y > /dev/shm/${tag} && ls /tmp/${tag} /dev/shm/${tag}`);
+      assert.equal(first.exitCode, 0, first.output);
+      const second = await run(t, `ls /tmp/${tag} /dev/shm/${tag}`);
+      assert.notEqual(second.exitCode, 0);
+      assert.match(second.output, /No such file or directory/);
+      assert.equal(fs.existsSync(`/tmp/${tag}`), false);
+      assert.equal(fs.existsSync(`/dev/shm/${tag}`), false);
+      const full = await run(t, 'head -c 20m /dev/zero > /tmp/fill');
+      assert.match(full.output, /No space left on device/, '/tmp is size-capped');
+    } finally {
+      await t.release();
+    }
+  });
+
+  test('when a command starts 3,000 processes, then forks beyond the cap fail and the next command runs', async () => {
+    const t = await tenancy.acquire('run_forks1');
+    try {
+      const bomb = await run(t, `perl -e 'for my $i (1..3000) { my $p = fork; if (!defined $p) { print "fork failed after $i: $!\\n"; exit 1 } if (!$p) { sleep 60; exit } } print "started 3000\\n"'`);
+      assert.equal(bomb.exitCode, 1, bomb.output);
+      const [, n] = /fork failed after (\d+): Resource temporarily unavailable/.exec(bomb.output) ?? [];
+      assert.ok(Number(n) <= caps.maxProcesses, `refused at ${n}`);
+      const next = await run(t, 'echo still here');
+      assert.equal(next.output.trim(), 'still here');
+    } finally {
+      await t.release();
+    }
+  });
+
+  test('when a command writes past the disk quota, in one file or many, then it is stopped and the result says so', async () => {
+    const t = await tenancy.acquire('run_disk1');
+    try {
+      const one = await run(t, 'head -c 2G /dev/zero > big.bin');
+      assert.ok(one.diskExceeded !== undefined && one.diskExceeded > caps.maxDiskMb * 1024 * 1024, `stopped past the quota (${one.diskExceeded})`);
+      assert.ok(fs.statSync(path.join(t.dir, 'big.bin')).size <= caps.maxDiskMb * 1024 * 1024 + 1024, 'no file grows past the quota');
+      fs.rmSync(path.join(t.dir, 'big.bin'));
+      const many = await run(t, 'for i in $(seq 200); do head -c 1m /dev/zero > f$i; done; echo wrote all');
+      assert.ok(many.diskExceeded !== undefined, 'many small files are counted too');
+      assert.doesNotMatch(many.output, /wrote all/);
+    } finally {
+      await t.release();
+    }
+  });
+
+  test('when a command uses memory beyond the cap, then it is refused or killed; the limits are those configured', async () => {
+    const t = await tenancy.acquire('run_memory1');
+    try {
+      const hog = await run(t, `perl -e '$x = "x" x (400 * 1024 * 1024); print "allocated\\n"'`);
+      assert.notEqual(hog.exitCode, 0);
+      assert.doesNotMatch(hog.output, /allocated/);
+      const seen = await run(t, 'ulimit -u; ulimit -f; cat /proc/self/cgroup');
+      const [nproc, fsize] = seen.output.split('\n');
+      assert.equal(nproc, String(caps.maxProcesses));
+      assert.equal(Number(fsize) * 1024, Math.ceil((caps.maxDiskMb * 1024 * 1024 + 1) / 1024) * 1024);
+      if (t.cgroups.length) assert.match(seen.output, new RegExp(`ats-shell/u${t.user!.uid}`));
+    } finally {
+      await t.release();
+    }
+  });
+
+  test('when a run ends, then what it left running is killed and its work folder removed; a dead owner\'s slot is reaped at start', async () => {
+    const t = await tenancy.acquire('run_leftover1');
+    await run(t, '(setsid sleep 4343 > /dev/null 2>&1 &); echo ok');
+    await t.release();
+    assert.equal(fs.existsSync(t.dir), false);
+    // A slot whose owner died (a pid that is not the recorded process) is reaped; a live owner's is not.
+    const dead = path.join(work, '.slots', '5');
+    fs.mkdirSync(dead, { recursive: true });
+    fs.mkdirSync(path.join(work, 'run_dead1'));
+    fs.writeFileSync(path.join(dead, 'owner.json'), JSON.stringify({ pid: process.pid, start: 1, runId: 'run_dead1', dir: path.join(work, 'run_dead1') }));
+    const live = await tenancy.acquire('run_live1');
+    fs.mkdirSync(live.dir);
+    const reaped = await tenancy.reap(async () => 'unknown');
+    assert.equal(reaped.slots, 1);
+    assert.equal(fs.existsSync(path.join(work, 'run_dead1')), false);
+    assert.equal(fs.existsSync(live.dir), true);
+    await live.release();
   });
 });

@@ -1,17 +1,24 @@
 /**
  * The browsercode agent's terminal: one `bash -c` command with the run's disk as working
- * directory, its output streamed as it comes, time and output capped, the whole process group
+ * directory, its output streamed as it comes, time, output and disk growth capped, everything
  * killed on timeout or stop. The environment is built from nothing (no service secret can leak
- * into it) and, when the service runs as root, the command runs as an unprivileged user.
- * In the sandbox (the default) the command also runs in namespaces of its own (`unshare`):
- *  - PID and mount, with a fresh /proc: it sees no other process (not the service's environment
- *    or another run's working directory through /proc), and when it ends everything it started
- *    ends with it, even what tried to escape with setsid;
+ * into it). In the sandbox (the default) the command runs in namespaces of its own (`unshare`):
+ *  - PID and mount, with a fresh /proc: it sees no other process, and when it ends everything it
+ *    started ends with it, even what tried to escape with setsid; the chain from the service down
+ *    carries a parent-death signal, so a crash of the service ends it too;
+ *  - an empty tmpfs over /run, /tmp, /var/tmp, /dev/shm, the service's data, the other runs' disks
+ *    and every directory known to hold sockets, and /dev/null over any other host socket: it
+ *    reaches no host Unix socket (Postgres trusting local connections, Docker, D-Bus …), and its
+ *    /tmp and /dev/shm are private, size-capped and gone when it ends;
  *  - network (unless the host network is allowed): it cannot reach the services' unauthenticated
  *    internal ports, Chromium's DevTools ports or anything else.
+ * As root it runs as the run's own uid (see shell-tenancy.ts), in the run's cgroups when there are
+ * any; rlimits cap what cgroups do not.
  */
 import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync, lstatSync, realpathSync } from 'node:fs';
 import fs from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 
 export interface ShellLimits {
@@ -21,6 +28,18 @@ export interface ShellLimits {
   maxOutputBytes: number;
 }
 
+/** What one run's commands may use (enforced by cgroups where there are any, else by rlimits). */
+export interface ShellCaps {
+  maxProcesses: number;
+  maxMemoryMb: number;
+  /** Percent of one core. */
+  maxCpuPercent: number;
+  /** How large the run's disk may grow (checked while a command runs). */
+  maxDiskMb: number;
+  /** Size of the private /tmp and /dev/shm. */
+  tmpMb: number;
+}
+
 export interface ShellResult {
   exitCode: number | null;
   /** The signal that ended the command (SIGKILL after a timeout or stop). */
@@ -28,6 +47,8 @@ export interface ShellResult {
   timedOut: boolean;
   /** Output beyond maxOutputBytes was dropped. */
   truncated: boolean;
+  /** The command grew the disk beyond its quota and was stopped (bytes the disk held then). */
+  diskExceeded?: number | undefined;
   /** stdout and stderr interleaved as they came, up to the cap. */
   output: string;
   durationMs: number;
@@ -41,10 +62,18 @@ export interface ShellOptions extends ShellLimits {
   user?: { uid: number; gid: number } | undefined;
   /** Namespaces of its own; `network: true` keeps the host's network. Undefined = no sandbox. */
   sandbox?: Sandbox | undefined;
+  /** Caps; undefined = none. */
+  caps?: ShellCaps | undefined;
+  /** cgroup directories the command joins (the run's). */
+  cgroups?: string[] | undefined;
+  /** A directory only this service can read (the run's slot), for the sandbox's mount table. */
+  scratchDir?: string | undefined;
 }
 
 export interface Sandbox {
   network: boolean;
+  /** Directories covered with an empty tmpfs (besides the fixed ones). */
+  hide?: string[] | undefined;
 }
 
 /** How this service runs commands: limits, the user, the sandbox ('unavailable' = required but impossible here: commands are refused). */
@@ -52,9 +81,14 @@ export interface Terminal {
   limits: ShellLimits;
   user: { uid: number; gid: number } | undefined;
   sandbox: Sandbox | 'unavailable' | undefined;
+  caps?: ShellCaps | undefined;
+  /** The run's cgroups (set per run). */
+  cgroups?: string[] | undefined;
+  /** The run's slot directory (set per run). */
+  scratchDir?: string | undefined;
 }
 
-/** The account commands run as when this process is root: `nobody`. */
+/** The account commands run as when this process is root and no run uid is given: `nobody`. */
 export const UNPRIVILEGED = { uid: 65534, gid: 65534 };
 
 /** Who shell commands run as here: nobody when root, else this process's user. */
@@ -67,7 +101,7 @@ export function shellEnv(cwd: string): NodeJS.ProcessEnv {
   return {
     PATH: '/usr/local/bin:/usr/bin:/bin',
     HOME: cwd,
-    TMPDIR: cwd,
+    TMPDIR: '/tmp',
     LANG: 'C.UTF-8',
     TERM: 'dumb',
     PWD: cwd,
@@ -84,89 +118,244 @@ export async function giveTo(dir: string, user: { uid: number; gid: number } | u
   }
 }
 
+/** Directories that hold host sockets or private state on common systems; covered in every sandbox. */
+export const HIDDEN_DIRS = ['/run', '/var/run', '/tmp', '/var/tmp', '/dev/shm', '/dev/mqueue', '/var/lib/postgresql', '/var/lib/mysql', '/var/spool/postfix'];
+
+/** `p` is `dir` or below it. */
+const under = (p: string, dir: string) => p === dir || p.startsWith(dir.endsWith('/') ? dir : dir + '/');
+
 /**
- * The program and arguments that run `command`: bash, behind `unshare` in the sandbox (and
- * `setpriv`, which drops to the user once the namespaces are made, as only root may make them;
- * without root a user namespace makes them possible).
+ * The sandbox's mount table (fstab lines): an empty tmpfs over each hidden directory that exists
+ * here (symlinks resolved, nested ones dropped), and /dev/null over every other socket this host
+ * has bound (from /proc/net/unix, so sockets in unusual places are covered too).
  */
-export function shellArgv(command: string, o: Pick<ShellOptions, 'user' | 'sandbox'>): { file: string; args: string[]; user?: { uid: number; gid: number } | undefined } {
-  const bash = ['/bin/bash', '-c', command];
-  if (!o.sandbox) return { file: bash[0]!, args: bash.slice(1), user: o.user };
-  const ns = ['--pid', '--fork', '--kill-child', '--mount', '--mount-proc', ...(o.sandbox.network ? [] : ['--net'])];
-  if (process.getuid?.() === 0 && o.user) {
-    return { file: 'unshare', args: [...ns, '--', 'setpriv', `--reuid=${o.user.uid}`, `--regid=${o.user.gid}`, '--clear-groups', '--', ...bash] };
+export function sandboxMounts(hide: string[], tmpMb: number, cwd: string): string {
+  const dirs: string[] = [];
+  for (const d of hide) {
+    try {
+      const real = realpathSync(d);
+      if (real !== '/' && lstatSync(real).isDirectory()) dirs.push(real);
+    } catch {
+      /* not on this host */
+    }
   }
-  return { file: 'unshare', args: ['--user', ...ns, '--', ...bash], user: o.user };
+  const tops = [...new Set(dirs)].sort().filter((d, i, all) => !all.slice(0, i).some((p) => under(d, p)));
+  const esc = (p: string) => p.replace(/[\s\\]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, '0')}`);
+  const lines = tops.map((d) => {
+    const scratch = d === '/tmp' || d === '/var/tmp' || d === '/dev/shm';
+    // A source name of its own: `mount -a` skips an entry that looks mounted already (a host tmpfs named tmpfs).
+    return `ats-sandbox ${esc(d)} tmpfs ${scratch ? `size=${tmpMb}m,mode=1777` : 'size=1m,mode=755'},nosuid,nodev 0 0`;
+  });
+  let unix = '';
+  try {
+    unix = readFileSync('/proc/net/unix', 'utf8');
+  } catch {
+    /* no procfs: the fixed directories only */
+  }
+  const sockets = new Set<string>();
+  for (const line of unix.split('\n').slice(1)) {
+    const named = line.trim().split(/\s+/)[7];
+    if (!named?.startsWith('/')) continue;
+    try {
+      // Through symlinked directories (/var/run → /run) to where the mount would land.
+      const p = path.join(realpathSync(path.dirname(named)), path.basename(named));
+      if (!tops.some((d) => under(p, d)) && lstatSync(p).isSocket()) sockets.add(p);
+    } catch {
+      /* gone, or in another mount namespace */
+    }
+  }
+  for (const p of sockets) lines.push(`/dev/null ${esc(p)} none bind 0 0`);
+  // Last, the working directory (held open as fd 3 by the setup) back at its place, over whatever covered it.
+  lines.push(`/proc/self/fd/3 ${esc(cwd)} none bind,X-mount.mkdir 0 0`);
+  return lines.join('\n') + '\n';
 }
 
-/** Whether the sandbox works here (unshare may be refused, e.g. by a container's seccomp profile); probed once at start. */
-export function canSandbox(user: { uid: number; gid: number } | undefined, sandbox: Sandbox): boolean {
-  // Inside, the command is PID 1 of its namespace, and without network only `lo` is listed (two header lines and one device).
-  const check = `test $$ -eq 1${sandbox.network ? '' : ' && test "$(wc -l < /proc/net/dev)" -le 3'}`;
-  const { file, args, user: as } = shellArgv(check, { user, sandbox });
-  const r = spawnSync(file, args, { stdio: 'ignore', env: shellEnv('/'), cwd: '/', timeout: 5000, ...(as ? { uid: as.uid, gid: as.gid } : {}) });
-  return r.status === 0;
+/**
+ * Runs inside the namespaces, as root there, before the command: joins the run's cgroups, holds
+ * the working directory open, mounts the table (one `mount`: it covers and binds the directory
+ * back; not canonicalised, so fd 3 is bound and not the path it had), sets the
+ * rlimits and drops to the run's user (or, in a user namespace, drops every capability, so the
+ * covers cannot be unmounted). Exit 125 = the sandbox could not be made.
+ */
+const SETUP = `set -u
+W=$1 TABLE=$2 CG=$3 LIMITS=$4 DROP=$5; shift 5
+for c in $CG; do echo 0 > "$c/cgroup.procs" || exit 125; done
+exec 3< "$W" || exit 125
+mount -n --no-canonicalize -a -T "$TABLE" || exit 125
+exec 3<&-
+cd "$W" || exit 125
+if [ -n "$LIMITS" ]; then ulimit -S -H $LIMITS || exit 125; fi
+exec setpriv $DROP --pdeathsig KILL -- /bin/bash -c "$1"`;
+
+/**
+ * The program and arguments that run `command`: bash, behind `unshare` in the sandbox (with the
+ * setup above, as only root may make the mounts; without root a user namespace makes them
+ * possible). `table` is the path of the mount table file.
+ */
+export function shellArgv(
+  command: string,
+  o: Pick<ShellOptions, 'user' | 'sandbox' | 'caps' | 'cgroups' | 'timeoutMs' | 'cwd'>,
+  table?: string,
+): { file: string; args: string[]; user?: { uid: number; gid: number } | undefined } {
+  const bash = ['/bin/bash', '-c', command];
+  if (!o.sandbox) return { file: bash[0]!, args: bash.slice(1), user: o.user };
+  const root = process.getuid?.() === 0;
+  const ns = ['--pid', '--fork', '--kill-child', '--mount', '--mount-proc', '--propagation', 'private', ...(o.sandbox.network ? [] : ['--net'])];
+  const drop = root && o.user ? `--reuid=${o.user.uid} --regid=${o.user.gid} --clear-groups` : '--inh-caps=-all --bounding-set=-all --no-new-privs';
+  const cgroups = o.cgroups ?? [];
+  const limits: string[] = [];
+  if (o.caps) {
+    // RLIMIT_NPROC counts the processes of the uid: per run when each run has its own uid (in a
+    // user namespace of its own, those of the namespace).
+    limits.push(`-u ${o.caps.maxProcesses}`);
+    // One file may not be larger than the disk quota (+1 byte, so that reaching it shows as exceeding it).
+    limits.push(`-f ${Math.ceil((o.caps.maxDiskMb * 1024 * 1024 + 1) / 1024)}`);
+    if (!cgroups.some((c) => c.includes('/memory/'))) limits.push(`-v ${o.caps.maxMemoryMb * 1024}`);
+    if (!cgroups.some((c) => c.includes('/cpu/'))) limits.push(`-t ${Math.max(1, Math.ceil(((o.timeoutMs / 1000) * o.caps.maxCpuPercent) / 100))}`);
+  }
+  const inner = [...ns, '--', '/bin/bash', '-c', SETUP, 'sandbox', o.cwd, table ?? '/dev/null', cgroups.join(' '), limits.join(' '), drop, command];
+  const userns = root ? [] : ['--user', '--map-root-user'];
+  // setpriv first: unshare (and through --kill-child the command) dies with this process.
+  return { file: 'setpriv', args: ['--pdeathsig', 'KILL', '--', 'unshare', ...userns, ...inner] };
+}
+
+/** Whether the sandbox works here (unshare or mount may be refused, e.g. by a container's seccomp profile); probed once at start. */
+export async function canSandbox(user: { uid: number; gid: number } | undefined, sandbox: Sandbox, scratchDir?: string): Promise<boolean> {
+  const scratch = scratchDir ?? (await fallbackScratch());
+  // Inside, the command is PID 1 of its namespace, /run is empty, and without network only `lo` is listed (two header lines and one device).
+  const check = `test $$ -eq 1 && test -z "$(ls -A /run)"${sandbox.network ? '' : ' && test "$(wc -l < /proc/net/dev)" -le 3'}`;
+  const dir = await fs.mkdtemp(path.join(scratch, 'probe-'));
+  try {
+    await giveTo(dir, user);
+    const table = path.join(scratch, `${path.basename(dir)}.fstab`);
+    await fs.writeFile(table, sandboxMounts([...HIDDEN_DIRS, ...(sandbox.hide ?? [])], 1, dir));
+    const { file, args, user: as } = shellArgv(check, { user, sandbox, cwd: dir, timeoutMs: 5000 }, table);
+    const r = spawnSync(file, args, { stdio: 'ignore', env: shellEnv(dir), cwd: '/', timeout: 5000, ...(as ? { uid: as.uid, gid: as.gid } : {}) });
+    await fs.rm(table, { force: true });
+    return r.status === 0;
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Bytes of the regular files under `dir` (apparent sizes: what storing them would take). */
+export async function diskUsage(dir: string): Promise<number> {
+  let total = 0;
+  for (const e of await fs.readdir(dir, { withFileTypes: true, recursive: true }).catch(() => [])) {
+    if (!e.isFile()) continue;
+    const st = await fs.lstat(path.join(e.parentPath, e.name)).catch(() => undefined);
+    if (st) total += st.size;
+  }
+  return total;
 }
 
 export function runShell(command: string, o: ShellOptions): Promise<ShellResult> {
   const started = Date.now();
-  return new Promise((resolve, reject) => {
-    if (o.signal.aborted) {
-      resolve({ exitCode: null, signal: 'SIGKILL', timedOut: false, truncated: false, output: '', durationMs: 0 });
-      return;
-    }
-    const { file, args, user } = shellArgv(command, o);
-    const child = spawn(file, args, {
-      cwd: o.cwd,
-      env: shellEnv(o.cwd),
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true, // its own process group: a timeout kills everything it started
-      ...(user ? { uid: user.uid, gid: user.gid } : {}),
-    });
-    let kept = 0;
-    let truncated = false;
-    let timedOut = false;
-    const parts: string[] = [];
-    const take = (stream: 'stdout' | 'stderr') => (buf: Buffer) => {
-      if (kept >= o.maxOutputBytes) {
-        truncated = true;
-        return;
-      }
-      const room = o.maxOutputBytes - kept;
-      const piece = buf.length > room ? buf.subarray(0, room) : buf;
-      if (piece.length < buf.length) truncated = true;
-      kept += piece.length;
-      const text = piece.toString('utf8');
-      parts.push(text);
-      o.onOutput(stream, text);
-    };
-    child.stdout.on('data', take('stdout'));
-    child.stderr.on('data', take('stderr'));
-    const killGroup = () => {
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        /* already gone */
-      }
-    };
-    const timer = setTimeout(() => {
-      timedOut = true;
-      killGroup();
-    }, o.timeoutMs);
-    const onAbort = () => killGroup();
-    o.signal.addEventListener('abort', onAbort, { once: true });
-    child.once('error', (err) => {
-      clearTimeout(timer);
-      o.signal.removeEventListener('abort', onAbort);
-      reject(err);
-    });
-    child.once('close', (exitCode, signal) => {
-      clearTimeout(timer);
-      o.signal.removeEventListener('abort', onAbort);
-      killGroup(); // anything it left running in the background goes too
-      resolve({ exitCode, signal, timedOut, truncated, output: parts.join(''), durationMs: Date.now() - started });
-    });
-  });
+  if (o.signal.aborted) return Promise.resolve({ exitCode: null, signal: 'SIGKILL', timedOut: false, truncated: false, output: '', durationMs: 0 });
+  return prepare(o).then(
+    ({ table, quota }) =>
+      new Promise<ShellResult>((resolve, reject) => {
+        const { file, args, user } = shellArgv(command, o, table);
+        const child = spawn(file, args, {
+          cwd: o.cwd,
+          env: shellEnv(o.cwd),
+          stdio: ['ignore', 'pipe', 'pipe'],
+          detached: true, // its own process group: a timeout kills everything it started
+          ...(user ? { uid: user.uid, gid: user.gid } : {}),
+        });
+        let kept = 0;
+        let truncated = false;
+        let timedOut = false;
+        let diskExceeded: number | undefined;
+        let ended = false;
+        const parts: string[] = [];
+        const take = (stream: 'stdout' | 'stderr') => (buf: Buffer) => {
+          if (kept >= o.maxOutputBytes) {
+            truncated = true;
+            return;
+          }
+          const room = o.maxOutputBytes - kept;
+          const piece = buf.length > room ? buf.subarray(0, room) : buf;
+          if (piece.length < buf.length) truncated = true;
+          kept += piece.length;
+          const text = piece.toString('utf8');
+          parts.push(text);
+          o.onOutput(stream, text);
+        };
+        child.stdout.on('data', take('stdout'));
+        child.stderr.on('data', take('stderr'));
+        const killGroup = () => {
+          try {
+            process.kill(-child.pid!, 'SIGKILL');
+          } catch {
+            /* already gone */
+          }
+        };
+        const timer = setTimeout(() => {
+          timedOut = true;
+          killGroup();
+        }, o.timeoutMs);
+        // The disk is measured while the command runs; a walk of a large tree is repeated less often.
+        let poll: NodeJS.Timeout | undefined;
+        const measure = async () => {
+          const t0 = Date.now();
+          const used = await diskUsage(o.cwd);
+          if (ended) return;
+          if (used > quota!) {
+            diskExceeded = used;
+            killGroup();
+            return;
+          }
+          poll = setTimeout(() => void measure(), Math.max(200, (Date.now() - t0) * 4));
+        };
+        if (quota !== undefined) poll = setTimeout(() => void measure(), 200);
+        const onAbort = () => killGroup();
+        o.signal.addEventListener('abort', onAbort, { once: true });
+        const cleanup = () => {
+          ended = true;
+          clearTimeout(timer);
+          clearTimeout(poll);
+          o.signal.removeEventListener('abort', onAbort);
+          if (table) void fs.rm(table, { force: true });
+        };
+        child.once('error', (err) => {
+          cleanup();
+          reject(err);
+        });
+        child.once('close', (exitCode, signal) => {
+          cleanup();
+          killGroup(); // anything it left running in the background goes too
+          const done = (exceeded: number | undefined) =>
+            resolve({ exitCode, signal, timedOut, truncated, diskExceeded: exceeded, output: parts.join(''), durationMs: Date.now() - started });
+          if (quota === undefined || diskExceeded !== undefined) return done(diskExceeded);
+          // What it wrote between the last check and its end counts too.
+          void diskUsage(o.cwd).then((used) => done(used > quota ? used : undefined));
+        });
+      }),
+  );
+}
+
+/** Where mount tables go when the command has no slot of its own: a directory only this user can read. */
+async function fallbackScratch(): Promise<string> {
+  const dir = path.join(os.tmpdir(), `ats-shell-${process.getuid?.() ?? 0}`);
+  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+  const st = await fs.lstat(dir);
+  if (!st.isDirectory() || st.uid !== (process.getuid?.() ?? 0)) throw new Error(`${dir} belongs to someone else`);
+  await fs.chmod(dir, 0o700);
+  return dir;
+}
+
+/** The mount table of this command (when sandboxed) and the disk size it may grow the disk to. */
+async function prepare(o: ShellOptions): Promise<{ table?: string | undefined; quota?: number | undefined }> {
+  let table: string | undefined;
+  if (o.sandbox) {
+    const scratch = o.scratchDir ?? (await fallbackScratch());
+    table = path.join(scratch, `fstab-${process.pid}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`);
+    await fs.writeFile(table, sandboxMounts([...HIDDEN_DIRS, ...(o.sandbox.hide ?? [])], o.caps?.tmpMb ?? 64, o.cwd), { mode: 0o600 });
+  }
+  // A disk that was already larger (attached files) may not grow further.
+  const quota = o.caps ? Math.max(o.caps.maxDiskMb * 1024 * 1024, await diskUsage(o.cwd)) : undefined;
+  return { table, quota };
 }
 
 /** `p` inside `root` (relative, no escaping through `..` or symlinks); throws a readable error otherwise. */
