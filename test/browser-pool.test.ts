@@ -51,7 +51,7 @@ before(async () => {
   f = await startStackFixture({ projects: ['alpha', 'beta'], env: { MAX_ACTIVE_BROWSERS_PER_PROJECT: '3' } });
   rootDir = path.join(f.dataDir, 'browser-pool', 'browsers');
   pool = createServiceClient(BrowserPoolServiceService, `127.0.0.1:${f.stack.ports.get('browser-pool')}`, 30000, f.stack.internalToken);
-  nc = await natsConnect({ servers: f.stack.natsUrl });
+  nc = await natsConnect({ servers: f.stack.natsUrl, ...(f.stack.natsToken ? { token: f.stack.natsToken } : {}) });
 });
 
 after(async () => {
