@@ -24,9 +24,8 @@ let fake: FakeOpenAI;
 let anthropic: FakeAnthropic;
 /** Where the run service materialises run disks (named by run id). */
 const WORK_DIR = tempDir('bc-work');
-// Small: a file over the quota also exceeds FILE_SIZE_LIMIT_BYTES, and storage's upload of a file
-// much larger than that limit does not end today (file-storage's disk sync waits for 'drain').
-const DISK_QUOTA_MB = 2;
+// A file over the quota also exceeds FILE_SIZE_LIMIT_BYTES: it is reported skipped, not stored.
+const DISK_QUOTA_MB = 32;
 
 before(async () => {
   site = await serveSite();
@@ -175,7 +174,8 @@ describe('a terminal on the run disk', () => {
   });
 
   test('when a command makes a file over the size limit, then the others are still stored and the run says which was not', async () => {
-    const created = await start({ task: 'Run `head -c 2000000 /dev/zero > big.bin; echo small > small.txt`.' });
+    // Far over the limit: the storage service ends the upload while the run is still sending.
+    const created = await start({ task: 'Run `head -c 24000000 /dev/zero > big.bin; echo small > small.txt`.' });
     const { run, events } = await follow(created.id);
     assert.equal(run.status, 'completed', run.error);
     assert.deepEqual(ofType(events, 'file.skipped'), [{ path: 'big.bin', reason: 'big.bin is larger than the file size limit of 1048576 bytes' }]);

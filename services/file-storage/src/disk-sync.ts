@@ -84,8 +84,14 @@ async function sha256Of(abs: string): Promise<string | undefined> {
 async function upload(client: FileStorageClient, header: { projectId: string; diskId: string; path: string; runId: string }, abs: string): Promise<DiskEntry> {
   const { stream, response } = client.api.writeDiskFile({ deadlineMs: STREAM_DEADLINE_MS });
   response.catch(() => {}); // awaited below; avoids an unhandled rejection while still writing
+  // When the service ends the call early (a file over the limit), no 'drain' ever comes: stop waiting then.
+  const ended = response.then(
+    () => Promise.reject(new Error('the storage service ended the upload early')),
+    (err: unknown) => Promise.reject(err),
+  );
+  ended.catch(() => {});
   const write = async (msg: object) => {
-    if (!stream.write(msg)) await once(stream, 'drain');
+    if (!stream.write(msg)) await Promise.race([once(stream, 'drain'), ended]);
   };
   const handle = await fsp.open(abs, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
   try {
