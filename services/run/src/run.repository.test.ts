@@ -72,6 +72,17 @@ for (const driver of await drivers()) {
       assert.deepEqual(events.map((e) => e.data.i).sort((a, b) => Number(a) - Number(b)), Array.from({ length: 20 }, (_, i) => i));
     });
 
+    test('when a result, an event or a step holds NUL bytes (binary command output), then it is stored with ␀ in their place', async () => {
+      const id = await queue('prj_nul');
+      await repo.appendEvent(id, 'terminal.output', { chunk: 'a\u0000b' });
+      await repo.insertStep({ runId: id, number: 1, url: 'about:blank', action: 'run a\u0000b', thought: 'x\u0000', screenshotKey: null, ts: new Date().toISOString(), durationMs: 1 });
+      assert.equal(await repo.finish(id, ['queued'], 'completed', { result: 'out: a\u0000b' }), true);
+      assert.equal((await repo.run(id))!.result, 'out: a\u2400b');
+      assert.equal((await repo.events(id, 0, 10)).events[0]!.data.chunk, 'a\u0000b', 'event data (JSON) keeps the NUL itself');
+      const [step] = (await repo.steps(id, 0, 10)).steps;
+      assert.deepEqual([step!.action, step!.thought], ['run a\u2400b', 'x\u2400']);
+    });
+
     test('when usage is added, then tokens and cost accumulate exactly', async () => {
       const id = await queue('prj_e');
       await repo.addUsage(id, { inputTokens: 100, outputTokens: 10, costUsd: 0.00045 });

@@ -4,6 +4,14 @@
  * carries notifications.
  */
 import type { Knex, Migration } from '../../common/src/db.js';
+
+/**
+ * Text as Postgres stores it: a NUL (which a command's output or a page may hold) cannot be in a
+ * text column, so it is kept as the visible ␀ (U+2400) rather than failing the run.
+ */
+export function storable<T extends string | null>(s: T): T {
+  return (s === null || !s.includes('\u0000') ? s : s.replace(/\u0000/g, '\u2400')) as T;
+}
 import { toCount } from '../../common/src/db.js';
 
 export const migrations: Migration[] = [
@@ -345,10 +353,11 @@ export class RunRepository {
    */
   async finish(id: string, from: RunStatus[], to: RunStatus, fields: { result?: string | null; error?: string | null } = {}, opts: { keepLease?: boolean } = {}): Promise<boolean> {
     const now = new Date().toISOString();
+    const text = { ...(fields.result !== undefined ? { result: storable(fields.result) } : {}), ...(fields.error !== undefined ? { error: storable(fields.error) } : {}) };
     const n = await this.knex('runs')
       .where({ id })
       .whereIn('status', from)
-      .update({ status: to, ...fields, finished_at: now, updated_at: now, ...(opts.keepLease ? {} : { lease_owner: null }) });
+      .update({ status: to, ...text, finished_at: now, updated_at: now, ...(opts.keepLease ? {} : { lease_owner: null }) });
     return n > 0;
   }
 
@@ -380,7 +389,7 @@ export class RunRepository {
   // ---- steps ----
 
   async insertStep(s: StepRow): Promise<void> {
-    await this.knex('steps').insert({ run_id: s.runId, number: s.number, url: s.url, action: s.action, thought: s.thought, screenshot_key: s.screenshotKey, ts: s.ts, duration_ms: s.durationMs });
+    await this.knex('steps').insert({ run_id: s.runId, number: s.number, url: storable(s.url), action: storable(s.action), thought: storable(s.thought), screenshot_key: s.screenshotKey, ts: s.ts, duration_ms: s.durationMs });
   }
 
   async steps(runId: string, after: number, limit: number): Promise<{ steps: StepRow[]; hasMore: boolean }> {
