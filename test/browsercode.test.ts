@@ -173,6 +173,13 @@ describe('a terminal on the run disk', () => {
     assert.equal(ofType(events, 'tool.result')[0]!.truncated, true);
   });
 
+  test('when the commands print nothing, then the completed run still says what it did', async () => {
+    const created = await start({ task: 'Run `true`. Run `mkdir -p out`.' });
+    const { run } = await follow(created.id);
+    assert.equal(run.status, 'completed', run.error);
+    assert.equal(run.result, 'Done: run true; run mkdir -p out');
+  });
+
   test('when a command makes a file over the size limit, then the others are still stored and the run says which was not', async () => {
     // Far over the limit: the storage service ends the upload while the run is still sending.
     const created = await start({ task: 'Run `head -c 24000000 /dev/zero > big.bin; echo small > small.txt`.' });

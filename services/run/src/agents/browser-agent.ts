@@ -5,7 +5,7 @@
  */
 import type { Browser, Page } from 'puppeteer-core';
 import { describeAction, type Action } from './actions.js';
-import { ElementNotFound, ModelError, type AgentModel, type StepMemory, type Usage } from './model.js';
+import { ElementNotFound, ModelError, turnResult, type AgentModel, type StepMemory, type Usage } from './model.js';
 import { ActionError, act, activePage, observe } from './page-tools.js';
 
 /** The run was stopped by its client. */
@@ -89,7 +89,7 @@ export async function runBrowserAgent(input: BrowserAgentInput): Promise<string>
     }
     if (decision.usage) await input.recordUsage(decision.usage);
     const action: Action = decision.action;
-    if (action.name === 'done') return action.result;
+    if (action.name === 'done') return turnResult(action.result, history);
     check(input, n);
 
     const actionStarted = Date.now();

@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { Browser, Page } from 'puppeteer-core';
 import { isCodeAction, type Action, type CodeAction } from './actions.js';
 import { check, recordBrowserStep, RunStopped, waitForText, type RecordedStep } from './browser-agent.js';
-import { ElementNotFound, ModelError, NeedsBrowser, type AgentModel, type Decision, type StepMemory, type Usage } from './model.js';
+import { ElementNotFound, ModelError, NeedsBrowser, turnResult, type AgentModel, type Decision, type StepMemory, type Usage } from './model.js';
 import { ActionError, act, activePage, observe, type Observation } from './page-tools.js';
 import { giveTo, insideDisk, listDisk, runShell, type Terminal } from './shell.js';
 
@@ -90,7 +90,7 @@ export async function runBrowsercode(input: BrowsercodeInput): Promise<string> {
     }
     if (decision.usage) await input.recordUsage(decision.usage);
     const action: Action = decision.action;
-    if (action.name === 'done') return action.result;
+    if (action.name === 'done') return turnResult(action.result, history);
     check(input, n);
 
     const memory: StepMemory = { thought: decision.thought, action };

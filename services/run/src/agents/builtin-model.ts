@@ -5,7 +5,7 @@
  * An instruction it cannot parse fails the run before any action, quoting it.
  */
 import type { Action, ExtractWhat, ScrollDirection } from './actions.js';
-import { ElementNotFound, ModelError, NeedsBrowser, type AgentModel, type DecideInput, type Decision, type PageElement, type Toolset } from './model.js';
+import { ElementNotFound, ModelError, NeedsBrowser, turnResult, type AgentModel, type DecideInput, type Decision, type PageElement, type Toolset } from './model.js';
 
 type Intent =
   | { kind: 'navigate'; url: string }
@@ -151,8 +151,7 @@ export class BuiltinModel implements AgentModel {
 
   /** The answer: an explicit `answer`, else what was extracted (one per line), else "Done". */
   #result(input: DecideInput): string {
-    const extracted = input.history.filter((h) => h.extracted !== undefined).map((h) => h.extracted!);
-    return extracted.length ? extracted.join('\n') : 'Done';
+    return turnResult('', input.history);
   }
 
   async decide(input: DecideInput, _signal?: AbortSignal): Promise<Decision> {

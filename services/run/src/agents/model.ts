@@ -1,5 +1,5 @@
 /** What an agent model sees and decides each step, whatever is behind it (an LLM or the builtin interpreter). */
-import type { Action } from './actions.js';
+import { describeAction, type Action } from './actions.js';
 import type { Observation, PageElement } from './page-tools.js';
 
 /** One earlier step of this run, as the model remembers it. */
@@ -10,6 +10,18 @@ export interface StepMemory {
   extracted?: string;
   /** Why the action failed, when it did (the model may try something else). */
   error?: string;
+}
+
+/**
+ * The answer of a turn: what the model answered or, when that is empty, what was extracted, else
+ * what was done — a completed run always has a result.
+ */
+export function turnResult(answer: string | null | undefined, history: StepMemory[]): string {
+  if (answer?.trim()) return answer;
+  const extracted = history.map((h) => h.extracted).filter((e): e is string => !!e?.trim());
+  if (extracted.length) return extracted.join('\n');
+  if (!history.length) return 'Done: nothing needed doing';
+  return `Done: ${history.map((h) => describeAction(h.action) + (h.error ? ` (failed: ${h.error.split('\n')[0]})` : '')).join('; ')}`;
 }
 
 /** What the model may use: a browser only (browser-agent), or also a terminal and files (browsercode). */
