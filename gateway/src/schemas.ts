@@ -85,7 +85,7 @@ const paging = { limit: int({ minimum: 1, maximum: 200, default: 50 }), cursor: 
 export const pageQuery = obj(paging);
 export const listRunsQuery = obj({ ...paging, session_id: id('ses'), status: str({ enum: [...RUN_STATUSES] }) });
 export const listBrowsersQuery = obj({ ...paging, status: str({ enum: ['active', 'stopped'] }), session_id: id('ses') });
-export const stepsQuery = obj({ after: int({ minimum: 0 }), limit: int({ minimum: 1, maximum: 200, default: 50 }) });
+export const stepsQuery = obj({ after: int({ minimum: 0, maximum: 2147483647 }), limit: int({ minimum: 1, maximum: 200, default: 50 }) });
 export const eventsQuery = stepsQuery;
 export const filesQuery = obj({ kind: str({ enum: ['input', 'output'] }) });
 

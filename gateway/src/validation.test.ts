@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { addFilesBody, createRunBody, listRunsQuery, type JsonSchema } from './schemas.js';
+import { addFilesBody, createRunBody, listRunsQuery, stepsQuery, type JsonSchema } from './schemas.js';
 import { RequestValidationError, coerceQuery, validate, type ValidationIssue } from './validation.js';
 
 function issues(schema: JsonSchema, data: unknown, where: 'body' | 'query' = 'body'): ValidationIssue[] {
@@ -58,4 +58,11 @@ test('when query strings are given, then numbers are parsed before validation an
   assert.deepEqual(i!.loc, ['query', 'limit']);
   assert.equal(i!.type, 'int_type');
   assert.equal(issues(listRunsQuery, { status: 'done' }, 'query')[0]!.msg, "Input should be 'queued', 'running', 'completed', 'stopped' or 'failed'");
+});
+
+test('when after is beyond what the services count in (2^31), then it is a 422, not a 500', () => {
+  const [i] = issues(stepsQuery, coerceQuery(stepsQuery, { after: String(2 ** 31) }), 'query');
+  assert.deepEqual(i!.loc, ['query', 'after']);
+  assert.equal(i!.type, 'less_than_equal');
+  assert.deepEqual(validate(stepsQuery, coerceQuery(stepsQuery, { after: String(2 ** 31 - 1) }), 'query'), { after: 2 ** 31 - 1 });
 });
