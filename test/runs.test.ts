@@ -298,6 +298,18 @@ describe('stopping and sessions', () => {
 });
 
 describe('events', () => {
+  test("when the stream of an unknown or another project's run is asked for, then 404, as on every route; a huge Last-Event-ID has seen everything", async () => {
+    const { id } = await start('alpha', { task: `Open ${site.url('run-article.html')}. Read the heading.` });
+    await finished('alpha', id);
+    for (const [p, runId] of [['beta', id], ['alpha', 'run_abcdefghijklmnopqrstuvwx'], ['alpha', 'nope']] as const) {
+      const res = await f.api(`${BASE}/runs/${runId}/events/stream`, { key: key(p) });
+      assert.equal(res.status, 404, `${p} ${runId}: ${await res.clone().text()}`);
+      assert.deepEqual(await res.json(), { detail: 'Run not found' });
+    }
+    const none = await readSse(await f.api(`${BASE}/runs/${id}/events/stream`, { key: key('alpha'), headers: { 'Last-Event-ID': '99999999999' } }));
+    assert.deepEqual(none, []);
+  });
+
   test('when the stream is resumed from Last-Event-ID or after=, then it continues without gaps or duplicates; paging agrees', async () => {
     const { id } = await start('alpha', { task: `Open ${site.url('run-links.html')}. Click the link 'The engine'. Read the heading.` });
     const all = (await finished('alpha', id)).events;

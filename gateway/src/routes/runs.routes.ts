@@ -1,6 +1,7 @@
 import { RunStatus } from '../../../gen/ats/run/v1/run.js';
 import * as s from '../schemas.js';
 import { AGENT_BY_NAME, RUN_STATUS, page, presentEvent, presentRun, presentRunCreated, presentRunStatus, presentSession, presentStep, required } from '../presenters.js';
+import { fromServiceError } from '../../../services/common/src/errors.js';
 import { HttpError } from '../http-errors.js';
 import { route, type RouteContext, type RouteDef } from './route.js';
 
@@ -25,7 +26,8 @@ function writeSse(ctx: RouteContext, e: ReturnType<typeof presentEvent>): void {
 /** SSE of a run's events: backlog then live, ends after the terminal event; resumes from Last-Event-ID or ?after=. */
 async function streamEvents(ctx: RouteContext): Promise<undefined> {
   const lastId = Number(ctx.req.get('last-event-id') ?? ctx.query.after ?? 0);
-  const after = Number.isInteger(lastId) && lastId >= 0 ? lastId : 0;
+  // Event ids are 32-bit on the wire: a larger Last-Event-ID has seen them all.
+  const after = Number.isInteger(lastId) && lastId >= 0 ? Math.min(lastId, 2 ** 31 - 1) : 0;
   const call = ctx.clients.run.api.watchEvents({ ...ref(ctx), after }, opts(ctx));
   let heartbeat: NodeJS.Timeout | undefined;
   const open = () => {
@@ -44,7 +46,7 @@ async function streamEvents(ctx: RouteContext): Promise<undefined> {
     call.on('end', resolve);
     call.on('error', (err: Error & { code?: number }) => {
       // Before the stream opened the error is an ordinary HTTP error; after, the stream just ends.
-      if (!ctx.res.headersSent && err.code !== 1) return reject(err);
+      if (!ctx.res.headersSent && err.code !== 1) return reject(fromServiceError(err)); // 404 for an unknown or foreign run, as on every route
       resolve();
     });
   }).finally(() => clearInterval(heartbeat));

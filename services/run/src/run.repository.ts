@@ -415,6 +415,12 @@ export class RunRepository {
     });
   }
 
+  /** The type and id of a run's newest event, if any. */
+  async lastEvent(runId: string): Promise<{ id: number; type: string } | undefined> {
+    const r = await this.knex('events').where('run_id', runId).orderBy('id', 'desc').first('id', 'type');
+    return r ? { id: Number(r.id), type: r.type } : undefined;
+  }
+
   async events(runId: string, after: number, limit: number): Promise<{ events: EventRow[]; hasMore: boolean }> {
     const rows = await this.knex('events').where('run_id', runId).andWhere('id', '>', after).orderBy('id').limit(limit + 1);
     return { events: rows.slice(0, limit).map((r) => ({ runId: r.run_id, id: Number(r.id), ts: iso(r.ts)!, type: r.type, data: JSON.parse(r.data) })), hasMore: rows.length > limit };

@@ -11,7 +11,7 @@ import { newId } from '../../common/src/ids.js';
 import type { Logger } from '../../common/src/logger.js';
 import type { ModelRegistry } from './agents/models.js';
 import type { RunClients } from './clients.js';
-import type { RunEvents } from './run-events.js';
+import { TERMINAL_EVENTS, type RunEvents } from './run-events.js';
 import { TERMINAL, type AgentName, type BrowserOptions, type RunRepository, type RunRow, type RunStatus, type SessionRow } from './run.repository.js';
 
 export const WAKEUP_SUBJECT = 'ats.runs.wakeup';
@@ -188,6 +188,9 @@ export class Runs {
 
   async watch(projectId: string, agent: AgentName | null, runId: string, after: number, signal: AbortSignal) {
     await this.get(projectId, agent, runId);
+    // A client that has seen the terminal event already (a reconnect after the end) gets an empty stream, not one that never ends.
+    const last = await this.#d.repo.lastEvent(runId);
+    if (last && TERMINAL_EVENTS.has(last.type) && last.id <= after) return (async function* () {})();
     return this.#d.events.watch(runId, after, signal);
   }
 
