@@ -60,10 +60,6 @@ export class CdpChannel {
     return this.#closed;
   }
 
-  get sessions(): ReadonlySet<string> {
-    return this.#owned;
-  }
-
   /** Called once when the channel ends from the browser's side (its root session or the pipe went away). */
   onClose(fn: () => void): void {
     this.#onClose = fn;
@@ -113,12 +109,8 @@ export class CdpChannel {
     this.#conn.disown(sessionId);
   }
 
-  /** @internal The browser side is gone. */
+  /** @internal The browser side is gone (its root session or the pipe): the channel ends. Idempotent. */
   end(): void {
-    this.#end();
-  }
-
-  #end(): void {
     if (this.#closed) return;
     this.#closed = true;
     for (const s of this.#owned) this.#conn.disown(s, true);
@@ -130,7 +122,7 @@ export class CdpChannel {
   close(): void {
     if (this.#closed) return;
     const sessions = [...this.#owned].reverse();
-    this.#end();
+    this.end();
     for (const sessionId of sessions) this.#conn.send('Target.detachFromTarget', { sessionId }).catch(() => {});
   }
 }

@@ -120,7 +120,7 @@ export function egressSocketPath(rootDir: string, id: string): string {
 }
 
 /** The environment of a browser: nothing of the service's own (no secret can leak into it). */
-export function chromiumEnv(home: string, tmpDir: string): NodeJS.ProcessEnv {
+function chromiumEnv(home: string, tmpDir: string): NodeJS.ProcessEnv {
   return {
     PATH: '/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin',
     HOME: home,
@@ -133,7 +133,7 @@ export function chromiumEnv(home: string, tmpDir: string): NodeJS.ProcessEnv {
 }
 
 /** The program and arguments that start Chromium as `confinement` says. */
-export function launchCommand(o: LaunchOptions, dir: string, uid: number | undefined): { file: string; args: string[] } {
+function launchCommand(o: LaunchOptions, dir: string, uid: number | undefined): { file: string; args: string[] } {
   const args = chromiumArgs(o, path.join(dir, 'profile'));
   if (!o.confinement.namespaces) return { file: o.executable, args };
   return {
@@ -208,23 +208,26 @@ export class Chromium {
       throw new Error(`cannot start Chromium at ${o.executable}: ${(err as NodeJS.ErrnoException).code}`);
     }
     const uid = o.confinement.uidBase === undefined ? undefined : takeUid(o.confinement.uidBase);
-    fs.mkdirSync(userDataDir, { recursive: true, mode: 0o700 });
-    fs.mkdirSync(downloadsDir, { recursive: true, mode: 0o700 });
-    if (uid !== undefined) for (const d of [dir, userDataDir, downloadsDir]) fs.chownSync(d, uid, uid);
     // In its namespace a browser's temporaries go to its private /tmp, gone with it; otherwise to
     // a TMPDIR of its own, so removing that leaves nothing behind even after SIGKILL.
     const tmpDir = tempDirFor(o.rootDir, o.id);
-    if (!o.confinement.namespaces) fs.mkdirSync(tmpDir, { recursive: true, mode: 0o700 });
-    const { file, args } = launchCommand(o, dir, uid);
     let child: ChildProcess;
     try {
+      fs.mkdirSync(userDataDir, { recursive: true, mode: 0o700 });
+      fs.mkdirSync(downloadsDir, { recursive: true, mode: 0o700 });
+      if (uid !== undefined) for (const d of [dir, userDataDir, downloadsDir]) fs.chownSync(d, uid, uid);
+      if (!o.confinement.namespaces) fs.mkdirSync(tmpDir, { recursive: true, mode: 0o700 });
+      const { file, args } = launchCommand(o, dir, uid);
       child = spawn(file, args, {
         detached: true,
         stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'],
         env: chromiumEnv(dir, o.confinement.namespaces ? '/tmp' : tmpDir),
       });
     } catch (err) {
+      // Nothing started: give back the uid and the folders.
       if (uid !== undefined) releaseUid(uid);
+      fs.rmSync(dir, { recursive: true, force: true });
+      fs.rmSync(tmpDir, { recursive: true, force: true });
       throw err;
     }
     const exited = new Promise<void>((resolve) => {

@@ -3,11 +3,11 @@
  * CDP clients attached through the proxy and when it was last used. Launched and prepared ahead
  * of time (warm) or on demand; a record is attached when it is handed out.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import type { WebSocket } from 'ws';
 import type { Logger } from '../../common/src/logger.js';
 import type { BrowserRow } from './browser.repository.js';
-import fs from 'node:fs';
-import path from 'node:path';
 import { Chromium, egressSocketPath, type LaunchOptions } from './chromium.js';
 import { FORWARDER_PORT } from './confinement.js';
 import { EgressProxy, type EgressPolicy } from './egress-proxy.js';
