@@ -46,6 +46,24 @@ async function putBytes(uploadUrl: string, bytes: Buffer | string) {
 }
 
 describe('add, upload, attach, list, download', () => {
+  test('when an upload link is used a second time, then it is 409 and the file keeps its bytes; a new add uploads again', async () => {
+    const [item] = await addFiles(alpha().key, ['once.txt']);
+    await putBytes(item!.upload_url, 'first');
+    const again = await fetch(item!.upload_url, { method: 'PUT', body: 'second' });
+    assert.equal(again.status, 409);
+    const detail = ((await again.json()) as { detail: string }).detail;
+    assert.match(detail, /already used; add the file again/);
+    assert.ok(!detail.includes('sig='));
+    const { file } = await storage.api.getFile({ projectId: alpha().projectId, fileId: item!.id });
+    assert.equal(await (await fetch(file!.downloadUrl)).text(), 'first');
+
+    const [fresh] = await addFiles(alpha().key, ['once.txt']);
+    assert.notEqual(fresh!.id, item!.id);
+    await putBytes(fresh!.upload_url, 'second');
+    const { file: second } = await storage.api.getFile({ projectId: alpha().projectId, fileId: fresh!.id });
+    assert.equal(await (await fetch(second!.downloadUrl)).text(), 'second');
+  });
+
   test('when two files are added and one known and one unknown id attached, then the unknown is missing and the known downloads exactly', async () => {
     const items = await addFiles(alpha().key, ['notes.txt', 'data.json']);
     assert.deepEqual(items.map((i) => i.name), ['notes.txt', 'data.json']);
@@ -192,14 +210,14 @@ describe('disks for agent workers', () => {
 });
 
 describe('a crash during an upload', () => {
-  test('when file-storage is killed mid-upload and restarted, then no partial file is visible and the earlier bytes are intact', async () => {
-    const [item] = await addFiles(alpha().key, ['crash.bin']);
+  test('when file-storage is killed mid-upload and restarted, then no partial file is visible, earlier files are intact and the link still completes', async () => {
+    const [done, cut] = await addFiles(alpha().key, ['done.bin', 'crash.bin']);
     const v1 = randomBytes(100_000);
-    await putBytes(item!.upload_url, v1);
+    await putBytes(done!.upload_url, v1);
 
-    // Start a second upload that never finishes, then kill the process while it is receiving.
+    // Start an upload that never finishes, then kill the process while it is receiving.
     const received = new Promise<void>((resolve, reject) => {
-      const req = http.request(item!.upload_url.replace('localhost', '127.0.0.1'), { method: 'PUT', headers: { 'Content-Length': 50 * 1024 * 1024 } });
+      const req = http.request(cut!.upload_url.replace('localhost', '127.0.0.1'), { method: 'PUT', headers: { 'Content-Length': 50 * 1024 * 1024 } });
       req.on('error', () => resolve());
       req.write(randomBytes(4 * 1024 * 1024), (err) => (err ? reject(err) : resolve()));
     });
@@ -211,10 +229,17 @@ describe('a crash during an upload', () => {
     await f.stack.startService('file-storage');
 
     assert.deepEqual(fs.readdirSync(tmp), [], 'the partial temporary was swept at start');
-    const { file } = await storage.api.getFile({ projectId: alpha().projectId, fileId: item!.id });
+    const partial = (await storage.api.getFile({ projectId: alpha().projectId, fileId: cut!.id })).file!;
+    assert.equal(partial.uploaded, false, 'the cut-off upload left nothing visible');
+    const { file } = await storage.api.getFile({ projectId: alpha().projectId, fileId: done!.id });
     assert.equal(file!.uploaded, true);
     assert.equal(file!.sizeBytes, v1.length);
     const got = await fetch(file!.downloadUrl);
     assert.equal(sha(Buffer.from(await got.arrayBuffer())), sha(v1));
+
+    const v2 = randomBytes(1000);
+    await putBytes(cut!.upload_url, v2); // an upload that never completed did not use its link
+    const completed = (await storage.api.getFile({ projectId: alpha().projectId, fileId: cut!.id })).file!;
+    assert.equal(sha(Buffer.from(await (await fetch(completed.downloadUrl)).arrayBuffer())), sha(v2));
   });
 });

@@ -168,10 +168,8 @@ for (const driver of await drivers()) {
       assert.equal(blobCount(), blobs);
     });
 
-    test('when an upload is cut off mid-way, then the earlier version stays intact', async () => {
+    test('when an upload is cut off mid-way, then nothing is kept and the link still works for a complete upload', async () => {
       const up = await newUpload('keep.txt');
-      const v1 = randomBytes(64 * 1024);
-      assert.equal((await put(up.url, v1)).status, 200);
       const closed = new Promise<void>((resolve) => server.once('request', (req) => req.once('close', () => setImmediate(resolve))));
       await put(up.url, (req) => {
         req.on('error', () => {});
@@ -180,18 +178,35 @@ for (const driver of await drivers()) {
       await closed;
       for (let i = 0; i < 50 && tmpCount() > 0; i++) await new Promise((r) => setTimeout(r, 20));
       assert.equal(tmpCount(), 0, 'the partial temporary is removed');
+      assert.equal((await files.getFile(project, up.id)).state, 'pending', 'a cut-off upload does not use the link');
+      const v1 = randomBytes(64 * 1024);
+      assert.equal((await put(up.url, v1)).status, 200);
       assert.equal(sha(Buffer.from(await (await fetch(await downloadUrl(up.id))).arrayBuffer())), sha(v1));
     });
 
-    test('when two uploads to the same link run at once, then one complete version wins, never a mix', async () => {
+    test('when an upload link is used a second time, then 409 and the stored file is unchanged', async () => {
+      const up = await newUpload('once.txt');
+      assert.equal((await put(up.url, Buffer.from('first'))).status, 200);
+      const blobs = blobCount();
+      const again = await put(up.url, Buffer.from('second'));
+      assert.equal(again.status, 409);
+      assert.match(JSON.parse(again.body).detail, /already used; add the file again/);
+      assert.ok(!again.body.includes('sig='), 'the link is not echoed');
+      assert.equal(await (await fetch(await downloadUrl(up.id))).text(), 'first');
+      assert.equal(blobCount(), blobs, 'nothing of the second body was kept');
+    });
+
+    test('when two uploads to the same link run at once, then exactly one wins whole and the other is 409', async () => {
       const up = await newUpload('race.bin');
       const a = Buffer.alloc(4 * MiB, 0xaa);
       const b = Buffer.alloc(4 * MiB, 0xbb);
+      const blobs = blobCount();
       const [ra, rb] = await Promise.all([put(up.url, a), put(up.url, b)]);
-      assert.equal(ra.status, 200);
-      assert.equal(rb.status, 200);
-      const got = sha(Buffer.from(await (await fetch(await downloadUrl(up.id))).arrayBuffer()));
-      assert.ok(got === sha(a) || got === sha(b), 'exactly one of the two bodies');
+      assert.deepEqual([ra.status, rb.status].sort(), [200, 409]);
+      const winner = ra.status === 200 ? a : b;
+      assert.equal(sha(Buffer.from(await (await fetch(await downloadUrl(up.id))).arrayBuffer())), sha(winner));
+      assert.equal(blobCount(), blobs + 1, "the loser's bytes are not kept");
+      assert.equal(tmpCount(), 0);
     });
   });
 }

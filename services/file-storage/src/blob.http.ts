@@ -102,11 +102,16 @@ export function createBlobServer(files: FileStorage, store: BlobStore, logger: L
       return send(res, upload || download ? 405 : 404, { detail: upload || download ? 'Method not allowed' : 'Not found' });
     } catch (err) {
       if (err instanceof TooLargeError) return send(res, 413, { detail: err.message }, { Connection: 'close' });
-      if (req.destroyed || (err as NodeJS.ErrnoException).code === 'ERR_STREAM_PREMATURE_CLOSE') {
+      // A request whose body was read to its end is destroyed too (autoDestroy): only an incomplete one was cut off.
+      if ((req.destroyed && !req.complete) || (err as NodeJS.ErrnoException).code === 'ERR_STREAM_PREMATURE_CLOSE') {
         logger.info({ path: redactUrl(req.url ?? '') }, 'upload cut off by the client; nothing kept');
         return res.destroy();
       }
-      if (err instanceof AppError) return send(res, err.code === Status.NOT_FOUND ? 404 : 400, { detail: err.message });
+      if (err instanceof AppError) {
+        const status = err.code === Status.NOT_FOUND ? 404 : err.code === Status.ABORTED ? 409 : 400;
+        // Refused before the body was read (a used link): close so the client stops sending.
+        return send(res, status, { detail: err.message }, req.complete ? {} : { Connection: 'close' });
+      }
       logger.error({ err, path: redactUrl(req.url ?? '') }, 'blob request failed');
       return send(res, 500, { detail: 'Internal error' });
     }

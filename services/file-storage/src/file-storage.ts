@@ -3,13 +3,15 @@
  * and output files, workspaces and objects. Used by the gRPC handlers and the blob HTTP server.
  */
 import type { Readable } from 'node:stream';
-import { InvalidArgumentError, NotFoundError, ResourceExhaustedError } from '../../common/src/errors.js';
+import { ConflictError, InvalidArgumentError, NotFoundError, ResourceExhaustedError } from '../../common/src/errors.js';
 import { newId } from '../../common/src/ids.js';
 import type { Logger } from '../../common/src/logger.js';
 import type { Signer, Verdict } from '../../common/src/signing.js';
 import { TooLargeError, type BlobStore, type StoredBlob } from './blob-store.js';
 import type { AgentName, DiskRow, EntryRow, FileRepository, FileRow, RunFileRow, WorkspaceRow } from './file.repository.js';
 import { checkDiskPath, checkFileName, contentTypeFor } from './names.js';
+
+const LINK_USED = 'This upload link was already used; add the file again for a new link';
 
 export interface FileStorageOptions {
   repo: FileRepository;
@@ -102,19 +104,22 @@ export class FileStorage {
 
   /**
    * Stores an upload's bytes. The blob is complete and renamed into place before the record
-   * points at it, so a crash at any moment leaves either the old version or the new one.
+   * points at it, so a crash at any moment leaves the file either pending or uploaded, never
+   * partial. A link is used once: a second upload is refused and leaves the stored file as it is.
    */
   async receiveUpload(fileId: string, body: Readable, contentType: string | undefined): Promise<FileRow> {
     const f = await this.#o.repo.file(fileId);
     if (!f) throw new NotFoundError('File not found');
+    if (f.state === 'uploaded') throw new ConflictError(LINK_USED);
     const blob = await this.#o.store.put(body, this.#o.maxFileBytes);
     const type = contentType && contentType !== 'application/octet-stream' ? contentType : f.contentType;
     const done = await this.#o.repo.completeUpload(fileId, { blobId: blob.id, sizeBytes: blob.sizeBytes, sha256: blob.sha256, contentType: type });
-    if (!done) {
-      await this.#o.store.delete(blob.id); // the file was deleted meanwhile (its workspace was)
+    if (done === undefined || done === 'uploaded') {
+      await this.#o.store.delete(blob.id); // the file was deleted meanwhile (its workspace was), or another upload won
+      if (done === 'uploaded') throw new ConflictError(LINK_USED);
       throw new NotFoundError('File not found');
     }
-    return done.file;
+    return done;
   }
 
   async getFile(projectId: string, fileId: string): Promise<FileRow> {

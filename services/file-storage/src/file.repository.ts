@@ -192,20 +192,22 @@ export class FileRepository {
   }
 
   /**
-   * Points a file at its newly stored blob; a workspace file lands on the workspace's disk in the
-   * same transaction. Returns the blob the file pointed at before (now unreferenced by it).
+   * Points a pending file at its newly stored blob; a workspace file lands on the workspace's disk
+   * in the same transaction. An upload link is used once: a file already uploaded is left as it is
+   * ('uploaded'), so of two uploads racing on one link exactly one wins. Undefined when the file is gone.
    */
-  async completeUpload(id: string, blob: { blobId: string; sizeBytes: number; sha256: string; contentType: string }): Promise<{ file: FileRow; previousBlobId: string | null } | undefined> {
+  async completeUpload(id: string, blob: { blobId: string; sizeBytes: number; sha256: string; contentType: string }): Promise<FileRow | 'uploaded' | undefined> {
     return this.#knex.transaction(async (trx) => {
       const before = await trx('files').where({ id }).forUpdate().first();
       if (!before) return undefined;
+      if (before.state === 'uploaded') return 'uploaded';
       await trx('files').where({ id }).update({ state: 'uploaded', blob_id: blob.blobId, size_bytes: blob.sizeBytes, sha256: blob.sha256, content_type: blob.contentType, uploaded_at: trx.fn.now() });
       const f = file({ ...before, state: 'uploaded', blob_id: blob.blobId, size_bytes: blob.sizeBytes, sha256: blob.sha256, content_type: blob.contentType });
       if (f.workspaceId) {
         const ws = await trx('workspaces').where({ id: f.workspaceId }).first();
         if (ws) await this.#upsertEntry(trx, { diskId: ws.disk_id, path: f.name, fileId: f.id, blobId: blob.blobId, sizeBytes: blob.sizeBytes, sha256: blob.sha256, contentType: blob.contentType, runId: null });
       }
-      return { file: f, previousBlobId: before.blob_id as string | null };
+      return f;
     });
   }
 

@@ -5,6 +5,7 @@ import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { drivers, tempDir, testSchema } from '../../../test/support/infra.js';
 import { openDatabase, type Database } from '../../common/src/db.js';
+import { ConflictError } from '../../common/src/errors.js';
 import { createLogger } from '../../common/src/logger.js';
 import { Signer } from '../../common/src/signing.js';
 import { LocalBlobStore } from './blob-store.js';
@@ -47,22 +48,27 @@ for (const driver of await drivers()) {
       return Buffer.concat(chunks).toString();
     };
 
-    test('when a file and an object are overwritten, then only their old bytes go, and only after the grace', async () => {
+    test('when an upload link is used again, then it is refused at once and the file keeps its bytes', async () => {
       const [up] = await files.createUploads('prj_gc', { agent: 'browser-agent' }, ['notes.txt']);
       const v1 = await files.receiveUpload(up!.id, Readable.from([Buffer.from('first')]), 'text/plain');
-      const v2 = await files.receiveUpload(up!.id, Readable.from([Buffer.from('second')]), 'text/plain');
+      const stored = (await store.list()).length;
+      await assert.rejects(files.receiveUpload(up!.id, Readable.from([Buffer.from('second')]), 'text/plain'), (e: unknown) => e instanceof ConflictError && /already used/.test(e.message));
+      assert.equal((await store.list()).length, stored, 'nothing of the second body was kept');
+      assert.equal(await bytes(v1.blobId!), 'first');
+      assert.equal((await files.getFile('prj_gc', up!.id)).blobId, v1.blobId);
+    });
+
+    test('when an object is overwritten, then only its old bytes go, and only after the grace', async () => {
       const o1 = await files.putObject('prj_gc', 'runs/r1/step-1.jpg', 'image/jpeg', Readable.from([Buffer.from('shot one')]));
       const o2 = await files.putObject('prj_gc', 'runs/r1/step-1.jpg', 'image/jpeg', Readable.from([Buffer.from('shot two')]));
       const t0 = Date.now();
 
-      assert.deepEqual(await files.collectGarbage(GRACE, t0), { deleted: 0, candidates: 2 }, 'first seen unreferenced: kept for the grace');
-      assert.equal(await bytes(v1.blobId!), 'first', 'a link handed out for the old version still works');
-      assert.deepEqual(await files.collectGarbage(GRACE, t0 + GRACE - 1), { deleted: 0, candidates: 2 });
+      assert.deepEqual(await files.collectGarbage(GRACE, t0), { deleted: 0, candidates: 1 }, 'first seen unreferenced: kept for the grace');
+      assert.equal(await bytes(o1.id), 'shot one', 'a link handed out for the old version still works');
+      assert.deepEqual(await files.collectGarbage(GRACE, t0 + GRACE - 1), { deleted: 0, candidates: 1 });
 
-      assert.deepEqual(await files.collectGarbage(GRACE, t0 + GRACE), { deleted: 2, candidates: 0 });
-      assert.equal(await bytes(v1.blobId!), undefined);
+      assert.deepEqual(await files.collectGarbage(GRACE, t0 + GRACE), { deleted: 1, candidates: 0 });
       assert.equal(await bytes(o1.id), undefined);
-      assert.equal(await bytes(v2.blobId!), 'second');
       assert.equal(await bytes(o2.id), 'shot two');
       assert.equal((await files.getObject('prj_gc', 'runs/r1/step-1.jpg')).sizeBytes, 8);
     });
