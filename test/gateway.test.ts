@@ -79,6 +79,29 @@ describe('validation (422, FastAPI-style)', () => {
     const res = await post(runs, 'task=hi', { 'content-type': 'application/x-www-form-urlencoded' });
     assert.equal(res.status, 415);
   });
+
+  test('when a string field or a query holds a NUL, then 422 names where, and nothing is created', async () => {
+    const before = ((await (await f.api('/api/v1/browser-profiles')).json()) as { items: unknown[] }).items.length;
+    const res = await post('/api/v1/browser-profiles', JSON.stringify({ name: 'a\u0000b' }));
+    assert.equal(res.status, 422);
+    assert.deepEqual(await res.json(), { detail: [{ type: 'string_pattern_mismatch', loc: ['body', 'name'], msg: 'String should not contain NUL characters', input: 'a\u0000b' }] });
+    assert.equal(((await (await f.api('/api/v1/browser-profiles')).json()) as { items: unknown[] }).items.length, before);
+    const q = await f.api('/api/v1/agents/browser-agent/runs?session_id=ses_%00');
+    assert.equal(q.status, 422);
+    assert.deepEqual(((await q.json()) as { detail: { loc: unknown[] }[] }).detail[0]!.loc, ['query', 'session_id']);
+  });
+
+  test('when a body nests deeper than any request does, then 422 without echoing it', async () => {
+    const res = await post(runs, `{"task":${'['.repeat(10000)}${']'.repeat(10000)}}`);
+    assert.equal(res.status, 422);
+    assert.deepEqual(await res.json(), { detail: [{ type: 'value_error', loc: ['body'], msg: 'Value error, nested deeper than 32 levels', input: null }] });
+  });
+
+  test('when a body says it is gzip but is not, then 400 with a detail', async () => {
+    const res = await post(runs, JSON.stringify({ task: 'hi' }), { 'content-encoding': 'gzip' });
+    assert.equal(res.status, 400);
+    assert.match(((await res.json()) as { detail: string }).detail, /^Request body could not be read/);
+  });
 });
 
 describe('errors and routing', () => {
@@ -86,6 +109,27 @@ describe('errors and routing', () => {
     const res = await post('/api/v1/agents/nope/runs', JSON.stringify({ task: 'hi' }));
     assert.equal(res.status, 404);
     assert.deepEqual(await res.json(), { detail: 'Agent not found' });
+  });
+
+  test('when a path id has a NUL or is not valid percent-encoding, then 404 with the documented shape', async () => {
+    for (const [path, detail] of [
+      ['/api/v1/browsers/brw_%00', 'Browser not found'],
+      ['/api/v1/agents/browser-agent/runs/a%00b/steps', 'Run not found'],
+      ['/api/v1/browser-profiles/%00', 'Profile not found'],
+      ['/api/v1/browsers/%E0%A4%A', 'Not Found'],
+      ['/api/v1/agents/%C0%AF/runs', 'Not Found'],
+      ['/api/v1/agent-workspaces/%ED%A0%80', 'Not Found'],
+    ] as const) {
+      const res = await f.api(path);
+      assert.equal(res.status, 404, path);
+      assert.deepEqual(await res.json(), { detail }, path);
+    }
+  });
+
+  test('when a request line is too long for the server, then 431 with a JSON detail', async () => {
+    const res = await f.api(`/api/v1/agents?${'x'.repeat(20000)}`);
+    assert.equal(res.status, 431);
+    assert.deepEqual(await res.json(), { detail: 'Request header fields or URL too large' });
   });
 
   test('when a client sends X-Request-Id, then it is echoed; otherwise one is made', async () => {

@@ -16,7 +16,7 @@ import { fileRoutes } from './routes/files.routes.js';
 import type { RouteDef } from './routes/route.js';
 import { runRoutes } from './routes/runs.routes.js';
 import { AGENT_NAMES } from './schemas.js';
-import { RequestValidationError, coerceQuery, validate, validator } from './validation.js';
+import { RequestValidationError, coerceQuery, hasNul, validate, validator } from './validation.js';
 
 export const API_VERSION = '0.1.0';
 
@@ -34,6 +34,9 @@ export interface GatewayDeps {
 export function allRoutes(agentSource?: AgentSource): RouteDef[] {
   return [...agentRoutes(agentSource), ...runRoutes(), ...fileRoutes(), ...browserRoutes()];
 }
+
+/** The id parameters of the routes, with the resource each names (as the services' 404s say). */
+const PATH_IDS: Record<string, string> = { runId: 'Run', sessionId: 'Session', browserId: 'Browser', profileId: 'Profile', workspaceId: 'Workspace' };
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
 
@@ -95,6 +98,10 @@ export function createApp(deps: GatewayDeps): express.Express {
     if (!(AGENT_NAMES as readonly string[]).includes(agent)) return next(new HttpError(404, 'Agent not found'));
     return next();
   });
+  for (const [param, resource] of Object.entries(PATH_IDS)) {
+    // An id with a NUL names nothing that exists (and no database could look it up).
+    api.param(param, (_req, _res, next, id: string) => next(hasNul(id) ? new HttpError(404, `${resource} not found`) : undefined));
+  }
   for (const def of routes) {
     api[def.method](def.path, async (req: Request, res: Response) => {
       const body = readBody(def, req);

@@ -2,6 +2,8 @@
  * gRPC status → HTTP, per google/rpc/code.proto, in one table, and the error middleware that
  * renders `{"detail": …}`. A 500 never echoes internals: the log holds them under the request id.
  */
+import http from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { NextFunction, Request, Response } from 'express';
 import { AppError, RemoteError, ResourceExhaustedError, Status } from '../../services/common/src/errors.js';
 import type { Logger } from '../../services/common/src/logger.js';
@@ -60,6 +62,11 @@ function render(err: unknown): Rendered | undefined {
   if (e?.type === 'entity.parse.failed') return { status: 422, detail: [jsonInvalid(err as Error)] };
   if (e?.type === 'entity.too.large') return { status: 413, detail: `Request body is too large (limit ${e.limit} bytes)` };
   if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') return { status: 415, detail: 'Unsupported request body encoding' };
+  // A path segment that is not valid percent-encoding names nothing that exists.
+  if (err instanceof URIError && e.status === 400) return { status: 404, detail: 'Not Found' };
+  // Any other refusal of the body parser (a body that does not inflate, a wrong length): its message is meant for clients.
+  const x = err as { expose?: boolean; status?: number; message?: string };
+  if (x?.expose === true && typeof x.status === 'number' && x.status >= 400 && x.status < 500) return { status: x.status, detail: `Request body could not be read: ${x.message}` };
   if (err instanceof RemoteError) {
     // A service refused a service's internal token: a deployment fault, not the client's key.
     if (err.code === Status.UNAUTHENTICATED) return undefined;
@@ -92,4 +99,17 @@ export function errorMiddleware(logger: Logger) {
     if (r.headers) res.set(r.headers);
     res.status(r.status).json({ detail: r.detail });
   };
+}
+
+/**
+ * Requests Node's HTTP parser refuses before the app sees them (headers or URL too large, a
+ * malformed request line) get the documented `{"detail": …}` body too.
+ */
+export function answerClientErrors(server: http.Server): void {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (!socket.writable || err.code === 'ECONNRESET') return void socket.destroy();
+    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+    const body = JSON.stringify({ detail: status === 431 ? 'Request header fields or URL too large' : status === 408 ? 'Request timed out' : 'Bad request' });
+    socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  });
 }

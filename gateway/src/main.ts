@@ -8,6 +8,7 @@ import { ApiKeyRepository, migrations } from './api-key.repository.js';
 import { createApp } from './app.js';
 import { ApiKeyAuthenticator } from './auth.js';
 import { closeClients, createClients } from './clients.js';
+import { answerClientErrors } from './http-errors.js';
 import { loadGatewayConfig } from './config.js';
 
 runMain('gateway', async () => {
@@ -23,6 +24,7 @@ runMain('gateway', async () => {
   const app = createApp({ logger, clients, auth: new ApiKeyAuthenticator(keys, config.authCacheMs), bodyLimitBytes: config.bodyLimitBytes });
   const server = http.createServer(app);
   server.keepAliveTimeout = 65000;
+  answerClientErrors(server);
   await new Promise<void>((resolve, reject) => server.once('error', reject).listen(config.port, config.host, resolve));
   const addr = server.address();
   logger.info({ host: config.host, port: typeof addr === 'object' && addr ? addr.port : config.port }, 'listening');

@@ -66,3 +66,16 @@ test('when after is beyond what the services count in (2^31), then it is a 422, 
   assert.equal(i!.type, 'less_than_equal');
   assert.deepEqual(validate(stepsQuery, coerceQuery(stepsQuery, { after: String(2 ** 31 - 1) }), 'query'), { after: 2 ** 31 - 1 });
 });
+
+test('when any string holds a NUL, then it is refused where it is, whatever its schema', () => {
+  assert.deepEqual(issues(createRunBody, { task: 'ok', browser: { profile_id: 'prf_\u0000' }, attached_file_ids: ['file_1', '\u0000'] }).map((i) => [i.type, i.loc]), [
+    ['string_pattern_mismatch', ['body', 'browser', 'profile_id']],
+    ['string_pattern_mismatch', ['body', 'attached_file_ids', 1]],
+  ]);
+});
+
+test('when a value nests deeper than 32 levels, then one issue without the value', () => {
+  let deep: unknown = 'x';
+  for (let i = 0; i < 100000; i++) deep = [deep];
+  assert.deepEqual(issues(createRunBody, { task: deep }), [{ type: 'value_error', loc: ['body'], msg: 'Value error, nested deeper than 32 levels', input: null }]);
+});

@@ -130,10 +130,40 @@ function toIssue(e: ErrorObject, where: string, data: unknown): ValidationIssue 
   }
 }
 
-/** Validates `data` against `schema`; throws RequestValidationError with every issue found. */
+/** Whether a string holds a NUL character, which no stored text can (Postgres refuses 0x00). */
+export function hasNul(s: string): boolean {
+  return s.includes('\u0000');
+}
+
+/** Deeper than any request the API takes: refused before validation, so nothing recurses that far. */
+export const MAX_DEPTH = 32;
+
+/** Every string with a NUL, at any depth, as FastAPI items; undefined when nested deeper than MAX_DEPTH. Without recursion. */
+function nulIssues(data: unknown, where: string): ValidationIssue[] | undefined {
+  const out: ValidationIssue[] = [];
+  const todo: [unknown, (string | number)[]][] = [[data, [where]]];
+  while (todo.length) {
+    const [v, loc] = todo.pop()!;
+    if (typeof v === 'string') {
+      if (hasNul(v)) out.push({ type: 'string_pattern_mismatch', loc, msg: 'String should not contain NUL characters', input: v });
+    } else if (v && typeof v === 'object') {
+      if (loc.length > MAX_DEPTH) return undefined;
+      for (const [k, child] of Object.entries(v)) todo.push([child, [...loc, Array.isArray(v) ? Number(k) : k]]);
+    }
+  }
+  return out.reverse();
+}
+
+/**
+ * Validates `data` against `schema`; throws RequestValidationError with every issue found. No
+ * string anywhere may hold a NUL character, whatever its schema says, and nothing nests deeper than MAX_DEPTH.
+ */
 export function validate<T>(schema: JsonSchema, data: unknown, where: 'body' | 'query' | 'path'): T {
+  const nul = nulIssues(data, where);
+  // Not echoed back: the value would be as deep to render as it was to parse.
+  if (!nul) throw new RequestValidationError([{ type: 'value_error', loc: [where], msg: `Value error, nested deeper than ${MAX_DEPTH} levels`, input: null }]);
   const v = validator(schema);
-  if (v(data)) return data as T;
+  if (v(data) && !nul.length) return data as T;
   const issues: ValidationIssue[] = [];
   const seen = new Set<string>();
   for (const e of v.errors ?? []) {
@@ -144,6 +174,9 @@ export function validate<T>(schema: JsonSchema, data: unknown, where: 'body' | '
     seen.add(k);
     issues.push(issue);
   }
+  // A NUL where the schema already refused the value (a file name, say) is told once, by the schema.
+  const refused = new Set(issues.map((i) => JSON.stringify(i.loc)));
+  issues.push(...nul.filter((i) => !refused.has(JSON.stringify(i.loc))));
   throw new RequestValidationError(issues);
 }
 
