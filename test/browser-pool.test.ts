@@ -258,14 +258,49 @@ describe('bad input and limits', () => {
     assert.equal((await call(alpha().key, 'POST', '/api/v1/browsers', { screen_width: 100, screen_height: 600 })).status, 422);
     assert.equal((await call(alpha().key, 'POST', '/api/v1/browsers', { screen_width: 1024, screen_height: 9000 })).status, 422);
     const noProxy = await call(alpha().key, 'POST', '/api/v1/browsers', { proxy_country_code: 'fr' });
-    assert.equal(noProxy.status, 400);
-    assert.match(((await noProxy.json()) as { detail: string }).detail, /"fr"/);
+    assert.equal(noProxy.status, 422);
+    assert.deepEqual(await noProxy.json(), {
+      detail: [{ type: 'value_error', loc: ['body', 'proxy_country_code'], msg: 'Value error, No proxy is configured for country "fr"', input: 'fr' }],
+    });
 
     const theirs = await createBrowser({}, beta().key);
     assert.equal((await call(alpha().key, 'GET', `/api/v1/browsers/${theirs.id}`)).status, 404);
     assert.equal((await call(alpha().key, 'POST', `/api/v1/browsers/${theirs.id}/stop`)).status, 404);
     assert.equal(((await (await call(beta().key, 'GET', `/api/v1/browsers/${theirs.id}`)).json()) as BrowserJson).status, 'active', 'untouched');
     await stopBrowser(theirs.id, beta().key);
+  });
+
+  test('when a run names an unknown, foreign or deleted profile or a country without a proxy, then 404 or 422 as at POST /browsers, and nothing is created', async () => {
+    const mine = (await (await call(alpha().key, 'POST', '/api/v1/browser-profiles', { name: 'kept' })).json()) as { id: string };
+    const gone = (await (await call(alpha().key, 'POST', '/api/v1/browser-profiles', { name: 'gone' })).json()) as { id: string };
+    assert.equal((await call(alpha().key, 'DELETE', `/api/v1/browser-profiles/${gone.id}`)).status, 204);
+    const theirs = (await (await call(beta().key, 'POST', '/api/v1/browser-profiles', { name: 'theirs' })).json()) as { id: string };
+    const count = async (url: string) => ((await (await call(alpha().key, 'GET', url)).json()) as { items: unknown[] }).items.length;
+    const state = async () => [await count('/api/v1/agents/browser-agent/runs'), await count('/api/v1/agents/browsercode/runs'), await count('/api/v1/agents/browser-agent/sessions'), await count('/api/v1/agents/browsercode/sessions'), await count('/api/v1/browsers')];
+    const before = await state();
+
+    const asBrowser = await call(alpha().key, 'POST', '/api/v1/browsers', { browser_profile_id: 'prf_doesnotexist00000000000' });
+    assert.equal(asBrowser.status, 404);
+    const sameDetail = await asBrowser.json();
+    for (const agent of ['browser-agent', 'browsercode']) {
+      for (const profile_id of ['prf_doesnotexist00000000000', theirs.id, gone.id]) {
+        const res = await call(alpha().key, 'POST', `/api/v1/agents/${agent}/runs`, { task: 'open the page', model: 'builtin', browser: { profile_id } });
+        assert.equal(res.status, 404, `${agent} ${profile_id}`);
+        assert.deepEqual(await res.json(), sameDetail);
+      }
+      const noProxy = await call(alpha().key, 'POST', `/api/v1/agents/${agent}/runs`, { task: 'open the page', model: 'builtin', browser: { proxy_country_code: 'fr', profile_id: mine.id } });
+      assert.equal(noProxy.status, 422);
+      assert.deepEqual(await noProxy.json(), {
+        detail: [{ type: 'value_error', loc: ['body', 'browser', 'proxy_country_code'], msg: 'Value error, No proxy is configured for country "fr"', input: 'fr' }],
+      });
+    }
+    assert.deepEqual(await state(), before, 'no run, session or browser was created');
+
+    // The same check lets the project's own live profile through (a task the builtin model refuses: no browser starts).
+    const ok = await call(alpha().key, 'POST', '/api/v1/agents/browsercode/runs', { task: 'hum a tune', model: 'builtin', browser: { profile_id: mine.id } });
+    assert.equal(ok.status, 202, await ok.clone().text());
+    const run = (await ok.json()) as { id: string };
+    await call(alpha().key, 'POST', `/api/v1/agents/browsercode/runs/${run.id}/stop`);
   });
 
   test('when a project has its maximum of active browsers, then one more is 429 with Retry-After, until one stops', async () => {

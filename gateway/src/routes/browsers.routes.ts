@@ -2,6 +2,7 @@ import { Agent, BrowserStatus, StopReason } from '../../../gen/ats/browserpool/v
 import { RecordingState } from '../../../gen/ats/liveview/v1/live_view.js';
 import * as s from '../schemas.js';
 import { page, presentBrowser, presentDownload, presentProfile, required } from '../presenters.js';
+import { checkBrowserOptions } from '../browser-options.js';
 import { HttpError } from '../http-errors.js';
 import { route, type RouteContext, type RouteDef } from './route.js';
 
@@ -30,6 +31,7 @@ export function browserRoutes(): RouteDef[] {
       errors: [400, 404, 429],
       handler: async (ctx: RouteContext<CreateBrowserBody>) => {
         const b = ctx.body;
+        await checkBrowserOptions(ctx, { profileId: b.browser_profile_id, proxyCountryCode: b.proxy_country_code }, ['body', 'proxy_country_code'], 'refuse');
         const res = await ctx.clients.browserPool.api.createBrowser(
           {
             projectId: ctx.projectId,

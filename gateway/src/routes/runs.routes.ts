@@ -2,6 +2,7 @@ import { RunStatus } from '../../../gen/ats/run/v1/run.js';
 import * as s from '../schemas.js';
 import { AGENT_BY_NAME, RUN_STATUS, page, presentEvent, presentRun, presentRunCreated, presentRunStatus, presentSession, presentStep, required } from '../presenters.js';
 import { fromServiceError } from '../../../services/common/src/errors.js';
+import { checkBrowserOptions } from '../browser-options.js';
 import { HttpError } from '../http-errors.js';
 import { route, type RouteContext, type RouteDef } from './route.js';
 
@@ -70,6 +71,7 @@ export function runRoutes(): RouteDef[] {
         if (b.workspace_id !== undefined && ctx.params.agent !== 'browsercode') {
           throw new HttpError(400, 'workspace_id is only supported by the browsercode agent');
         }
+        await checkBrowserOptions(ctx, { profileId: b.browser?.profile_id, proxyCountryCode: b.browser?.proxy_country_code }, ['body', 'browser', 'proxy_country_code'], 'allow');
         const res = await ctx.clients.run.api.createRun(
           {
             projectId: ctx.projectId,

@@ -230,5 +230,8 @@ export function browserPoolHandlers(pool: BrowserPool, profiles: Profiles): Hand
     async deleteProfile(req) {
       return { deleted: await profiles.delete(req.projectId, req.profileId) };
     },
+    async checkBrowserOptions(req) {
+      return pool.checkOptions(req.projectId, { profileId: req.profileId, proxyCountryCode: req.proxyCountryCode });
+    },
   };
 }

@@ -208,6 +208,16 @@ export class BrowserPool implements CdpProxyBackend {
     return { width: w ?? this.#o.defaultWidth, height: h ?? this.#o.defaultHeight, timeoutMinutes: t, proxy: cc };
   }
 
+  /**
+   * What `create` would refuse about a profile and a proxy country, found without starting
+   * anything: an unknown profile throws NOT_FOUND; a country without a proxy is returned as the problem.
+   */
+  async checkOptions(projectId: string, o: { profileId?: string | undefined; proxyCountryCode?: string | undefined }): Promise<{ proxyCountryCodeProblem?: string }> {
+    if (o.profileId) await this.#o.profiles.get(projectId, o.profileId);
+    const problem = o.proxyCountryCode ? this.#o.proxies.problem(o.proxyCountryCode) : undefined;
+    return problem ? { proxyCountryCodeProblem: problem } : {};
+  }
+
   /** Provisions a browser synchronously: warm if one fits, else launched; profile loaded before it is returned. */
   async create(input: CreateBrowserInput): Promise<BrowserRow> {
     if (this.#stopped) throw new UnavailableError('The browser pool is shutting down');

@@ -13,9 +13,15 @@ export class Proxies {
     this.#urls = urls;
   }
 
+  /** Why a country cannot be used (no proxy configured for it); undefined when it can. */
+  problem(countryCode: string): string | undefined {
+    return this.#urls.has(countryCode) ? undefined : `No proxy is configured for country ${JSON.stringify(countryCode)}`;
+  }
+
   /** Throws INVALID_ARGUMENT naming a country with no configured proxy. */
   check(countryCode: string): void {
-    if (!this.#urls.has(countryCode)) throw new InvalidArgumentError(`No proxy is configured for country ${JSON.stringify(countryCode)}`);
+    const problem = this.problem(countryCode);
+    if (problem) throw new InvalidArgumentError(problem);
   }
 
   /** The configured upstream URL of a country (credentials included) for `EgressProxy.setUpstream`; undefined when none is configured. */

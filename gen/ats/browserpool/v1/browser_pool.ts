@@ -809,6 +809,24 @@ export interface DeleteProfileResponse {
   deleted: boolean;
 }
 
+/** CheckBrowserOptionsRequest names the options a browser would start with. */
+export interface CheckBrowserOptionsRequest {
+  /** Owning project. */
+  projectId: string;
+  /** Profile to load, when one is given. */
+  profileId?:
+    | string
+    | undefined;
+  /** ISO 3166-1 alpha-2 country of the proxy, when one is given. */
+  proxyCountryCode?: string | undefined;
+}
+
+/** CheckBrowserOptionsResponse says what is wrong with the options, if anything. */
+export interface CheckBrowserOptionsResponse {
+  /** Why no browser can use proxy_country_code (no proxy configured for it); unset when it can. */
+  proxyCountryCodeProblem?: string | undefined;
+}
+
 function createBaseBrowser(): Browser {
   return {
     id: "",
@@ -5219,6 +5237,192 @@ export const DeleteProfileResponse: MessageFns<DeleteProfileResponse> = {
   },
 };
 
+function createBaseCheckBrowserOptionsRequest(): CheckBrowserOptionsRequest {
+  return { projectId: "", profileId: undefined, proxyCountryCode: undefined };
+}
+
+export const CheckBrowserOptionsRequest: MessageFns<CheckBrowserOptionsRequest> = {
+  encode(message: CheckBrowserOptionsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.projectId !== "") {
+      writer.uint32(10).string(message.projectId);
+    }
+    if (message.profileId !== undefined) {
+      writer.uint32(18).string(message.profileId);
+    }
+    if (message.proxyCountryCode !== undefined) {
+      writer.uint32(26).string(message.proxyCountryCode);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CheckBrowserOptionsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCheckBrowserOptionsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.projectId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.profileId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.proxyCountryCode = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CheckBrowserOptionsRequest {
+    return {
+      projectId: isSet(object.projectId)
+        ? globalThis.String(object.projectId)
+        : isSet(object.project_id)
+        ? globalThis.String(object.project_id)
+        : "",
+      profileId: isSet(object.profileId)
+        ? globalThis.String(object.profileId)
+        : isSet(object.profile_id)
+        ? globalThis.String(object.profile_id)
+        : undefined,
+      proxyCountryCode: isSet(object.proxyCountryCode)
+        ? globalThis.String(object.proxyCountryCode)
+        : isSet(object.proxy_country_code)
+        ? globalThis.String(object.proxy_country_code)
+        : undefined,
+    };
+  },
+
+  toJSON(message: CheckBrowserOptionsRequest): unknown {
+    const obj: any = {};
+    if (message.projectId !== "") {
+      obj.projectId = message.projectId;
+    }
+    if (message.profileId !== undefined) {
+      obj.profileId = message.profileId;
+    }
+    if (message.proxyCountryCode !== undefined) {
+      obj.proxyCountryCode = message.proxyCountryCode;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CheckBrowserOptionsRequest>): CheckBrowserOptionsRequest {
+    return CheckBrowserOptionsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CheckBrowserOptionsRequest>): CheckBrowserOptionsRequest {
+    const message = createBaseCheckBrowserOptionsRequest();
+    message.projectId = object.projectId ?? "";
+    message.profileId = object.profileId ?? undefined;
+    message.proxyCountryCode = object.proxyCountryCode ?? undefined;
+    return message;
+  },
+};
+
+function createBaseCheckBrowserOptionsResponse(): CheckBrowserOptionsResponse {
+  return { proxyCountryCodeProblem: undefined };
+}
+
+export const CheckBrowserOptionsResponse: MessageFns<CheckBrowserOptionsResponse> = {
+  encode(message: CheckBrowserOptionsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.proxyCountryCodeProblem !== undefined) {
+      writer.uint32(10).string(message.proxyCountryCodeProblem);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CheckBrowserOptionsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCheckBrowserOptionsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.proxyCountryCodeProblem = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CheckBrowserOptionsResponse {
+    return {
+      proxyCountryCodeProblem: isSet(object.proxyCountryCodeProblem)
+        ? globalThis.String(object.proxyCountryCodeProblem)
+        : isSet(object.proxy_country_code_problem)
+        ? globalThis.String(object.proxy_country_code_problem)
+        : undefined,
+    };
+  },
+
+  toJSON(message: CheckBrowserOptionsResponse): unknown {
+    const obj: any = {};
+    if (message.proxyCountryCodeProblem !== undefined) {
+      obj.proxyCountryCodeProblem = message.proxyCountryCodeProblem;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<CheckBrowserOptionsResponse>): CheckBrowserOptionsResponse {
+    return CheckBrowserOptionsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CheckBrowserOptionsResponse>): CheckBrowserOptionsResponse {
+    const message = createBaseCheckBrowserOptionsResponse();
+    message.proxyCountryCodeProblem = object.proxyCountryCodeProblem ?? undefined;
+    return message;
+  },
+};
+
 /** BrowserPoolService owns browser processes and browser profiles. */
 export type BrowserPoolServiceService = typeof BrowserPoolServiceService;
 export const BrowserPoolServiceService = {
@@ -5387,6 +5591,22 @@ export const BrowserPoolServiceService = {
       Buffer.from(DeleteProfileResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): DeleteProfileResponse => DeleteProfileResponse.decode(value),
   },
+  /**
+   * CheckBrowserOptions finds, without starting anything, what CreateBrowser would refuse about a
+   * profile and a proxy country: an unknown, foreign or deleted profile is NOT_FOUND; a country
+   * with no configured proxy comes back as a problem.
+   */
+  checkBrowserOptions: {
+    path: "/ats.browserpool.v1.BrowserPoolService/CheckBrowserOptions" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CheckBrowserOptionsRequest): Buffer =>
+      Buffer.from(CheckBrowserOptionsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CheckBrowserOptionsRequest => CheckBrowserOptionsRequest.decode(value),
+    responseSerialize: (value: CheckBrowserOptionsResponse): Buffer =>
+      Buffer.from(CheckBrowserOptionsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CheckBrowserOptionsResponse => CheckBrowserOptionsResponse.decode(value),
+  },
 } as const;
 
 export interface BrowserPoolServiceServer extends UntypedServiceImplementation {
@@ -5420,6 +5640,12 @@ export interface BrowserPoolServiceServer extends UntypedServiceImplementation {
   updateProfile: handleUnaryCall<UpdateProfileRequest, UpdateProfileResponse>;
   /** DeleteProfile deletes a profile and its saved state; idempotent. */
   deleteProfile: handleUnaryCall<DeleteProfileRequest, DeleteProfileResponse>;
+  /**
+   * CheckBrowserOptions finds, without starting anything, what CreateBrowser would refuse about a
+   * profile and a proxy country: an unknown, foreign or deleted profile is NOT_FOUND; a country
+   * with no configured proxy comes back as a problem.
+   */
+  checkBrowserOptions: handleUnaryCall<CheckBrowserOptionsRequest, CheckBrowserOptionsResponse>;
 }
 
 export interface BrowserPoolServiceClient extends Client {
@@ -5656,6 +5882,26 @@ export interface BrowserPoolServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DeleteProfileResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * CheckBrowserOptions finds, without starting anything, what CreateBrowser would refuse about a
+   * profile and a proxy country: an unknown, foreign or deleted profile is NOT_FOUND; a country
+   * with no configured proxy comes back as a problem.
+   */
+  checkBrowserOptions(
+    request: CheckBrowserOptionsRequest,
+    callback: (error: ServiceError | null, response: CheckBrowserOptionsResponse) => void,
+  ): ClientUnaryCall;
+  checkBrowserOptions(
+    request: CheckBrowserOptionsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CheckBrowserOptionsResponse) => void,
+  ): ClientUnaryCall;
+  checkBrowserOptions(
+    request: CheckBrowserOptionsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CheckBrowserOptionsResponse) => void,
   ): ClientUnaryCall;
 }
 
