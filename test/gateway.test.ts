@@ -91,6 +91,19 @@ describe('validation (422, FastAPI-style)', () => {
     assert.deepEqual(((await q.json()) as { detail: { loc: unknown[] }[] }).detail[0]!.loc, ['query', 'session_id']);
   });
 
+  test('when a list cursor is malformed or names nothing, then 422 at the cursor; a nextCursor pages on', async () => {
+    for (const name of ['one', 'two']) assert.equal((await post('/api/v1/browser-profiles', JSON.stringify({ name }))).status, 201);
+    const first = (await (await f.api('/api/v1/browser-profiles?limit=1')).json()) as { items: { id: string }[]; nextCursor: string };
+    const second = (await (await f.api(`/api/v1/browser-profiles?limit=1&cursor=${first.nextCursor}`)).json()) as { items: { id: string }[] };
+    assert.notEqual(second.items[0]!.id, first.items[0]!.id);
+    for (const path of ['/api/v1/browser-profiles?cursor=prf_nothing', '/api/v1/browsers?cursor=junk', '/api/v1/agent-workspaces?cursor=junk', '/api/v1/agents/browser-agent/runs?cursor=junk', '/api/v1/agents/browsercode/sessions?cursor=not-a-date%7Cses_1']) {
+      const res = await f.api(path);
+      assert.equal(res.status, 422, path);
+      const [issue] = ((await res.json()) as { detail: { type: string; loc: unknown[]; msg: string }[] }).detail;
+      assert.deepEqual([issue!.type, issue!.loc, issue!.msg], ['value_error', ['query', 'cursor'], 'Value error, Invalid cursor: pass the nextCursor of the previous page'], path);
+    }
+  });
+
   test('when a body nests deeper than any request does, then 422 without echoing it', async () => {
     const res = await post(runs, `{"task":${'['.repeat(10000)}${']'.repeat(10000)}}`);
     assert.equal(res.status, 422);

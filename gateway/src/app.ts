@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
+import { RemoteError, Status } from '../../services/common/src/errors.js';
 import { redactUrl, type Logger } from '../../services/common/src/logger.js';
 import type { ApiKeyAuthenticator } from './auth.js';
 import type { Clients } from './clients.js';
@@ -106,16 +107,25 @@ export function createApp(deps: GatewayDeps): express.Express {
     api[def.method](def.path, async (req: Request, res: Response) => {
       const body = readBody(def, req);
       const query = def.query ? validate(def.query, coerceQuery(def.query, req.query as Record<string, unknown>), 'query') : {};
-      const out = await def.handler({
-        projectId: res.locals.projectId as string,
-        requestId: res.locals.requestId as string,
-        params: req.params as Record<string, string>,
-        body,
-        query,
-        clients: deps.clients,
-        req,
-        res,
-      });
+      const out = await def
+        .handler({
+          projectId: res.locals.projectId as string,
+          requestId: res.locals.requestId as string,
+          params: req.params as Record<string, string>,
+          body,
+          query,
+          clients: deps.clients,
+          req,
+          res,
+        })
+        .catch((err: unknown) => {
+          // A list refuses only its cursor as an invalid argument: a 422 at the cursor, like any bad query.
+          const cursor = (query as { cursor?: unknown }).cursor;
+          if (cursor && err instanceof RemoteError && err.code === Status.INVALID_ARGUMENT && err.publicMessage) {
+            throw new RequestValidationError([{ type: 'value_error', loc: ['query', 'cursor'], msg: `Value error, ${err.publicMessage}`, input: cursor }]);
+          }
+          throw err;
+        });
       if (res.headersSent) return;
       if (out === undefined) res.status(def.success.status).end();
       else res.status(def.success.status).json(out);

@@ -1,5 +1,6 @@
 /** Browser records and their downloads: the only code that knows those tables. */
 import type { Knex } from '../../common/src/db.js';
+import { InvalidCursorError } from '../../common/src/errors.js';
 
 export type AgentName = 'browser-agent' | 'browsercode';
 export type BrowserStatus = 'active' | 'stopped';
@@ -131,7 +132,8 @@ export class BrowserRepository {
     if (f.sessionId) q.where({ session_id: f.sessionId });
     if (f.cursor) {
       const c = await this.#knex('browsers').where({ id: f.cursor, project_id: projectId }).first();
-      if (c) q.where((w) => w.where('created_at', '<', c.created_at).orWhere((x) => x.where('created_at', '=', c.created_at).andWhere('id', '<', c.id)));
+      if (!c) throw new InvalidCursorError();
+      q.where((w) => w.where('created_at', '<', c.created_at).orWhere((x) => x.where('created_at', '=', c.created_at).andWhere('id', '<', c.id)));
     }
     const rows = (await q.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(f.limit + 1)).map(browser);
     return { items: rows.slice(0, f.limit), hasMore: rows.length > f.limit };

@@ -1,5 +1,6 @@
 /** Browser profiles and their saved state: the only code that knows the profiles table. */
 import type { Knex } from '../../common/src/db.js';
+import { InvalidCursorError } from '../../common/src/errors.js';
 import type { ProfileState } from './profile-state.js';
 
 /** A profile record (its state is read separately). */
@@ -52,7 +53,8 @@ export class ProfileRepository {
     const q = this.#knex('profiles').select(COLUMNS).where({ project_id: projectId });
     if (cursor) {
       const c = await this.#knex('profiles').select(['id', 'created_at']).where({ id: cursor, project_id: projectId }).first();
-      if (c) q.where((w) => w.where('created_at', '<', c.created_at).orWhere((x) => x.where('created_at', '=', c.created_at).andWhere('id', '<', c.id)));
+      if (!c) throw new InvalidCursorError();
+      q.where((w) => w.where('created_at', '<', c.created_at).orWhere((x) => x.where('created_at', '=', c.created_at).andWhere('id', '<', c.id)));
     }
     const rows = (await q.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(limit + 1)).map(profile);
     return { items: rows.slice(0, limit), hasMore: rows.length > limit };

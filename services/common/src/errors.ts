@@ -24,6 +24,12 @@ export class AppError extends Error {
 export class InvalidArgumentError extends AppError {
   override readonly code = Status.INVALID_ARGUMENT;
 }
+/** A list cursor that no page handed out (malformed, or naming nothing of the project's). */
+export class InvalidCursorError extends InvalidArgumentError {
+  constructor() {
+    super('Invalid cursor: pass the nextCursor of the previous page');
+  }
+}
 export class NotFoundError extends AppError {
   override readonly code = Status.NOT_FOUND;
 }

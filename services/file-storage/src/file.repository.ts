@@ -5,6 +5,7 @@
  * row (an earlier run's output, an attached input) still refers to.
  */
 import type { Knex, Migration } from '../../common/src/db.js';
+import { InvalidCursorError } from '../../common/src/errors.js';
 
 export const migrations: Migration[] = [
   {
@@ -293,7 +294,8 @@ export class FileRepository {
     const q = this.#knex('workspaces').where({ project_id: projectId });
     if (cursor) {
       const c = await this.#knex('workspaces').where({ id: cursor, project_id: projectId }).first();
-      if (c) q.where((w) => w.where('created_at', '<', c.created_at).orWhere((x) => x.where('created_at', '=', c.created_at).andWhere('id', '<', c.id)));
+      if (!c) throw new InvalidCursorError();
+      q.where((w) => w.where('created_at', '<', c.created_at).orWhere((x) => x.where('created_at', '=', c.created_at).andWhere('id', '<', c.id)));
     }
     const rows = (await q.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(limit + 1)).map(workspace);
     return { items: rows.slice(0, limit), hasMore: rows.length > limit };

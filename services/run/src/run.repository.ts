@@ -13,6 +13,7 @@ export function storable<T extends string | null>(s: T): T {
   return (s === null || !s.includes('\u0000') ? s : s.replace(/\u0000/g, '\u2400')) as T;
 }
 import { toCount } from '../../common/src/db.js';
+import { InvalidCursorError } from '../../common/src/errors.js';
 
 export const migrations: Migration[] = [
   {
@@ -209,11 +210,11 @@ const SESSION_COLUMNS = (knex: Knex) => [
   knex.raw(`exists (select 1 from runs r where r.session_id = s.id and r.status in ('queued', 'running')) as busy`),
 ];
 
-/** Keyset cursor: `<created_at ISO>|<id>` of the last item of the previous page. */
+/** Keyset cursor: `<created_at ISO>|<id>` of the last item of the previous page; anything else is refused. */
 function applyCursor(q: Knex.QueryBuilder, alias: string, cursor: string | undefined): void {
   if (!cursor) return;
   const [ts, id] = cursor.split('|');
-  if (!ts || !id || Number.isNaN(Date.parse(ts))) return;
+  if (!ts || !id || Number.isNaN(Date.parse(ts))) throw new InvalidCursorError();
   q.where((w) => w.where(`${alias}.created_at`, '<', ts).orWhere((x) => x.where(`${alias}.created_at`, '=', ts).andWhere(`${alias}.id`, '<', id)));
 }
 
