@@ -104,10 +104,11 @@ export async function stopChild(child: ChildProcess, graceMs: number): Promise<v
  * token goes in a config file (mode 0600), never on the command line, where any local user
  * could read it.
  */
-export async function startNats(storeDir: string, onLine: (line: string) => void): Promise<{ url: string; token: string; child: ChildProcess }> {
-  const port = await freePort();
+export async function startNats(storeDir: string, onLine: (line: string) => void, again?: { port: number; token: string }): Promise<{ url: string; token: string; child: ChildProcess }> {
+  // A restart keeps the port and token the services were given, so they reconnect on their own.
+  const port = again?.port ?? (await freePort());
   fs.mkdirSync(storeDir, { recursive: true });
-  const token = randomBytes(24).toString('base64url');
+  const token = again?.token ?? randomBytes(24).toString('base64url');
   const conf = path.join(storeDir, 'auth.conf');
   fs.rmSync(conf, { force: true }); // a file of an earlier start may have other permissions
   fs.writeFileSync(conf, `authorization {\n  token: "${token}"\n}\n`, { mode: 0o600 });
@@ -118,6 +119,20 @@ export async function startNats(storeDir: string, onLine: (line: string) => void
   for (const s of [child.stdout!, child.stderr!]) readline.createInterface({ input: s }).on('line', onLine);
   await Promise.race([failed, waitFor('nats-server', () => canConnect('127.0.0.1', port), 15000, child)]);
   return { url: `nats://127.0.0.1:${port}`, token, child };
+}
+
+/**
+ * How a supervised stack restarts a process that died: after a pause that doubles with each
+ * crash in a row (from `firstDelayMs` up to `maxDelayMs`), forever; a process that stayed up
+ * `stableMs` starts again from the first pause. Every restart is logged.
+ */
+export interface RestartPolicy {
+  firstDelayMs?: number;
+  maxDelayMs?: number;
+  stableMs?: number;
+  log(process: ServiceName | 'nats', line: string): void;
+  /** After a process came back (e.g. to record the new process ids). */
+  onRestarted?(process: ServiceName | 'nats'): void;
 }
 
 export interface StackOptions {
@@ -161,6 +176,9 @@ export class Stack {
   gatewayPort = 0;
   readonly edgePorts = new Map<Edge, number>();
   #stopping = false;
+  #policy: RestartPolicy | undefined;
+  readonly #crashes = new Map<ServiceName | 'nats', { inARow: number; startedAt: number }>();
+  readonly #restartTimers = new Set<NodeJS.Timeout>();
   /** Called when a service exits while the stack is not stopping. */
   onExit: ((service: ServiceName, code: number | null, signal: NodeJS.Signals | null) => void) | undefined;
 
@@ -236,8 +254,11 @@ export class Stack {
     const child = spawn(process.execPath, args, { cwd: ROOT, env: this.#env(service), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     this.children.set(service, child);
     for (const s of [child.stdout!, child.stderr!]) readline.createInterface({ input: s }).on('line', (l) => this.opts.onLine?.(service, l));
+    this.#markStarted(service);
     child.once('exit', (code, signal) => {
-      if (!this.#stopping && this.children.get(service) === child) this.onExit?.(service, code, signal);
+      if (this.#stopping || this.children.get(service) !== child) return;
+      this.onExit?.(service, code, signal);
+      this.#scheduleRestart(service, `exited (code ${code}, signal ${signal})`);
     });
     const port = service === 'gateway' ? this.gatewayPort : this.ports.get(service)!;
     await waitFor(service, () => canConnect('127.0.0.1', port), 60000, child);
@@ -250,9 +271,9 @@ export class Stack {
       this.natsToken = this.opts.natsToken;
     } else {
       const n = await startNats(path.join(this.opts.dataDir, 'nats'), (l) => this.opts.onLine?.('nats', l));
-      this.nats = n.child;
       this.natsUrl = n.url;
       this.natsToken = n.token;
+      this.#watchNats(n.child);
     }
     for (const s of SERVICE_NAMES) if (s !== 'gateway') this.ports.set(s, await freePort());
     this.gatewayPort = this.opts.gatewayPort ?? (await freePort());
@@ -264,6 +285,61 @@ export class Stack {
     } catch (err) {
       await this.stop();
       throw err;
+    }
+  }
+
+  /** Restarts whatever dies from now on, per `policy`, until the stack stops. */
+  supervise(policy: RestartPolicy): void {
+    this.#policy = policy;
+  }
+
+  #markStarted(name: ServiceName | 'nats'): void {
+    const c = this.#crashes.get(name);
+    this.#crashes.set(name, { inARow: c?.inARow ?? 0, startedAt: Date.now() });
+  }
+
+  #watchNats(child: ChildProcess): void {
+    this.nats = child;
+    this.#markStarted('nats');
+    child.once('exit', (code, signal) => {
+      if (!this.#stopping && this.nats === child) this.#scheduleRestart('nats', `exited (code ${code}, signal ${signal})`);
+    });
+  }
+
+  #scheduleRestart(name: ServiceName | 'nats', why: string): void {
+    const p = this.#policy;
+    if (!p || this.#stopping) return;
+    const c = this.#crashes.get(name) ?? { inARow: 0, startedAt: 0 };
+    if (Date.now() - c.startedAt >= (p.stableMs ?? 60000)) c.inARow = 0;
+    c.inARow++;
+    this.#crashes.set(name, c);
+    const delay = Math.min((p.firstDelayMs ?? 1000) * 2 ** (c.inARow - 1), p.maxDelayMs ?? 60000);
+    p.log(name, `${why}; restart #${c.inARow} in ${delay / 1000} s`);
+    const timer = setTimeout(() => {
+      this.#restartTimers.delete(timer);
+      if (!this.#stopping) void this.#restart(name);
+    }, delay);
+    this.#restartTimers.add(timer);
+  }
+
+  async #restart(name: ServiceName | 'nats'): Promise<void> {
+    const p = this.#policy!;
+    try {
+      if (name === 'nats') {
+        const n = await startNats(path.join(this.opts.dataDir, 'nats'), (l) => this.opts.onLine?.('nats', l), { port: Number(new URL(this.natsUrl).port), token: this.natsToken! });
+        if (this.#stopping) return void (await stopChild(n.child, 5000));
+        this.#watchNats(n.child);
+      } else {
+        await this.startService(name);
+      }
+      p.log(name, 'restarted');
+      p.onRestarted?.(name);
+    } catch (err) {
+      p.log(name, `restart failed: ${(err as Error).message}`);
+      const child = name === 'nats' ? undefined : this.children.get(name);
+      // A service that started but never listened is killed: its exit schedules the next try.
+      if (child && child.exitCode === null && child.signalCode === null) killGroup(child.pid, 'SIGKILL');
+      else if (!child || name === 'nats') this.#scheduleRestart(name, 'did not start');
     }
   }
 
@@ -284,6 +360,8 @@ export class Stack {
   /** Stops the gateway first, then the services, then NATS. Idempotent. */
   async stop(): Promise<void> {
     this.#stopping = true;
+    for (const t of this.#restartTimers) clearTimeout(t);
+    this.#restartTimers.clear();
     const grace = (this.opts.shutdownTimeoutMs ?? 10000) + 2000;
     const gw = this.children.get('gateway');
     if (gw) await stopChild(gw, grace);

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { dir, int, loadConfig, oneOf, optionalStr, optionalUrl, port, str } from '../services/common/src/config.js';
-import { EDGES, ROOT, SERVICE_NAMES, Stack, killGroup, type ServiceName } from './stack.js';
+import { EDGES, ROOT, SERVICE_NAMES, Stack, killGroup } from './stack.js';
 
 const config = loadConfig({
   dataDir: dir('DATA_DIR', { default: './data' }),
@@ -135,7 +135,11 @@ async function up(): Promise<void> {
     shutdownTimeoutMs: config.shutdownTimeoutMs,
     onLine: printLine,
   });
-  const record = () => fs.writeFileSync(pidFile, JSON.stringify({ pid: process.pid, groups: stack.pids() }));
+  // Written whole (rename), so `make down` or a reader never sees a half-written file.
+  const record = () => {
+    fs.writeFileSync(`${pidFile}.tmp`, JSON.stringify({ pid: process.pid, groups: stack.pids() }));
+    fs.renameSync(`${pidFile}.tmp`, pidFile);
+  };
   let shuttingDown = false;
   const shutdown = async (signal: string) => {
     if (shuttingDown) return;
@@ -149,21 +153,9 @@ async function up(): Promise<void> {
   };
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => void shutdown(sig));
 
-  // A service that dies is restarted (with a pause), so a crash does not take the rest down.
-  const restarts = new Map<ServiceName, number[]>();
-  stack.onExit = (service, code, signal) => {
-    if (shuttingDown) return;
-    const recent = (restarts.get(service) ?? []).filter((t) => t > Date.now() - 60000);
-    if (recent.length >= 5) {
-      printLine(service, `exited (code ${code}, signal ${signal}) 5 times in a minute; giving up on it`);
-      return;
-    }
-    restarts.set(service, [...recent, Date.now()]);
-    printLine(service, `exited (code ${code}, signal ${signal}); restarting in 1 s`);
-    setTimeout(() => {
-      if (!shuttingDown) stack.startService(service).then(record, (err: Error) => printLine(service, `restart failed: ${err.message}`));
-    }, 1000);
-  };
+  // A process that dies (a service or the nats-server) is restarted with growing pauses, forever,
+  // so a crash does not take the rest down; each restart is logged.
+  stack.supervise({ firstDelayMs: 1000, maxDelayMs: 30000, stableMs: 60000, log: printLine, onRestarted: record });
 
   try {
     await stack.start();

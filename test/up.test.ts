@@ -1,11 +1,12 @@
-/** `make up`'s launcher end to end: prints a URL and key, serves, and leaves nothing behind on SIGTERM. */
+/** `make up`'s launcher end to end: prints a URL and key, serves, restarts what crashes, and leaves nothing behind on SIGTERM. */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { test } from 'node:test';
-import { ROOT, freePort } from '../scripts/stack.js';
+import { after, before, describe, test } from 'node:test';
+import { ROOT, canConnect, freePort, killGroup } from '../scripts/stack.js';
 import { tempDir } from './support/infra.js';
+import { readSse } from './support/sse.js';
 import { processExists } from './support/stack-fixture.js';
 
 /** Pids of processes whose command line mentions `needle`. */
@@ -22,28 +23,63 @@ function processesMentioning(needle: string): number[] {
   return found;
 }
 
-test('when the launcher runs with no NATS_URL, then it prints a working URL and key, and SIGTERM leaves no process or nats-server', async () => {
+describe('the launcher with no NATS_URL', () => {
   const dataDir = tempDir('up');
-  const port = await freePort();
-  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', ATS_RUN_MODE: 'tsx', NO_COLOR: '1', SHUTDOWN_TIMEOUT_MS: '5000' };
-  delete env.NATS_URL;
-  delete env.DATABASE_URL;
-  delete env.BOOTSTRAP_API_KEY;
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts/up.ts')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let port: number;
+  let child: ChildProcess;
   let output = '';
-  const banner = new Promise<{ url: string; key: string }>((resolve, reject) => {
+  let url = '';
+  let key = '';
+  const seen: (() => void)[] = [];
+
+  /** Resolves once the launcher has printed a line matching `re` (fails after `timeoutMs`). */
+  function printed(re: RegExp, timeoutMs = 60000): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`not printed within ${timeoutMs} ms: ${re}\n${output}`)), timeoutMs);
+      const check = () => {
+        if (!re.test(output)) return;
+        clearTimeout(timer);
+        seen.splice(seen.indexOf(check), 1);
+        resolve();
+      };
+      seen.push(check);
+      check();
+    });
+  }
+  const groups = () => (JSON.parse(fs.readFileSync(path.join(dataDir, 'up.pid'), 'utf8')) as { groups: number[] }).groups;
+  const cmdline = (pid: number) => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      return '';
+    }
+  };
+
+  before(async () => {
+    port = await freePort();
+    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', ATS_RUN_MODE: 'tsx', NO_COLOR: '1', SHUTDOWN_TIMEOUT_MS: '5000' };
+    delete env.NATS_URL;
+    delete env.DATABASE_URL;
+    delete env.BOOTSTRAP_API_KEY;
+    child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts/up.ts')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
-      const url = /API:\s+(\S+)/.exec(output)?.[1];
-      const key = /API key:\s+(\S+)/.exec(output)?.[1];
-      if (url && key) resolve({ url, key });
+      for (const check of [...seen]) check();
     };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`launcher exited with ${code}:\n${output}`)));
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`launcher exited with ${code}:\n${output}`))));
+    await Promise.race([printed(/API key:\s+(\S+)/, 120000), exited]);
+    url = /API:\s+(\S+)/.exec(output)![1]!;
+    key = /API key:\s+(\S+)/.exec(output)![1]!;
   });
-  try {
-    const { url, key } = await banner;
+  after(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+    if (fs.existsSync(path.join(dataDir, 'up.pid'))) for (const g of groups()) killGroup(g, 'SIGKILL');
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  test('when it starts, then it prints a working URL and key, and keeps its secrets off command lines', async () => {
     assert.equal(url, `http://localhost:${port}/api/v1`);
     assert.equal(fs.readFileSync(path.join(dataDir, 'local-api-key'), 'utf8').trim(), key);
     assert.equal((fs.statSync(path.join(dataDir, 'local-api-key')).mode & 0o777).toString(8), '600');
@@ -54,9 +90,8 @@ test('when the launcher runs with no NATS_URL, then it prints a working URL and 
     const health = await fetch(`http://127.0.0.1:${port}/healthz`);
     assert.equal(health.status, 200);
 
-    const { groups } = JSON.parse(fs.readFileSync(path.join(dataDir, 'up.pid'), 'utf8')) as { groups: number[] };
-    assert.equal(groups.length, 6, 'five services and a nats-server');
-    assert.ok(processesMentioning(dataDir).some((pid) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('nats-server')));
+    assert.equal(groups().length, 6, 'five services and a nats-server');
+    assert.ok(processesMentioning(dataDir).some((pid) => cmdline(pid).startsWith('nats-server')));
     // Every process shares one internal token, kept like the key; the nats-server has its own.
     const secrets = ['internal-token', 'nats/auth.conf'].map((f) => path.join(dataDir, f));
     for (const file of secrets) assert.equal((fs.statSync(file).mode & 0o777).toString(8), '600', file);
@@ -64,20 +99,56 @@ test('when the launcher runs with no NATS_URL, then it prints a working URL and 
     const natsToken = /token: "([^"]+)"/.exec(fs.readFileSync(secrets[1]!, 'utf8'))?.[1];
     assert.ok(internalToken.length >= 32 && natsToken);
     for (const pid of processesMentioning(dataDir)) {
-      const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      assert.ok(!cmdline.includes(internalToken) && !cmdline.includes(natsToken), `a token is on the command line of ${pid}`);
+      const line = cmdline(pid);
+      assert.ok(!line.includes(internalToken) && !line.includes(natsToken), `a token is on the command line of ${pid}`);
     }
+  });
 
+  test('when a service and the nats-server are killed, then each is restarted, the restart logged, and the stack serves runs again', async () => {
+    const before = groups();
+    const run = before.find((pid) => cmdline(pid).includes('services/run/src/main'))!;
+    const nats = before.find((pid) => cmdline(pid).startsWith('nats-server'))!;
+    assert.ok(run && nats, 'the run service and the nats-server are running');
+    const natsPort = Number(/-p\0(\d+)/.exec(cmdline(nats))?.[1]);
+    killGroup(run, 'SIGKILL');
+    killGroup(nats, 'SIGKILL');
+    await printed(/run\s+\| exited \(code null, signal SIGKILL\); restart #1 in 1 s/);
+    await printed(/nats\s+\| exited \(code null, signal SIGKILL\); restart #1 in 1 s/);
+    await printed(/nats\s+\| restarted/);
+    await printed(/run\s+\| restarted/);
+
+    const now = groups();
+    const newRun = now.find((pid) => cmdline(pid).includes('services/run/src/main'));
+    const newNats = now.find((pid) => cmdline(pid).startsWith('nats-server'));
+    assert.ok(newRun && newRun !== run && processExists(newRun), 'a new run service');
+    assert.ok(newNats && newNats !== nats && processExists(newNats), 'a new nats-server');
+    assert.ok(await canConnect('127.0.0.1', natsPort), 'on the port the services know');
+    assert.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200, output);
+
+    // A run goes through the restarted run service (its events over the restarted NATS).
+    const created = await fetch(`http://127.0.0.1:${port}/api/v1/agents/browsercode/runs`, {
+      method: 'POST',
+      headers: { 'X-Service-API-Key': key, 'content-type': 'application/json' },
+      body: JSON.stringify({ task: 'Run `echo back again`.', model: 'builtin' }),
+    });
+    assert.equal(created.status, 202, await created.clone().text());
+    const { id } = (await created.json()) as { id: string };
+    const events = await fetch(`http://127.0.0.1:${port}/api/v1/agents/browsercode/runs/${id}/events/stream`, { headers: { 'X-Service-API-Key': key } });
+    const seenEvents = await readSse(events);
+    assert.equal(seenEvents.at(-1)?.event, 'run.completed', JSON.stringify(seenEvents));
+  });
+
+  test('when it gets SIGTERM, then it leaves no process or nats-server and printed no secret', async () => {
+    const started = groups();
     child.kill('SIGTERM');
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
     assert.equal(code, 0, output);
-    assert.deepEqual(groups.filter(processExists), [], 'every started process is gone');
+    assert.deepEqual(started.filter(processExists), [], 'every started process is gone');
     assert.deepEqual(processesMentioning(dataDir), [], 'no orphaned nats-server or service');
     assert.match(output, /Stopped\./);
     assert.ok(!output.includes(`"${key}"`) && output.split(key).length === 3, 'the key appears only in the banner');
+    const internalToken = fs.readFileSync(path.join(dataDir, 'internal-token'), 'utf8').trim();
+    const natsToken = /token: "([^"]+)"/.exec(fs.readFileSync(path.join(dataDir, 'nats/auth.conf'), 'utf8'))![1]!;
     assert.ok(!output.includes(internalToken) && !output.includes(natsToken), 'no token is printed or logged');
-  } finally {
-    if (child.exitCode === null) child.kill('SIGKILL');
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  }
+  });
 });

@@ -11,7 +11,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { fromServiceError, RemoteError, Status } from '../../common/src/errors.js';
+import { AppError, DeadlineExceededError, fromServiceError, RemoteError, Status } from '../../common/src/errors.js';
 import type { ServiceClient } from '../../common/src/grpc.js';
 import type { DiskEntry, FileStorageServiceService } from '../../../gen/ats/filestorage/v1/file_storage.js';
 import { checkDiskPath, safeTarget } from './names.js';
@@ -23,22 +23,80 @@ export type DiskManifest = Map<string, string>;
 
 const STREAM_DEADLINE_MS = 10 * 60 * 1000;
 const CHUNK = 256 * 1024;
+const DEFAULT_STALL_MS = 30_000;
+
+/** Bounds of a transfer: a stop, and how long it may go without progress. */
+export interface TransferOptions {
+  /** Ends the transfer (the call is cancelled) when aborted. */
+  signal?: AbortSignal | undefined;
+  /** Longest wait for the storage service to take or send the next piece; then the call is cancelled. */
+  stallMs?: number | undefined;
+}
+
+/** `p`, unless `ms` pass or `signal` aborts first: then `onGiveUp` runs and its error is thrown. */
+function bounded<T>(p: Promise<T>, ms: number, signal: AbortSignal | undefined, onGiveUp: (why: 'stalled' | 'aborted') => Error): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const give = (why: 'stalled' | 'aborted') => {
+      done();
+      reject(onGiveUp(why));
+    };
+    const timer = setTimeout(() => give('stalled'), ms);
+    const onAbort = () => give('aborted');
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    };
+    if (signal?.aborted) return give('aborted');
+    signal?.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        done();
+        resolve(v);
+      },
+      (err: unknown) => {
+        done();
+        reject(err);
+      },
+    );
+  });
+}
+
+/** The transfer's signal aborted (the run was stopped). */
+export class TransferStopped extends Error {
+  constructor() {
+    super('The transfer was stopped');
+    this.name = this.constructor.name;
+  }
+}
+
+function stalledError(what: string, ms: number): DeadlineExceededError {
+  return new DeadlineExceededError(`The file storage stopped answering while ${what} (nothing moved for ${ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`})`);
+}
 const NOFOLLOW_WRITE = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW;
 
 /** Writes every file of the disk into `dir` (created when missing); returns the manifest. */
-export async function materializeDisk(client: FileStorageClient, projectId: string, diskId: string, dir: string): Promise<DiskManifest> {
+export async function materializeDisk(client: FileStorageClient, projectId: string, diskId: string, dir: string, options: TransferOptions = {}): Promise<DiskManifest> {
+  const stallMs = options.stallMs ?? DEFAULT_STALL_MS;
   await fsp.mkdir(dir, { recursive: true });
   const { entries } = await client.api.listDiskEntries({ projectId, diskId });
   const manifest: DiskManifest = new Map();
   for (const e of entries) {
     const target = await safeTarget(dir, e.path);
     const call = client.api.readDiskFile({ projectId, diskId, path: e.path }, { deadlineMs: STREAM_DEADLINE_MS });
+    const messages = call[Symbol.asyncIterator]();
     const bytes = Readable.from(
       (async function* () {
         try {
-          for await (const m of call) yield (m as { chunk: Buffer }).chunk;
+          for (;;) {
+            const m = await bounded(messages.next(), stallMs, options.signal, (why) => {
+              call.cancel();
+              return why === 'stalled' ? stalledError(`sending ${e.path}`, stallMs) : new TransferStopped();
+            });
+            if (m.done) return;
+            yield (m.value as { chunk: Buffer }).chunk;
+          }
         } catch (err) {
-          throw fromServiceError(err);
+          throw err instanceof AppError || err instanceof TransferStopped ? err : fromServiceError(err);
         }
       })(),
     );
@@ -81,23 +139,36 @@ async function sha256Of(abs: string): Promise<string | undefined> {
   return h.digest('hex');
 }
 
-async function upload(client: FileStorageClient, header: { projectId: string; diskId: string; path: string; runId: string }, abs: string): Promise<DiskEntry> {
+async function upload(client: FileStorageClient, header: { projectId: string; diskId: string; path: string; runId: string }, abs: string, options: TransferOptions): Promise<DiskEntry> {
+  const stallMs = options.stallMs ?? DEFAULT_STALL_MS;
   const { stream, response } = client.api.writeDiskFile({ deadlineMs: STREAM_DEADLINE_MS });
   response.catch(() => {}); // awaited below; avoids an unhandled rejection while still writing
+  let answered = false;
+  response.then(
+    () => (answered = true),
+    () => (answered = true),
+  );
   // When the service ends the call early (a file over the limit), no 'drain' ever comes: stop waiting then.
   const ended = response.then(
     () => Promise.reject(new Error('the storage service ended the upload early')),
     (err: unknown) => Promise.reject(err),
   );
   ended.catch(() => {});
+  // A service that stops reading (stuck, or a peer that vanished without closing) must not hold the run.
+  const giveUp = (why: 'stalled' | 'aborted') => (why === 'stalled' ? stalledError(`taking ${header.path}`, stallMs) : new TransferStopped());
   const write = async (msg: object) => {
-    if (!stream.write(msg)) await Promise.race([once(stream, 'drain'), ended]);
+    if (!stream.write(msg)) await bounded(Promise.race([once(stream, 'drain'), ended]), stallMs, options.signal, giveUp);
   };
   const handle = await fsp.open(abs, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
   try {
     await write({ header: { ...header, contentType: '' } });
-    for await (const chunk of handle.createReadStream({ highWaterMark: CHUNK, autoClose: false })) await write({ chunk });
+    for await (const chunk of handle.createReadStream({ highWaterMark: CHUNK, autoClose: false })) {
+      if (answered) break; // refused mid-stream: what is left is not read, its answer says why
+      await write({ chunk });
+    }
     stream.end();
+    const res = await bounded(response, stallMs, options.signal, giveUp);
+    return res.entry!;
   } catch (err) {
     stream.cancel();
     // When the service ended the call (a file over the limit), its error says why.
@@ -109,8 +180,6 @@ async function upload(client: FileStorageClient, header: { projectId: string; di
   } finally {
     await handle.close();
   }
-  const res = await response;
-  return res.entry!;
 }
 
 /** A changed file that could not be stored (over the size limit), and why. */
@@ -132,6 +201,7 @@ export async function syncDisk(
   runId: string,
   dir: string,
   manifest: DiskManifest,
+  options: TransferOptions = {},
 ): Promise<{ written: DiskEntry[]; deleted: string[]; skipped: SkippedFile[] }> {
   const present = await walk(dir);
   const written: DiskEntry[] = [];
@@ -140,7 +210,7 @@ export async function syncDisk(
     const sha = await sha256Of(f.abs);
     if (sha === undefined || manifest.get(f.diskPath) === sha) continue;
     try {
-      written.push(await upload(client, { projectId, diskId, path: f.diskPath, runId }, f.abs));
+      written.push(await upload(client, { projectId, diskId, path: f.diskPath, runId }, f.abs, options));
     } catch (err) {
       if (!(err instanceof RemoteError && err.code === Status.RESOURCE_EXHAUSTED)) throw err;
       skipped.push({ path: f.diskPath, sha256: sha, reason: err.publicMessage ?? err.message });

@@ -55,6 +55,8 @@ export const runConfigSpec = {
   shellCgroups: oneOf('SHELL_CGROUPS', ['auto', 'off'] as const, { default: 'auto', describe: "'auto' caps each run with cgroup v1 pids/memory/cpu where /sys/fs/cgroup allows it (root), else rlimits; 'off' uses rlimits only" }),
   shellHidePaths: list('SHELL_HIDE_PATHS', 'More directories (comma-separated) covered by an empty tmpfs in every command (besides /run, /var/run, /tmp, /var/tmp, /dev/shm, /var/lib/postgresql, /var/lib/mysql, DATA_DIR, RUN_WORK_DIR and every host socket)'),
   workDir: optionalStr('RUN_WORK_DIR', { describe: 'Where runs materialise their disks (default <tmp>/ats-run-work; outside DATA_DIR, so commands cannot see service data)' }),
+  stopGraceMs: int('RUN_STOP_GRACE_MS', { default: 30000, min: 100, max: 600000, describe: 'How long a stopped (or timed-out) run may take to wind down before its worker slot is freed and the stuck work is left to end' }),
+  browserPoolRetryMs: int('BROWSER_POOL_RETRY_MS', { default: 30000, min: 0, max: 600000, describe: 'How long a run keeps trying the browser pool while it is unavailable (restarting) before failing' }),
   actionTimeoutMs: int('ACTION_TIMEOUT_MS', { default: 15000, min: 1000, max: 300000, describe: 'Time limit of one browser action' }),
   defaultModel: optionalStr('DEFAULT_MODEL', { describe: 'Model of runs that name none (builtin when no provider is configured)' }),
   openaiBaseUrl: optionalUrl('OPENAI_BASE_URL', ['http', 'https'], { describe: 'An OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp …), e.g. http://localhost:11434/v1' }),

@@ -11,6 +11,7 @@ import { createModelRegistry } from './agents/models.js';
 import { canSandbox, prepareWorkDir, shellUser, type ShellCaps } from './agents/shell.js';
 import { ShellTenancy } from './agents/shell-tenancy.js';
 import { closeRunClients, createRunClients } from './clients.js';
+import { withPoolRetries } from './pool-retry.js';
 import { loadRunConfig } from './config.js';
 import { RunEvents } from './run-events.js';
 import { RunRepository, migrations } from './run.repository.js';
@@ -71,13 +72,14 @@ runMain('run', async () => {
   const worker = new RunWorker({
     repo,
     events,
-    clients,
     models,
     runs,
     logger,
+    // A run outlives a restart of the pool (it waits for it), within a bound.
+    clients: withPoolRetries(clients, { budgetMs: config.browserPoolRetryMs, logger }),
     workDir,
     tenancy,
-    limits: { maxSteps: config.maxSteps, maxRunMs: config.maxRunMinutes * 60000, actionTimeoutMs: config.actionTimeoutMs },
+    limits: { maxSteps: config.maxSteps, maxRunMs: config.maxRunMinutes * 60000, actionTimeoutMs: config.actionTimeoutMs, stopGraceMs: config.stopGraceMs },
     terminal: {
       limits: { timeoutMs: config.shellTimeoutMs, maxOutputBytes: config.shellMaxOutputBytes },
       user: shellUser(),
@@ -94,6 +96,7 @@ runMain('run', async () => {
     logger,
     execute: (run, signal) => worker.execute(run, signal),
     concurrency: config.concurrency,
+    stopGraceMs: config.stopGraceMs,
     leaseMs: config.leaseMs,
     maxRunningPerProject: config.maxRunningPerProject,
     pollMs: config.pollMs,

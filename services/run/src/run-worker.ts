@@ -23,12 +23,15 @@ import { ActionError } from './agents/page-tools.js';
 import type { RunClients } from './clients.js';
 import type { RunEvents } from './run-events.js';
 import type { RunRepository, RunRow } from './run.repository.js';
+import { BrowserLost, RunGuard, TIME_LIMIT_ERROR } from './run-bounds.js';
 import { poolAgent, type Runs } from './runs.js';
 
 export interface RunLimits {
   maxSteps: number;
   maxRunMs: number;
   actionTimeoutMs: number;
+  /** How long a step may ignore an abort (time limit) before the run is failed anyway. */
+  stopGraceMs: number;
 }
 
 export interface RunWorkerDeps {
@@ -50,7 +53,7 @@ export interface RunWorkerDeps {
 
 /** The message a failed run shows: what the user can act on, never internals. */
 function failureMessage(err: unknown): string | undefined {
-  if (err instanceof ModelError || err instanceof LimitReached || err instanceof ActionError) return err.message;
+  if (err instanceof ModelError || err instanceof LimitReached || err instanceof ActionError || err instanceof BrowserLost) return err.message;
   if (err instanceof RemoteError) return err.publicMessage ? `Browser or storage error: ${err.publicMessage}` : undefined;
   if (err instanceof AppError) return err.message;
   return undefined;
@@ -69,6 +72,8 @@ async function putObject(clients: RunClients, projectId: string, key: string, co
 interface Held {
   browserId?: string;
   cdp?: Browser;
+  /** Called when the connected browser goes away without the run letting it go. */
+  lost?: () => void;
 }
 
 export class RunWorker {
@@ -113,8 +118,11 @@ export class RunWorker {
     await repo.setRunBrowser(run.id, browser.id);
     await events.append(run.id, 'browser.ready', { browserId: browser.id, liveViewUrl: browser.liveViewUrl });
     const { websocketUrl } = await clients.browserPool.api.getCdpEndpoint({ projectId: run.projectId, browserId: browser.id });
-    held.cdp = await puppeteer.connect({ browserWSEndpoint: websocketUrl, defaultViewport: null, protocolTimeout: this.#d.limits.actionTimeoutMs * 2 });
-    return held.cdp;
+    const cdp = await puppeteer.connect({ browserWSEndpoint: websocketUrl, defaultViewport: null, protocolTimeout: this.#d.limits.actionTimeoutMs * 2 });
+    held.cdp = cdp;
+    // A pool restart or a browser crash: the run ends at once with that reason, not at its next timeout.
+    cdp.once('disconnected', () => held.cdp === cdp && held.lost?.());
+    return cdp;
   }
 
   /** A browsercode turn's browser ends with it (the next turn provisions a fresh one). Idempotent. */
@@ -122,8 +130,9 @@ export class RunWorker {
     const { browserId } = held;
     if (!browserId) return;
     held.browserId = undefined;
-    await held.cdp?.disconnect().catch(() => undefined);
-    held.cdp = undefined;
+    const { cdp } = held;
+    held.cdp = undefined; // let go on purpose: not a lost browser
+    await cdp?.disconnect().catch(() => undefined);
     const reason = signal.aborted ? StopReason.STOP_REASON_RUN_STOPPED : StopReason.STOP_REASON_RUN_ENDED;
     await this.#d.clients.browserPool.api
       .stopBrowser({ projectId: run.projectId, browserId, reason }, { deadlineMs: 30000 })
@@ -131,9 +140,9 @@ export class RunWorker {
   }
 
   /** Stores what changed in the run's directory as its output files; announces each. Returns why files were not stored. */
-  async #syncOutputs(run: RunRow, dir: string, manifest: DiskManifest): Promise<string[]> {
+  async #syncOutputs(run: RunRow, dir: string, manifest: DiskManifest, signal?: AbortSignal): Promise<string[]> {
     if (!run.diskId) return [];
-    const { written, deleted, skipped } = await syncDisk(this.#d.clients.fileStorage, run.projectId, run.diskId, run.id, dir, manifest);
+    const { written, deleted, skipped } = await syncDisk(this.#d.clients.fileStorage, run.projectId, run.diskId, run.id, dir, manifest, { signal });
     for (const s of skipped) {
       manifest.set(s.path, s.sha256); // not tried again until it changes
       await this.#d.events.append(run.id, 'file.skipped', { path: s.path, reason: s.reason });
@@ -150,12 +159,19 @@ export class RunWorker {
   }
 
   /** Runs one claimed run to its end. Never throws. */
-  async execute(run: RunRow, signal: AbortSignal): Promise<void> {
+  async execute(run: RunRow, stop: AbortSignal): Promise<void> {
     const { repo, events, clients, logger } = this.#d;
     const log = logger.child({ runId: run.id });
     let workDir = path.join(this.#d.workDir, run.id);
     const code = run.agent === 'browsercode';
-    const held: Held = {};
+    // The run's work ends when it is stopped, at its time limit (whatever a step is doing) or when its browser is lost.
+    const guard = new RunGuard(stop, Date.parse(run.startedAt ?? new Date().toISOString()) + this.#d.limits.maxRunMs, {
+      graceMs: this.#d.limits.stopGraceMs,
+      // A step that ignores the abort: the run still ends at its limit (its lease, then its slot, follow).
+      overdue: () => void this.#failStuck(run, TIME_LIMIT_ERROR).catch((err: Error) => log.warn({ err: err.message }, 'could not fail a stuck run')),
+    });
+    const { signal } = guard;
+    const held: Held = { lost: () => guard.cut(new BrowserLost()) };
     let manifest: DiskManifest | undefined;
     let tenant: Tenant | undefined;
     try {
@@ -164,7 +180,7 @@ export class RunWorker {
       tenant = await this.#d.tenancy?.acquire(run.id);
       if (tenant) workDir = tenant.dir;
       const model = this.#d.models.create(run.model, run.task, code ? 'code' : 'browser');
-      manifest = run.diskId ? await materializeDisk(clients.fileStorage, run.projectId, run.diskId, workDir) : new Map<string, string>();
+      manifest = run.diskId ? await materializeDisk(clients.fileStorage, run.projectId, run.diskId, workDir, { signal }) : new Map<string, string>();
       if (signal.aborted) throw new RunStopped();
 
       // What both agent loops take.
@@ -190,10 +206,10 @@ export class RunWorker {
           terminal: tenant ? { ...this.#d.terminal, user: tenant.user ?? this.#d.terminal.user, cgroups: tenant.cgroups, scratchDir: tenant.scratchDir } : this.#d.terminal,
           openBrowser: () => this.#openBrowser(run, held),
           emit: (type, data) => events.append(run.id, type, data).then(() => undefined),
-          syncOutputs: () => this.#syncOutputs(run, workDir, files),
+          syncOutputs: () => this.#syncOutputs(run, workDir, files, signal),
         });
         await this.#syncOutputs(run, workDir, manifest);
-        await this.#endTurnBrowser(run, held, signal); // stopped before the run reads completed
+        await this.#endTurnBrowser(run, held, stop); // stopped before the run reads completed
       } else {
         result = await runBrowserAgent({ ...loop, browser: await this.#openBrowser(run, held), diskFiles: [...manifest.keys()] });
       }
@@ -201,27 +217,37 @@ export class RunWorker {
     } catch (err) {
       // browsercode keeps what a failed or stopped turn wrote: the session goes on.
       if (code && manifest) await this.#syncOutputs(run, workDir, manifest).catch((e: Error) => log.warn({ err: e.message }, 'could not store the files of an unfinished run'));
-      if (signal.aborted || err instanceof RunStopped) {
+      // The service's own reason (time limit, lost browser) wins over what the interrupted step threw.
+      const cut = guard.cutShort ?? (held.cdp && !held.cdp.connected ? new BrowserLost() : undefined);
+      if (!cut && (signal.aborted || err instanceof RunStopped)) {
         log.info('run stopped');
       } else {
-        const message = failureMessage(err);
+        const message = cut ? failureMessage(cut) : failureMessage(err);
         if (!message) log.error({ err }, 'run failed unexpectedly');
         const error = message ?? 'The run failed because of an internal error';
         if (await repo.finish(run.id, ['running'], 'failed', { error })) await events.append(run.id, 'run.failed', { error });
       }
     } finally {
-      await held.cdp?.disconnect().catch(() => undefined);
+      guard.dispose();
+      const { cdp } = held;
+      held.cdp = undefined;
+      await cdp?.disconnect().catch(() => undefined);
       // Everything its commands started goes with the work folder.
       if (tenant) await tenant.release().catch((err: Error) => log.warn({ err: err.message }, 'could not release the run’s terminal'));
       else await fs.rm(workDir, { recursive: true, force: true }).catch(() => undefined);
       const { browserId } = held;
       if (code) {
-        await this.#endTurnBrowser(run, held, signal);
-      } else if (browserId && !signal.aborted) {
+        await this.#endTurnBrowser(run, held, stop);
+      } else if (browserId && !stop.aborted) {
         // The session keeps its browser for follow-ups; releasing saves the profile.
         await clients.browserPool.api.releaseBrowser({ projectId: run.projectId, browserId, runId: run.id }).catch((err: Error) => log.warn({ err: err.message }, 'could not release the browser'));
       }
     }
+  }
+
+  async #failStuck(run: RunRow, error: string): Promise<void> {
+    this.#d.logger.error({ runId: run.id }, 'run still busy after its time limit and a grace; it is failed, the stuck work left to end');
+    if (await this.#d.repo.finish(run.id, ['running'], 'failed', { error })) await this.#d.events.append(run.id, 'run.failed', { error });
   }
 
   async #recordStep(run: RunRow, step: RecordedStep): Promise<void> {

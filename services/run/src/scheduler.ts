@@ -10,6 +10,7 @@ import type { Logger } from '../../common/src/logger.js';
 import type { RunClients } from './clients.js';
 import type { RunEvents } from './run-events.js';
 import type { RunRepository, RunRow } from './run.repository.js';
+import { settleWithin } from './run-bounds.js';
 import { WAKEUP_SUBJECT } from './runs.js';
 
 export const LEASE_EXPIRED_ERROR = 'The run was interrupted: the worker running it stopped responding (its lease expired). Browser actions are not safely repeatable, so the run was not retried.';
@@ -26,6 +27,8 @@ export interface SchedulerOptions {
   leaseMs: number;
   maxRunningPerProject: number;
   pollMs: number;
+  /** After a run is aborted, how long its work may take to wind down before its slot is freed anyway (default 30 s). */
+  stopGraceMs?: number;
 }
 
 export class RunScheduler {
@@ -91,9 +94,15 @@ export class RunScheduler {
     if (this.#active.size === 0) this.#idle = new Promise((r) => (this.#markIdle = r));
     this.#active.set(run.id, ctl);
     this.#o.logger.info({ runId: run.id, projectId: run.projectId }, 'run claimed');
-    this.#o
-      .execute(run, ctl.signal)
-      .catch((err) => this.#o.logger.error({ err, runId: run.id }, 'run execution threw'))
+    const work = this.#o.execute(run, ctl.signal).catch((err) => this.#o.logger.error({ err, runId: run.id }, 'run execution threw'));
+    // A stopped run frees its slot even when a step ignores the abort; the stuck work is logged.
+    settleWithin(
+      work,
+      ctl.signal,
+      this.#o.stopGraceMs ?? 30000,
+      () => this.#o.logger.error({ runId: run.id, graceMs: this.#o.stopGraceMs ?? 30000 }, 'stopped run is still busy after the grace; its slot is freed and the stuck work left to end'),
+      () => this.#o.logger.warn({ runId: run.id }, 'stuck work of a stopped run ended'),
+    )
       .then(() => this.#o.repo.releaseLease(run.id, this.owner))
       .catch((err: Error) => this.#o.logger.warn({ err: err.message, runId: run.id }, 'could not release the lease (it expires)'))
       .finally(() => {

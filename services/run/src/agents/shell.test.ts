@@ -72,6 +72,15 @@ describe('a shell command', () => {
     assert.equal(o.chunks.join('').length, 1000);
   });
 
+  test('when a command prints characters split across reads, NUL and bytes that are not UTF-8, then the text is whole and the rest is kept or marked', async () => {
+    const o = opts();
+    // "é" (c3 a9) with a pause between its two bytes, so they arrive in two reads.
+    const r = await runShell("printf 'caf\\303'; sleep 0.2; printf '\\251 a\\000b\\377c'", o);
+    assert.equal(r.exitCode, 0);
+    assert.equal(r.output, 'café a\u0000b\ufffdc');
+    assert.equal(o.chunks.join(''), r.output);
+  });
+
   test('when the run is stopped, then the command is killed at once', async () => {
     const ac = new AbortController();
     const running = runShell('sleep 30', opts({ signal: ac.signal }));

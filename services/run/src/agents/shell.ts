@@ -18,6 +18,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, lstatSync, realpathSync } from 'node:fs';
 import fs from 'node:fs/promises';
+import { StringDecoder } from 'node:string_decoder';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -269,6 +270,13 @@ export function runShell(command: string, o: ShellOptions): Promise<ShellResult>
         let diskExceeded: number | undefined;
         let ended = false;
         const parts: string[] = [];
+        // Text split across reads stays whole (a character is decoded once all its bytes came); bytes that are not UTF-8 become U+FFFD.
+        const decoders = { stdout: new StringDecoder('utf8'), stderr: new StringDecoder('utf8') };
+        const emit = (stream: 'stdout' | 'stderr', text: string) => {
+          if (!text) return;
+          parts.push(text);
+          o.onOutput(stream, text);
+        };
         const take = (stream: 'stdout' | 'stderr') => (buf: Buffer) => {
           if (kept >= o.maxOutputBytes) {
             truncated = true;
@@ -278,9 +286,7 @@ export function runShell(command: string, o: ShellOptions): Promise<ShellResult>
           const piece = buf.length > room ? buf.subarray(0, room) : buf;
           if (piece.length < buf.length) truncated = true;
           kept += piece.length;
-          const text = piece.toString('utf8');
-          parts.push(text);
-          o.onOutput(stream, text);
+          emit(stream, decoders[stream].write(piece));
         };
         child.stdout.on('data', take('stdout'));
         child.stderr.on('data', take('stderr'));
@@ -324,6 +330,7 @@ export function runShell(command: string, o: ShellOptions): Promise<ShellResult>
         });
         child.once('close', (exitCode, signal) => {
           cleanup();
+          for (const stream of ['stdout', 'stderr'] as const) emit(stream, decoders[stream].end());
           killGroup(); // anything it left running in the background goes too
           const done = (exceeded: number | undefined) =>
             resolve({ exitCode, signal, timedOut, truncated, diskExceeded: exceeded, output: parts.join(''), durationMs: Date.now() - started });

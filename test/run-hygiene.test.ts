@@ -1,0 +1,121 @@
+/**
+ * Runs end whatever goes wrong under them, and never keep a worker slot: a file over the size
+ * limit, binary command output, a stop while a step hangs, a browser pool that is down or
+ * crashes. The run service has one worker slot here, so a next run completing proves it free.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import { BROWSER_LOST_ERROR } from '../services/run/src/run-bounds.js';
+import { serveSite, type TestSite } from './support/site.js';
+import { readSse, type SseEvent } from './support/sse.js';
+import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
+import { tempDir } from './support/infra.js';
+
+const STOP_GRACE_MS = 2000;
+const WORK_DIR = tempDir('hygiene-work');
+let f: StackFixture;
+let site: TestSite;
+
+before(async () => {
+  site = await serveSite();
+  f = await startStackFixture({
+    env: {
+      DEFAULT_MODEL: 'builtin',
+      RUN_WORKER_CONCURRENCY: '1',
+      RUN_STOP_GRACE_MS: String(STOP_GRACE_MS),
+      FILE_SIZE_LIMIT_BYTES: String(1024 * 1024),
+      RUN_WORK_DIR: WORK_DIR,
+      SHELL_MAX_DISK_MB: '32',
+    },
+  });
+});
+after(async () => {
+  await f.stop();
+  await site.close();
+  fs.rmSync(WORK_DIR, { recursive: true, force: true });
+});
+
+type Agent = 'browser-agent' | 'browsercode';
+const base = (agent: Agent) => `/api/v1/agents/${agent}/runs`;
+
+async function start(agent: Agent, task: string): Promise<string> {
+  const res = await f.api(base(agent), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ task, model: 'builtin' }) });
+  assert.equal(res.status, 202, await res.clone().text());
+  return ((await res.json()) as { id: string }).id;
+}
+
+/** The run's events until its end (or `until`), and the run as it then reads. */
+async function follow(agent: Agent, id: string, until?: (e: SseEvent) => boolean): Promise<{ run: Record<string, any>; events: SseEvent[] }> {
+  const res = await f.api(`${base(agent)}/${id}/events/stream`);
+  assert.equal(res.status, 200);
+  const events = await readSse(res, until);
+  const run = (await (await f.api(`${base(agent)}/${id}`)).json()) as Record<string, any>;
+  return { run, events };
+}
+
+const ofType = (events: SseEvent[], type: string) => events.filter((e) => e.event === type).map((e) => e.data.data);
+const pid = (service: 'browser-pool') => f.stack.children.get(service)!.pid!;
+
+describe('runs that cannot hang', () => {
+  test('when a command writes a file over the size limit and prints binary bytes, then the run ends reporting the skipped file and the next run gets the slot', async () => {
+    const id = await start('browsercode', "Run `head -c 3000000 /dev/zero > big.bin; echo small > small.txt; printf 'a\\000b\\377c\\n'`.");
+    const { run, events } = await follow('browsercode', id);
+    assert.equal(run.status, 'completed', run.error);
+    assert.deepEqual(ofType(events, 'file.skipped'), [{ path: 'big.bin', reason: 'big.bin is larger than the file size limit of 1048576 bytes' }]);
+    assert.deepEqual(ofType(events, 'file.written').map((w) => w.path), ['small.txt']);
+    // Bytes that are not text are kept visible (NUL as ␀ where a column cannot hold it; invalid UTF-8 as U+FFFD).
+    const printed = ofType(events, 'terminal.output').map((d) => String(d.chunk)).join('');
+    assert.match(printed, /a[\u0000\u2400]b\ufffdc/);
+    assert.match(run.result, /a[\u0000\u2400]b\ufffdc/);
+
+    const next = await start('browsercode', 'Run `echo next`.');
+    const { run: after } = await follow('browsercode', next);
+    assert.equal(after.status, 'completed', after.error);
+    assert.equal(after.result, 'next');
+  });
+
+  test('when a run is stopped while its step hangs on a frozen browser pool, then it is stopped and the next run starts within the grace', async () => {
+    const id = await start('browsercode', `Open ${site.url('run-table.html')}. Extract the table as JSON.`);
+    await follow('browsercode', id, (e) => e.event === 'browser.ready');
+    process.kill(pid('browser-pool'), 'SIGSTOP'); // every pool call and CDP command of the run now hangs
+    try {
+      const stopped = await f.api(`${base('browsercode')}/${id}/stop`, { method: 'POST' });
+      assert.equal(stopped.status, 200, await stopped.clone().text());
+      assert.equal(((await stopped.json()) as { status: string }).status, 'stopped');
+      const stoppedAt = Date.now();
+
+      const next = await start('browsercode', 'Run `echo after the stuck one`.');
+      const { run } = await follow('browsercode', next);
+      assert.equal(run.status, 'completed', run.error);
+      const waited = Date.parse(run.startedAt) - stoppedAt;
+      assert.ok(waited < STOP_GRACE_MS + 8000, `the next run started ${waited} ms after the stop`);
+    } finally {
+      process.kill(pid('browser-pool'), 'SIGCONT');
+    }
+  });
+
+  test('when the browser pool is down as a run starts, then the run waits for it and completes', async () => {
+    await f.stack.kill('browser-pool');
+    const id = await start('browser-agent', `Open ${site.url('run-table.html')}. Extract the table as JSON.`);
+    await follow('browser-agent', id, (e) => e.event === 'run.started');
+    await f.stack.startService('browser-pool'); // a few seconds of outage while it starts
+    const { run, events } = await follow('browser-agent', id);
+    assert.equal(run.status, 'completed', run.error);
+    assert.equal(ofType(events, 'browser.ready').length, 1);
+  });
+
+  test('when the browser pool crashes during a run, then the run fails saying the browser stopped unexpectedly', async () => {
+    const id = await start('browser-agent', `Open ${site.url('run-table.html')}. Wait 20 seconds. Extract the table as JSON.`);
+    await follow('browser-agent', id, (e) => e.event === 'step');
+    await f.stack.kill('browser-pool');
+    try {
+      const { run, events } = await follow('browser-agent', id);
+      assert.equal(run.status, 'failed');
+      assert.equal(run.error, BROWSER_LOST_ERROR);
+      assert.equal(events.at(-1)?.event, 'run.failed');
+    } finally {
+      await f.stack.startService('browser-pool'); // reaps what the crashed pool left
+    }
+  });
+});
