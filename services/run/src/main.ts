@@ -10,6 +10,7 @@ import { runMain } from '../../common/src/shutdown.js';
 import { createModelRegistry } from './agents/models.js';
 import { canSandbox, prepareWorkDir, shellUser, type ShellCaps } from './agents/shell.js';
 import { ShellTenancy } from './agents/shell-tenancy.js';
+import { BrowserCapacity } from './browser-capacity.js';
 import { closeRunClients, createRunClients } from './clients.js';
 import { loadRunConfig } from './config.js';
 import { RunEvents } from './run-events.js';
@@ -68,12 +69,15 @@ runMain('run', async () => {
   }
   const runs = new Runs({ repo, events, clients, models, nc: bus.nc, logger });
   const browserStops = runs.closeSessionsOnBrowserStop();
+  const capacity = new BrowserCapacity({ repo, events, clients, nc: bus.nc, logger });
+  const slotWakes = capacity.wakeOnBrowserStops();
   const worker = new RunWorker({
     repo,
     events,
     clients,
     models,
     runs,
+    capacity,
     logger,
     workDir,
     tenancy,
@@ -107,6 +111,7 @@ runMain('run', async () => {
     stops: [
       { name: 'scheduler', stop: () => scheduler.stop(Math.floor(config.shutdownTimeoutMs / 4)) },
       { name: 'browser-stops', stop: () => browserStops.unsubscribe() },
+      { name: 'browser-slot-wakes', stop: () => slotWakes.unsubscribe() },
       { name: 'grpc-clients', stop: () => closeRunClients(clients) },
       { name: 'nats', stop: () => bus.stop() },
       { name: 'database', stop: () => db.stop() },

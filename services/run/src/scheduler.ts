@@ -26,6 +26,8 @@ export interface SchedulerOptions {
   leaseMs: number;
   maxRunningPerProject: number;
   pollMs: number;
+  /** After a stop, how long a run may take to wind down before its slot is given to another run anyway. */
+  stopGraceMs?: number;
 }
 
 export class RunScheduler {
@@ -91,23 +93,38 @@ export class RunScheduler {
     if (this.#active.size === 0) this.#idle = new Promise((r) => (this.#markIdle = r));
     this.#active.set(run.id, ctl);
     this.#o.logger.info({ runId: run.id, projectId: run.projectId }, 'run claimed');
-    this.#o
+    // A stop published before this run was registered here would be missed: look once now.
+    void this.#o.repo.run(run.id).then(
+      (now) => now?.status === 'stopped' && this.#active.get(run.id) === ctl && ctl.abort(),
+      () => undefined,
+    );
+    const executed = this.#o
       .execute(run, ctl.signal)
       .catch((err) => this.#o.logger.error({ err, runId: run.id }, 'run execution threw'))
       .then(() => this.#o.repo.releaseLease(run.id, this.owner))
-      .catch((err: Error) => this.#o.logger.warn({ err: err.message, runId: run.id }, 'could not release the lease (it expires)'))
-      .finally(() => {
-        this.#active.delete(run.id);
-        if (this.#active.size === 0) this.#markIdle();
-        this.#o.nc.publish(WAKEUP_SUBJECT); // a slot (and maybe a project's quota) is free
-      });
+      .catch((err: Error) => this.#o.logger.warn({ err: err.message, runId: run.id }, 'could not release the lease (it expires)'));
+    // A stopped run gives its slot back within the grace, whatever it was doing (it winds down on its own).
+    const graceMs = this.#o.stopGraceMs ?? 5000;
+    let graceTimer: NodeJS.Timeout | undefined;
+    const graceOver = new Promise<void>((resolve) => ctl.signal.addEventListener('abort', () => (graceTimer = setTimeout(resolve, graceMs)), { once: true }));
+    let freed = false;
+    void Promise.race([executed, graceOver]).then(() => {
+      clearTimeout(graceTimer);
+      if (freed) return;
+      freed = true;
+      if (this.#active.get(run.id) === ctl) this.#active.delete(run.id);
+      if (this.#active.size === 0) this.#markIdle();
+      this.#o.nc.publish(WAKEUP_SUBJECT); // a slot (and maybe a project's quota) is free
+    });
   }
 
   async #renew(): Promise<void> {
     try {
-      const lost = await this.#o.repo.renewLeases(this.owner, this.activeRunIds, this.#o.leaseMs);
+      // The controllers asked about: a run requeued meanwhile and claimed again has a new one, not to be aborted.
+      const asked = new Map(this.#active);
+      const lost = await this.#o.repo.renewLeases(this.owner, [...asked.keys()], this.#o.leaseMs);
       // Stopped (or failed by someone else): abort here too.
-      for (const id of lost) this.#active.get(id)?.abort();
+      for (const id of lost) if (this.#active.get(id) === asked.get(id)) asked.get(id)?.abort();
     } catch (err) {
       this.#o.logger.warn({ err: (err as Error).message }, 'lease renewal failed');
     }
