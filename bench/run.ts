@@ -1,6 +1,6 @@
 /**
  * `make bench`: runs each benchmark and prints its figures; JSON goes to bench/results/.
- * BENCH_ONLY=name[,name] runs some: gateway, files, runs, browsercode, pool, live-view.
+ * BENCH_ONLY=name[,name] runs some: gateway, files, runs, queue (part of runs), browsercode, pool, live-view.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -9,7 +9,7 @@ import { browserPoolBench } from './browser-pool.bench.js';
 import { fileStorageBench } from './file-storage.bench.js';
 import { liveViewBench } from './live-view.bench.js';
 import { gatewayRoundtrip } from './gateway-roundtrip.bench.js';
-import { runsBench } from './runs.bench.js';
+import { runQueueBench, runsBench } from './runs.bench.js';
 import { browsercodeBench } from './browsercode.bench.js';
 
 const f = (n: number, d = 2) => n.toFixed(d);
@@ -53,6 +53,18 @@ if (want('runs')) {
   process.stdout.write(`  POST …/runs, 32 clients: ${f(rb.createRuns32.rps, 0)} req/s, p50 ${f(rb.createRuns32.p50Ms)} ms, p99 ${f(rb.createRuns32.p99Ms)} ms, errors ${rb.createRuns32.errors}\n`);
   process.stdout.write(`  GET …/status, 32 clients: ${f(rb.status32.rps, 0)} req/s, p50 ${f(rb.status32.p50Ms)} ms, p99 ${f(rb.status32.p99Ms)} ms, errors ${rb.status32.errors}\n`);
   process.stdout.write(`  one-step run create → completed p50 ${f(rb.oneStepCompletedMsP50, 0)} ms vs cold Chromium launch + page load ${f(rb.coldLaunchAndLoadMsP50, 0)} ms (ratio ${f(rb.completedVsColdLaunch)})\n`);
+}
+if (want('runs') || want('queue')) {
+  const n = Number(process.env.BENCH_QUEUE_RUNS ?? 320);
+  process.stdout.write(`\nrun queue: ${n} runs created at 32 clients (browsercode, builtin answer: no browser), drained with the default limits, vs ${n} bare INSERTs into a like table, same driver\n`);
+  const qb = await runQueueBench({ runs: n, concurrency: 32 });
+  results.runQueue = qb;
+  for (const q of qb) {
+    process.stdout.write(
+      `  ${q.driver.padEnd(8)} create p50 ${f(q.createMsP50, 1)} ms, p99 ${f(q.createMsP99, 1)} ms, all created in ${f(q.createSeconds, 1)} s, drained in ${f(q.drainSeconds, 1)} s` +
+        ` | bare INSERT p50 ${f(q.insertMsP50, 2)} ms, p99 ${f(q.insertMsP99, 2)} ms, all in ${f(q.insertSeconds, 2)} s | ratio p50 ${f(q.createVsInsertP50, 0)}x, total ${f(q.createVsInsertTotal, 0)}x\n`,
+    );
+  }
 }
 if (want('browsercode')) {
   process.stdout.write('\nbrowsercode: one terminal step through the service vs bash spawned directly\n');

@@ -118,6 +118,7 @@ export function presentSession(s: Session) {
     latestRunId: orNull(s.latestRunId),
     browserId: orNull(s.browserId),
     workspaceId: orNull(s.workspaceId),
+    closedReason: orNull(s.closedReason),
     createdAt: s.createdAt,
     updatedAt: s.updatedAt,
   };

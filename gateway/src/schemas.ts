@@ -164,6 +164,7 @@ export const session = obj({
   latestRunId: nullable(str()),
   browserId: nullable(str()),
   workspaceId: nullable(str()),
+  closedReason: nullable(str({ description: 'Why the session closed (e.g. "run stopped", "browser stopped", "browser reclaimed for a newer run"); null while open' })),
   createdAt: ts,
   updatedAt: ts,
 });

@@ -32,14 +32,16 @@ export interface StackFixtureOptions {
   mode?: 'tsx' | 'dist';
   /** Start the stack's own nats-server (which requires a token) even when 127.0.0.1:4222 answers. */
   ownNats?: boolean;
+  /** Postgres for every service (each in its own schema); PGlite in the data directory when unset. */
+  databaseUrl?: string;
 }
 
 export async function startStackFixture(options: StackFixtureOptions = {}): Promise<StackFixture> {
-  const { env = {}, projects: projectNames = [], mode = 'tsx', ownNats = false } = options;
+  const { env = {}, projects: projectNames = [], mode = 'tsx', ownNats = false, databaseUrl } = options;
   const dataDir = tempDir('stack');
   const projects: Record<string, TestProject> = {};
   if (projectNames.length) {
-    const db = await openDatabase({ service: 'gateway', dataDir, migrations: gatewayMigrations });
+    const db = await openDatabase({ service: 'gateway', dataDir, databaseUrl, migrations: gatewayMigrations });
     const repo = new ApiKeyRepository(db.knex);
     for (const name of projectNames) {
       const { key, info } = await repo.create(name, 'test');
@@ -53,6 +55,7 @@ export async function startStackFixture(options: StackFixtureOptions = {}): Prom
   const stack = new Stack({
     dataDir,
     natsUrl,
+    databaseUrl,
     apiKey: key,
     mode,
     logLevel: 'info',

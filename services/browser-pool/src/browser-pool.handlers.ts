@@ -35,6 +35,7 @@ const REASONS: Record<StopReasonName, StopReason> = {
   timeout: StopReason.STOP_REASON_TIMEOUT,
   idle: StopReason.STOP_REASON_IDLE,
   shutdown: StopReason.STOP_REASON_SHUTDOWN,
+  reclaimed: StopReason.STOP_REASON_RECLAIMED,
   // The contract has no value for a browser that died on its own.
   crashed: StopReason.STOP_REASON_UNSPECIFIED,
 };
@@ -178,6 +179,9 @@ export function browserPoolHandlers(pool: BrowserPool, profiles: Profiles): Hand
     },
     async releaseBrowser(req) {
       return { browser: browserOut(await pool.release(req.projectId, req.browserId, req.runId)) };
+    },
+    async claimBrowser(req) {
+      return { browser: browserOut(await pool.claim(req.projectId, req.browserId, req.runId)) };
     },
     async saveProfileState(req) {
       const p = await pool.saveProfileState(req.projectId, req.browserId);

@@ -295,6 +295,34 @@ describe('warm pool, CDP proxy and stop', () => {
     for (const id of [b.id, c.id, other.id]) assert.equal((await capped.browsers.byId(id))!.stopReason, 'shutdown');
   });
 
+  test('when a project at its cap needs a browser, then the longest idle session browser gives up its slot; one a run uses and standalone ones never do', async () => {
+    const capped = await harness({ warmSize: 0, maxActivePerProject: 3 });
+    const Q = 'prj_reclaim';
+    const forRun = (n: number) => ({ projectId: Q, sessionId: `ses_${n}`, runId: `run_${n}`, agent: 'browser-agent' as const });
+    const older = await capped.pool.create(forRun(1));
+    const newer = await capped.pool.create(forRun(2));
+    const standalone = await capped.pool.create({ projectId: Q });
+    await assert.rejects(capped.pool.create({ projectId: Q }), ResourceExhaustedError, 'both session browsers are in use by their runs');
+    await capped.pool.release(Q, older.id, 'run_1');
+    await new Promise((r) => setTimeout(r, 5)); // distinct idle-since times
+    await capped.pool.release(Q, newer.id, 'run_2');
+
+    const first = await capped.pool.create({ projectId: Q });
+    assert.equal((await capped.browsers.byId(older.id))!.stopReason, 'reclaimed', 'the longest idle went first');
+    assert.equal((await capped.browsers.byId(newer.id))!.status, 'active');
+    assert.ok(capped.events.some((e) => e.kind === 'stopped' && e.row.id === older.id && e.row.stopReason === 'reclaimed'), 'its stop is announced with the reason');
+    await assert.rejects(capped.pool.claim(Q, older.id, 'run_3'), FailedPreconditionError, 'a follow-up cannot take a reclaimed browser');
+
+    assert.equal((await capped.pool.claim(Q, newer.id, 'run_3')).runId, 'run_3');
+    await assert.rejects(capped.pool.create({ projectId: Q }), ResourceExhaustedError, 'every browser is in real use: a run, a standalone, a new one');
+    await capped.pool.release(Q, newer.id, 'run_3');
+    const second = await capped.pool.create({ projectId: Q });
+    assert.equal((await capped.browsers.byId(newer.id))!.stopReason, 'reclaimed');
+    for (const id of [standalone.id, first.id, second.id]) assert.equal((await capped.browsers.byId(id))!.status, 'active');
+    await capped.stop();
+    assert.deepEqual(chromiumUnder(capped.rootDir), []);
+  });
+
   test('when the request is malformed, then it is refused before anything starts', async () => {
     const groups = chromiumUnder(h.rootDir).length;
     await assert.rejects(h.pool.create({ projectId: P, screenWidth: 800 }), /given together/);

@@ -11,7 +11,7 @@ import { newId } from '../../common/src/ids.js';
 import type { Logger } from '../../common/src/logger.js';
 import type { Signer } from '../../common/src/signing.js';
 import type { BrowserEvents } from './browser-events.js';
-import type { AgentName, BrowserRepository, BrowserRow, BrowserStatus, StopReason } from './browser.repository.js';
+import type { AgentName, BrowserRepository, BrowserRow, BrowserStatus, NewBrowser, StopReason } from './browser.repository.js';
 import { cdpUrl } from './cdp-token.js';
 import { killStrays, strayTempDirs } from './chromium.js';
 import type { CdpProxyBackend } from './cdp-proxy.js';
@@ -231,7 +231,7 @@ export class BrowserPool implements CdpProxyBackend {
     const timeoutAt = new Date(now + v.timeoutMinutes * 60_000).toISOString();
     let row: BrowserRow | undefined;
     try {
-      row = await this.#o.browsers.insertUnderCap(
+      row = await this.#insertWithRoom(
         {
           id,
           projectId: input.projectId,
@@ -247,7 +247,6 @@ export class BrowserPool implements CdpProxyBackend {
           pid: browser?.chromium.pid ?? null,
           timeoutAt,
         },
-        this.#o.maxActivePerProject,
         new Date(now),
       );
     } finally {
@@ -258,7 +257,7 @@ export class BrowserPool implements CdpProxyBackend {
     if (!row) {
       const soonest = await this.#o.browsers.soonestTimeout(input.projectId);
       const untilSoonest = soonest ? Math.ceil((Date.parse(soonest) - now) / 1000) : 30;
-      throw new ResourceExhaustedError(`This project already has ${this.#o.maxActivePerProject} active browsers; stop one first`, {
+      throw new ResourceExhaustedError(`This project already has ${this.#o.maxActivePerProject} active browsers in use; stop one first`, {
         retryAfterSeconds: Math.min(Math.max(untilSoonest, 1), 30),
       });
     }
@@ -310,6 +309,36 @@ export class BrowserPool implements CdpProxyBackend {
     this.#o.events.publish('started', row);
     this.#logger.info({ browserId: id, projectId: row.projectId, warm, sessionId: row.sessionId, runId: row.runId }, 'browser started');
     return row;
+  }
+
+  /**
+   * Inserts the record under the project's cap. When the project is at its cap, browsers kept only
+   * for a session's follow-ups (idle, no run) give up their slot, longest idle first; undefined
+   * when every active browser is in real use.
+   */
+  async #insertWithRoom(b: NewBrowser, at: Date): Promise<BrowserRow | undefined> {
+    // Each round frees one slot; concurrent creators may take it, so a few rounds, not one.
+    for (let round = 0; round <= this.#o.maxActivePerProject; round++) {
+      const row = await this.#o.browsers.insertUnderCap(b, this.#o.maxActivePerProject, at);
+      if (row || !(await this.#reclaimIdle(b.projectId))) return row;
+    }
+    return undefined;
+  }
+
+  /** Stops the project's longest idle session browser to free its slot; false when there is none. */
+  async #reclaimIdle(projectId: string): Promise<boolean> {
+    // Marked stopped first, in one statement, so its slot is free at once and no run can claim it meanwhile.
+    const row = await this.#o.browsers.reclaimIdle(projectId, new Date(this.#now()));
+    if (!row) return false;
+    this.#logger.info({ browserId: row.id, projectId, sessionId: row.sessionId }, 'idle session browser reclaimed for a newer browser');
+    const b = this.#active.get(row.id);
+    if (b && !this.#ending.has(row.id)) {
+      this.#end(b, 'reclaimed', row).catch((err) => this.#logger.error({ err, browserId: row.id }, 'reclaimed browser not shut down'));
+    } else {
+      // Already ending for another reason (or not run here): its own end finds it stopped and tells no one.
+      this.#o.events.publish('stopped', row);
+    }
+    return true;
   }
 
   get #profileTimeout(): number {
@@ -396,8 +425,11 @@ export class BrowserPool implements CdpProxyBackend {
     return stopped ?? this.#require(projectId, id);
   }
 
-  /** The one way a browser ends; concurrent callers share it. Resolves to the stopped record. */
-  #end(b: LiveBrowser, reason: StopReason): Promise<BrowserRow | undefined> {
+  /**
+   * The one way a browser ends; concurrent callers share it. Resolves to the stopped record.
+   * `marked`: the record was already marked stopped (a reclaim); it is what gets announced.
+   */
+  #end(b: LiveBrowser, reason: StopReason, marked?: BrowserRow): Promise<BrowserRow | undefined> {
     let ending = this.#ending.get(b.id);
     if (ending) return ending;
     ending = (async () => {
@@ -411,7 +443,7 @@ export class BrowserPool implements CdpProxyBackend {
         await b.shutdown();
       });
       this.#trackRemoval(b);
-      const stopped = await this.#o.browsers.markStopped(b.id, reason, new Date(this.#now()));
+      const stopped = marked ?? (await this.#o.browsers.markStopped(b.id, reason, new Date(this.#now())));
       this.#active.delete(b.id);
       if (stopped) {
         this.#o.events.publish('stopped', stopped);
@@ -450,6 +482,19 @@ export class BrowserPool implements CdpProxyBackend {
       if (updated.profileId && b.chromium.alive) await this.#saveProfile(b).catch((err) => this.#logger.warn({ err, browserId: id }, 'profile not saved at release'));
       return updated;
     });
+  }
+
+  /**
+   * A session's next run takes the browser kept for it, so it is in use (not reclaimed, not idle)
+   * until released; FAILED_PRECONDITION when it was stopped or reclaimed meanwhile.
+   */
+  async claim(projectId: string, id: string, runId: string): Promise<BrowserRow> {
+    const b = await this.#live(projectId, id);
+    const row = await this.#o.browsers.claimForRun(id, runId);
+    if (!row) throw new FailedPreconditionError('Browser is not active');
+    b.row = row;
+    b.touch();
+    return row;
   }
 
   /** Flushes the browser's cookies and localStorage into its profile; undefined when it has none. */

@@ -4,7 +4,7 @@ import { InvalidCursorError } from '../../common/src/errors.js';
 
 export type AgentName = 'browser-agent' | 'browsercode';
 export type BrowserStatus = 'active' | 'stopped';
-export type StopReason = 'user' | 'run_ended' | 'run_stopped' | 'session_closed' | 'timeout' | 'idle' | 'shutdown' | 'crashed';
+export type StopReason = 'user' | 'run_ended' | 'run_stopped' | 'session_closed' | 'timeout' | 'idle' | 'shutdown' | 'crashed' | 'reclaimed';
 
 /** A browser record. */
 export interface BrowserRow {
@@ -148,10 +148,42 @@ export class BrowserRepository {
     await this.#knex('browsers').where({ id }).update({ live_view_url: url });
   }
 
-  /** Clears the run id when it is `runId`; returns the record either way. */
+  /** Clears the run id when it is `runId` (the browser is idle from now); returns the record either way. */
   async releaseRun(id: string, runId: string): Promise<BrowserRow | undefined> {
-    if (runId) await this.#knex('browsers').where({ id, run_id: runId }).update({ run_id: null });
+    if (runId) await this.#knex('browsers').where({ id, run_id: runId }).update({ run_id: null, idle_since: new Date() });
     return this.byId(id);
+  }
+
+  /**
+   * Gives an active browser to a run: sets its run id when it has none (or already this one);
+   * undefined when it is stopped (or reclaimed) or another run holds it. One statement, so it
+   * cannot interleave with `reclaimIdle`.
+   */
+  async claimForRun(id: string, runId: string): Promise<BrowserRow | undefined> {
+    const [r] = await this.#knex('browsers')
+      .where({ id, status: 'active' })
+      .andWhere((q) => q.whereNull('run_id').orWhere('run_id', runId))
+      .update({ run_id: runId, idle_since: null })
+      .returning('*');
+    return r ? browser(r) : undefined;
+  }
+
+  /**
+   * Marks stopped (reason `reclaimed`) the project's browser idle the longest among those kept only
+   * for a session's follow-ups (a browser-agent session's browser with no run), and returns it;
+   * undefined when there is none. Standalone browsers and browsers of a run are never taken.
+   */
+  async reclaimIdle(projectId: string, at: Date): Promise<BrowserRow | undefined> {
+    const r = await this.#knex.raw(
+      `update browsers set status = 'stopped', stopped_at = ?, stop_reason = 'reclaimed'
+        where id = (select id from browsers
+                     where project_id = ? and status = 'active' and agent = 'browser-agent' and session_id is not null and run_id is null
+                     order by coalesce(idle_since, created_at), id limit 1 for update skip locked)
+          and status = 'active' and run_id is null
+        returning *`,
+      [at, projectId],
+    );
+    return r.rows[0] ? browser(r.rows[0]) : undefined;
   }
 
   /** Marks an active browser stopped; undefined when it already was (someone else stopped it). */

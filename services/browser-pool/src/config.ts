@@ -39,7 +39,7 @@ export const browserPoolConfigSpec = {
   browserDeniedPorts: optionalStr('BROWSER_DENIED_PORTS', { describe: 'More ports browsers may not reach on this host, comma-separated' }),
   browserUidBase: int('BROWSER_UID_BASE', { default: 200000, min: 1000, max: 2 ** 31 - 20000, describe: 'First uid of the range browsers run as (when the pool runs as root)' }),
   warmSize: int('POOL_WARM_SIZE', { default: 2, min: 0, max: 64, describe: 'Launched, idle Chromium processes kept ready' }),
-  maxActivePerProject: int('MAX_ACTIVE_BROWSERS_PER_PROJECT', { default: 10, min: 1, max: 10000, describe: 'Active browsers per project; beyond it 429' }),
+  maxActivePerProject: int('MAX_ACTIVE_BROWSERS_PER_PROJECT', { default: 10, min: 1, max: 10000, describe: 'Active browsers per project; beyond it an idle session browser is reclaimed, else 429 (runs wait queued)' }),
   defaultTimeoutMinutes: int('BROWSER_DEFAULT_TIMEOUT_MINUTES', { default: 60, min: 1, max: 240, describe: 'Hard limit when a request gives none' }),
   idleTimeoutSeconds: int('BROWSER_IDLE_TIMEOUT_SECONDS', {
     default: 600,

@@ -53,4 +53,13 @@ export const migrations: Migration[] = [
       });
     },
   },
+  {
+    // When a run last gave its browser back (a session's kept browser is reclaimed oldest-idle first).
+    name: '20261125010000_browsers_idle_since',
+    async up(knex) {
+      await knex.schema.alterTable('browsers', (t) => {
+        t.timestamp('idle_since', { useTz: true });
+      });
+    },
+  },
 ];

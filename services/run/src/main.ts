@@ -10,6 +10,7 @@ import { runMain } from '../../common/src/shutdown.js';
 import { createModelRegistry } from './agents/models.js';
 import { canSandbox, prepareWorkDir, shellUser, type ShellCaps } from './agents/shell.js';
 import { ShellTenancy } from './agents/shell-tenancy.js';
+import { BrowserCapacity } from './browser-capacity.js';
 import { closeRunClients, createRunClients } from './clients.js';
 import { withPoolRetries } from './pool-retry.js';
 import { loadRunConfig } from './config.js';
@@ -69,14 +70,18 @@ runMain('run', async () => {
   }
   const runs = new Runs({ repo, events, clients, models, nc: bus.nc, logger });
   const browserStops = runs.closeSessionsOnBrowserStop();
+  // A run outlives a restart of the pool (it waits for it), within a bound.
+  const workerClients = withPoolRetries(clients, { budgetMs: config.browserPoolRetryMs, logger });
+  const capacity = new BrowserCapacity({ repo, events, clients: workerClients, nc: bus.nc, logger });
+  const slotWakes = capacity.wakeOnBrowserStops();
   const worker = new RunWorker({
     repo,
     events,
     models,
     runs,
+    capacity,
     logger,
-    // A run outlives a restart of the pool (it waits for it), within a bound.
-    clients: withPoolRetries(clients, { budgetMs: config.browserPoolRetryMs, logger }),
+    clients: workerClients,
     workDir,
     tenancy,
     limits: { maxSteps: config.maxSteps, maxRunMs: config.maxRunMinutes * 60000, actionTimeoutMs: config.actionTimeoutMs, stopGraceMs: config.stopGraceMs },
@@ -110,6 +115,7 @@ runMain('run', async () => {
     stops: [
       { name: 'scheduler', stop: () => scheduler.stop(Math.floor(config.shutdownTimeoutMs / 4)) },
       { name: 'browser-stops', stop: () => browserStops.unsubscribe() },
+      { name: 'browser-slot-wakes', stop: () => slotWakes.unsubscribe() },
       { name: 'grpc-clients', stop: () => closeRunClients(clients) },
       { name: 'nats', stop: () => bus.stop() },
       { name: 'database', stop: () => db.stop() },

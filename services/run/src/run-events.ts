@@ -5,9 +5,9 @@
  */
 import type { NatsConnection } from '../../common/src/bus.js';
 import type { Logger } from '../../common/src/logger.js';
-import type { EventRow, RunRepository } from './run.repository.js';
+import { TERMINAL_EVENT_TYPES, type EventRow, type RunRepository } from './run.repository.js';
 
-export const TERMINAL_EVENTS = new Set(['run.completed', 'run.failed', 'run.stopped']);
+export const TERMINAL_EVENTS = new Set(TERMINAL_EVENT_TYPES);
 export const runEventSubject = (runId: string) => `ats.run.${runId}.event`;
 
 export class RunEvents {
@@ -21,8 +21,13 @@ export class RunEvents {
     this.#logger = logger;
   }
 
-  async append(runId: string, type: string, data: Record<string, unknown> = {}): Promise<EventRow> {
+  /** Appends and announces an event; undefined when the run has ended (nothing is recorded after its terminal event). */
+  async append(runId: string, type: string, data: Record<string, unknown> = {}): Promise<EventRow | undefined> {
     const ev = await this.#repo.appendEvent(runId, type, data);
+    if (!ev) {
+      this.#logger.debug({ runId, type }, 'event dropped: the run has ended');
+      return undefined;
+    }
     try {
       this.#nc.publish(runEventSubject(runId), JSON.stringify(ev));
     } catch (err) {

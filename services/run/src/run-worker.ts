@@ -9,7 +9,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import puppeteer, { type Browser } from 'puppeteer-core';
-import { BrowserStatus, StopReason } from '../../../gen/ats/browserpool/v1/browser_pool.js';
+import { StopReason } from '../../../gen/ats/browserpool/v1/browser_pool.js';
 import { AppError, RemoteError } from '../../common/src/errors.js';
 import type { Logger } from '../../common/src/logger.js';
 import { materializeDisk, syncDisk, type DiskManifest } from '../../file-storage/src/disk-sync.js';
@@ -23,8 +23,9 @@ import { ActionError } from './agents/page-tools.js';
 import type { RunClients } from './clients.js';
 import type { RunEvents } from './run-events.js';
 import type { RunRepository, RunRow } from './run.repository.js';
+import { BrowserLimitReached, type BrowserCapacity, type ProvisionedBrowser } from './browser-capacity.js';
 import { BrowserLost, RunGuard, TIME_LIMIT_ERROR } from './run-bounds.js';
-import { poolAgent, type Runs } from './runs.js';
+import type { Runs } from './runs.js';
 
 export interface RunLimits {
   maxSteps: number;
@@ -40,6 +41,8 @@ export interface RunWorkerDeps {
   clients: RunClients;
   models: ModelRegistry;
   runs: Runs;
+  /** The run's browser against the project's browser limit and a stop. */
+  capacity: BrowserCapacity;
   logger: Logger;
   workDir: string;
   limits: RunLimits;
@@ -71,6 +74,7 @@ async function putObject(clients: RunClients, projectId: string, key: string, co
 /** What a run holds while it executes, released at its end. */
 interface Held {
   browserId?: string;
+  liveViewUrl?: string;
   cdp?: Browser;
   /** Called when the connected browser goes away without the run letting it go. */
   lost?: () => void;
@@ -83,45 +87,51 @@ export class RunWorker {
     this.#d = deps;
   }
 
-  /** Provisions the session's browser or reuses its live one (browser-agent); browsercode gets a fresh one each run. */
-  async #browserFor(run: RunRow): Promise<{ id: string; liveViewUrl: string }> {
-    const { repo, clients } = this.#d;
+  /**
+   * Provisions the session's browser or takes its kept one (browser-agent); browsercode gets a
+   * fresh one each run, waiting in place while the project is at its browser limit. A
+   * browser-agent run at the limit gets BrowserLimitReached (it waits queued, see execute).
+   */
+  async #browserFor(run: RunRow, signal: AbortSignal): Promise<ProvisionedBrowser> {
+    const { repo, capacity } = this.#d;
     const session = run.agent === 'browser-agent' ? await repo.session(run.projectId, run.agent, run.sessionId) : undefined;
     if (session?.browserId) {
-      const { browser } = await clients.browserPool.api.getBrowser({ projectId: run.projectId, browserId: session.browserId });
-      if (browser && browser.status === BrowserStatus.BROWSER_STATUS_ACTIVE) return { id: browser.id, liveViewUrl: browser.liveViewUrl };
-      await repo.updateSession(run.sessionId, { status: 'closed', closed_reason: 'browser stopped' });
+      const kept = await capacity.claimKept(run, session.browserId);
+      if (kept) return kept;
+      await repo.closeSession(run.sessionId, 'browser stopped');
       throw new ModelError("The session's browser was stopped, so the session is closed; start a new conversation");
     }
-    const { browser } = await clients.browserPool.api.createBrowser(
-      {
-        projectId: run.projectId,
-        profileId: run.browser.profileId,
-        proxyCountryCode: run.browser.proxyCountryCode,
-        screenWidth: run.browser.screenWidth,
-        screenHeight: run.browser.screenHeight,
-        sessionId: run.sessionId,
-        runId: run.id,
-        agent: poolAgent(run.agent),
-      },
-      { deadlineMs: 60000 },
-    );
-    if (run.agent === 'browser-agent') await repo.updateSession(run.sessionId, { browser_id: browser!.id });
-    return { id: browser!.id, liveViewUrl: browser!.liveViewUrl };
+    if (run.agent !== 'browser-agent') return capacity.createWaiting(run, signal, this.#deadline(run));
+    const browser = await capacity.create(run, signal);
+    await repo.updateSession(run.sessionId, { browser_id: browser.id });
+    return browser;
+  }
+
+  #deadline(run: RunRow): number {
+    return Date.parse(run.startedAt ?? new Date().toISOString()) + this.#d.limits.maxRunMs;
+  }
+
+  /** Gets the run its browser (held from then on); a run stopped meanwhile ends here (RunStopped). */
+  async #provision(run: RunRow, held: Held, signal: AbortSignal): Promise<void> {
+    const browser = await this.#browserFor(run, signal);
+    held.browserId = browser.id;
+    held.liveViewUrl = browser.liveViewUrl;
+    if (signal.aborted) throw new RunStopped();
   }
 
   /** Provisions (or reuses) the run's browser, announces it and connects over CDP. */
-  async #openBrowser(run: RunRow, held: Held): Promise<Browser> {
+  async #openBrowser(run: RunRow, held: Held, signal: AbortSignal): Promise<Browser> {
     const { repo, events, clients } = this.#d;
-    const browser = await this.#browserFor(run);
-    held.browserId = browser.id;
-    await repo.setRunBrowser(run.id, browser.id);
-    await events.append(run.id, 'browser.ready', { browserId: browser.id, liveViewUrl: browser.liveViewUrl });
-    const { websocketUrl } = await clients.browserPool.api.getCdpEndpoint({ projectId: run.projectId, browserId: browser.id });
+    if (!held.browserId) await this.#provision(run, held, signal);
+    const browserId = held.browserId!;
+    await repo.setRunBrowser(run.id, browserId);
+    await events.append(run.id, 'browser.ready', { browserId, liveViewUrl: held.liveViewUrl });
+    const { websocketUrl } = await clients.browserPool.api.getCdpEndpoint({ projectId: run.projectId, browserId });
     const cdp = await puppeteer.connect({ browserWSEndpoint: websocketUrl, defaultViewport: null, protocolTimeout: this.#d.limits.actionTimeoutMs * 2 });
     held.cdp = cdp;
     // A pool restart or a browser crash: the run ends at once with that reason, not at its next timeout.
     cdp.once('disconnected', () => held.cdp === cdp && held.lost?.());
+    if (signal.aborted) throw new RunStopped();
     return cdp;
   }
 
@@ -175,6 +185,8 @@ export class RunWorker {
     let manifest: DiskManifest | undefined;
     let tenant: Tenant | undefined;
     try {
+      // A browser-agent run needs its browser first: at the project's browser limit it waits queued.
+      if (!code && !(await this.#browserOrWait(run, held, signal))) return;
       await events.append(run.id, 'run.started', { model: run.model });
       // Held before the work folder exists, so a crash from here on leaves a record to reap.
       tenant = await this.#d.tenancy?.acquire(run.id);
@@ -190,10 +202,10 @@ export class RunWorker {
         turns: await repo.turns(run.sessionId, run.id),
         diskDir: workDir,
         maxSteps: this.#d.limits.maxSteps,
-        deadline: Date.parse(run.startedAt ?? new Date().toISOString()) + this.#d.limits.maxRunMs,
+        deadline: this.#deadline(run),
         actionTimeoutMs: this.#d.limits.actionTimeoutMs,
         signal,
-        recordStep: (step: RecordedStep) => this.#recordStep(run, step),
+        recordStep: (step: RecordedStep) => this.#recordStep(run, step, signal),
         recordUsage: async (usage: Usage) => {
           await repo.addUsage(run.id, { ...usage, costUsd: this.#d.price(run.model, usage) });
         },
@@ -204,14 +216,14 @@ export class RunWorker {
         result = await runBrowsercode({
           ...loop,
           terminal: tenant ? { ...this.#d.terminal, user: tenant.user ?? this.#d.terminal.user, cgroups: tenant.cgroups, scratchDir: tenant.scratchDir } : this.#d.terminal,
-          openBrowser: () => this.#openBrowser(run, held),
+          openBrowser: () => this.#openBrowser(run, held, signal),
           emit: (type, data) => events.append(run.id, type, data).then(() => undefined),
           syncOutputs: () => this.#syncOutputs(run, workDir, files, signal),
         });
         await this.#syncOutputs(run, workDir, manifest);
         await this.#endTurnBrowser(run, held, stop); // stopped before the run reads completed
       } else {
-        result = await runBrowserAgent({ ...loop, browser: await this.#openBrowser(run, held), diskFiles: [...manifest.keys()] });
+        result = await runBrowserAgent({ ...loop, browser: await this.#openBrowser(run, held, signal), diskFiles: [...manifest.keys()] });
       }
       if (await repo.finish(run.id, ['running'], 'completed', { result })) await events.append(run.id, 'run.completed', { result });
     } catch (err) {
@@ -238,9 +250,18 @@ export class RunWorker {
       const { browserId } = held;
       if (code) {
         await this.#endTurnBrowser(run, held, stop);
-      } else if (browserId && !stop.aborted) {
-        // The session keeps its browser for follow-ups; releasing saves the profile.
-        await clients.browserPool.api.releaseBrowser({ projectId: run.projectId, browserId, runId: run.id }).catch((err: Error) => log.warn({ err: err.message }, 'could not release the browser'));
+      } else if (browserId) {
+        // By what the run's record says, not by the signal: a lease renewal may abort a run that just ended.
+        const status = (await repo.run(run.id).catch(() => undefined))?.status;
+        if (status === 'stopped') {
+          // Its browser ends with it, also one StopRun did not know yet (the run was stopped while it started).
+          await this.#d.capacity.stopForStoppedRun(run, browserId);
+        } else {
+          // The session keeps its browser for follow-ups; releasing saves the profile.
+          await clients.browserPool.api.releaseBrowser({ projectId: run.projectId, browserId, runId: run.id }).catch((err: Error) => log.warn({ err: err.message }, 'could not release the browser'));
+          // Idle now, so a run waiting for a slot may take it.
+          await this.#d.capacity.slotMayBeFree(run.projectId);
+        }
       }
     }
   }
@@ -250,7 +271,20 @@ export class RunWorker {
     if (await this.#d.repo.finish(run.id, ['running'], 'failed', { error })) await this.#d.events.append(run.id, 'run.failed', { error });
   }
 
-  async #recordStep(run: RunRow, step: RecordedStep): Promise<void> {
+  /** Provisions a browser-agent run's browser; false when the run went back to queued to wait for a browser slot. */
+  async #browserOrWait(run: RunRow, held: Held, signal: AbortSignal): Promise<boolean> {
+    try {
+      await this.#provision(run, held, signal);
+      return true;
+    } catch (err) {
+      if (!(err instanceof BrowserLimitReached)) throw err;
+      if (!(await this.#d.capacity.requeue(run, err))) throw new RunStopped();
+      return false;
+    }
+  }
+
+  async #recordStep(run: RunRow, step: RecordedStep, signal: AbortSignal): Promise<void> {
+    if (signal.aborted) throw new RunStopped();
     let key: string | null = null;
     if (step.screenshot) {
       key = `runs/${run.id}/step-${step.number}.jpg`;
@@ -259,7 +293,8 @@ export class RunWorker {
         key = null;
       });
     }
-    await this.#d.repo.insertStep({ runId: run.id, number: step.number, url: step.url, action: step.action, thought: step.thought, screenshotKey: key, ts: step.startedAt.toISOString(), durationMs: step.durationMs });
+    // Refused once the run has ended (stopped, or failed by another worker): it ends here too.
+    if (!(await this.#d.repo.insertStep({ runId: run.id, number: step.number, url: step.url, action: step.action, thought: step.thought, screenshotKey: key, ts: step.startedAt.toISOString(), durationMs: step.durationMs }))) throw new RunStopped();
     await this.#d.events.append(run.id, 'step', { number: step.number, url: step.url, action: step.action, thought: step.thought, durationMs: step.durationMs, actionMs: step.actionMs });
   }
 }

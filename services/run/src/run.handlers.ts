@@ -63,6 +63,7 @@ function sessionOut(s: SessionRow): Session {
     workspaceId: opt(s.workspaceId),
     createdAt: s.createdAt,
     updatedAt: s.updatedAt,
+    closedReason: opt(s.closedReason),
   };
 }
 

@@ -83,6 +83,43 @@ for (const driver of await drivers()) {
       assert.deepEqual([step!.action, step!.thought], ['run a\u2400b', 'x\u2400']);
     });
 
+    test('when a run has ended, then no event or step is recorded after its terminal event, even racing the stop', async () => {
+      const id = await queue('prj_end');
+      await repo.claim('w1', 10000, 100);
+      assert.ok(await repo.appendEvent(id, 'run.started', {}));
+      // A worker's step and event race the stop; whichever order they land in, none follows run.stopped.
+      const stop = (async () => {
+        await repo.finish(id, ['queued', 'running'], 'stopped', {}, { keepLease: true });
+        return repo.appendEvent(id, 'run.stopped', {});
+      })();
+      const late = Promise.all([repo.appendEvent(id, 'browser.ready', {}), repo.insertStep({ runId: id, number: 1, url: null, action: 'x', thought: null, screenshotKey: null, ts: new Date().toISOString(), durationMs: 1 })]);
+      assert.ok(await stop, 'the stop is recorded');
+      await late;
+      assert.equal(await repo.appendEvent(id, 'step', {}), undefined);
+      assert.equal(await repo.appendEvent(id, 'run.failed', { error: 'late' }), undefined, 'nor a second terminal event');
+      assert.equal(await repo.insertStep({ runId: id, number: 2, url: null, action: 'y', thought: null, screenshotKey: null, ts: new Date().toISOString(), durationMs: 1 }), false);
+      const types = (await repo.events(id, 0, 10)).events.map((e) => e.type);
+      assert.equal(types.at(-1), 'run.stopped');
+      assert.equal(types.filter((t) => t === 'run.stopped').length, 1);
+      assert.deepEqual((await repo.steps(id, 0, 10)).steps.map((s) => s.number).filter((n) => n > 1), []);
+    });
+
+    test('when a run waits for a browser slot, then it is not claimed before its time unless woken, and a stopped one cannot be requeued', async () => {
+      const id = await queue('prj_wait');
+      const claimed = (await repo.claim('w1', 10000, 5))!;
+      assert.equal(claimed.id, id);
+      assert.ok(await repo.requeue(id, 'w1', new Date(Date.now() + 60000)));
+      const waiting = (await repo.run(id))!;
+      assert.deepEqual([waiting.status, waiting.startedAt, waiting.leaseOwner], ['queued', null, null]);
+      assert.equal(await repo.claim('w1', 10000, 5), undefined, 'not before its time');
+      assert.equal(await repo.wakeWaiting('prj_other'), 0, 'another project is not woken');
+      assert.equal(await repo.wakeWaiting('prj_wait'), 1);
+      assert.equal((await repo.claim('w1', 10000, 5))?.id, id, 'woken, it is claimed');
+      assert.ok(await repo.finish(id, ['running'], 'stopped'));
+      assert.equal(await repo.requeue(id, 'w1', new Date()), false);
+      assert.equal((await repo.run(id))!.status, 'stopped');
+    });
+
     test('when usage is added, then tokens and cost accumulate exactly', async () => {
       const id = await queue('prj_e');
       await repo.addUsage(id, { inputTokens: 100, outputTokens: 10, costUsd: 0.00045 });

@@ -83,11 +83,22 @@ export const migrations: Migration[] = [
       });
     },
   },
+  {
+    // A run waiting queued for a browser slot is not claimed again before this (a wake-up clears it).
+    name: '20261125010000_runs_not_before',
+    async up(knex) {
+      await knex.schema.alterTable('runs', (t) => {
+        t.timestamp('not_before', { useTz: true });
+      });
+    },
+  },
 ];
 
 export type AgentName = 'browser-agent' | 'browsercode';
 export type RunStatus = 'queued' | 'running' | 'completed' | 'stopped' | 'failed';
 export const TERMINAL: readonly RunStatus[] = ['completed', 'stopped', 'failed'];
+/** The event types that end a run's event list: nothing is appended after one. */
+export const TERMINAL_EVENT_TYPES: readonly string[] = ['run.completed', 'run.failed', 'run.stopped'];
 
 export interface BrowserOptions {
   proxyCountryCode?: string | undefined;
@@ -130,6 +141,7 @@ export interface SessionRow {
   browserId: string | null;
   workspaceId: string | null;
   latestRunId: string | null;
+  closedReason: string | null;
   busy: boolean;
   createdAt: string;
   updatedAt: string;
@@ -198,6 +210,7 @@ function session(r: any): SessionRow {
     browserId: r.browser_id,
     workspaceId: r.workspace_id,
     latestRunId: r.latest_run_id,
+    closedReason: r.status === 'closed' ? (r.closed_reason ?? null) : null,
     busy: Boolean(r.busy),
     createdAt: iso(r.created_at)!,
     updatedAt: iso(r.updated_at)!,
@@ -248,6 +261,11 @@ export class RunRepository {
 
   async updateSession(id: string, patch: Partial<{ browser_id: string | null; status: 'open' | 'closed'; closed_reason: string; latest_run_id: string; disk_id: string }>, trx: Knex = this.knex): Promise<void> {
     await trx('sessions').where({ id }).update({ ...patch, updated_at: new Date().toISOString() });
+  }
+
+  /** Closes a session that is still open (a closed one keeps the reason it closed for). */
+  async closeSession(id: string, reason: string): Promise<void> {
+    await this.knex('sessions').where({ id, status: 'open' }).update({ status: 'closed', closed_reason: reason, updated_at: new Date().toISOString() });
   }
 
   /** Closes the open sessions whose browser is `browserId`; returns their ids. */
@@ -313,6 +331,8 @@ export class RunRepository {
             .where('y.session_id', trx.ref('r.session_id'))
             .andWhere((q) => q.where('y.status', 'running').orWhere((w) => w.whereNotNull('y.lease_owner').andWhere('y.lease_expires_at', '>', new Date().toISOString()))),
         )
+        // Not one waiting for a browser slot, until its wait is over or it is woken.
+        .andWhere((q) => q.whereNull('r.not_before').orWhere('r.not_before', '<=', new Date().toISOString()))
         .orderBy([{ column: 'r.created_at' }, { column: 'r.id' }])
         .forUpdate()
         .skipLocked()
@@ -325,9 +345,26 @@ export class RunRepository {
         lease_expires_at: new Date(now.getTime() + leaseMs).toISOString(),
         started_at: now.toISOString(),
         updated_at: now.toISOString(),
+        not_before: null,
       });
       return this.run(row.id, trx);
     });
+  }
+
+  /**
+   * Puts a claimed run back in the queue, not to be claimed before `notBefore` (it waits for a
+   * browser slot); false when this owner no longer holds it running (it was stopped meanwhile).
+   */
+  async requeue(id: string, owner: string, notBefore: Date): Promise<boolean> {
+    const n = await this.knex('runs')
+      .where({ id, lease_owner: owner, status: 'running' })
+      .update({ status: 'queued', lease_owner: null, lease_expires_at: null, started_at: null, not_before: notBefore.toISOString(), updated_at: new Date().toISOString() });
+    return n > 0;
+  }
+
+  /** Queued runs of the project waiting for a browser slot may be claimed at once (a slot may be free). */
+  async wakeWaiting(projectId: string): Promise<number> {
+    return this.knex('runs').where({ project_id: projectId, status: 'queued' }).whereNotNull('not_before').update({ not_before: null });
   }
 
   /** Extends the lease of runs this owner still holds; returns the ids it no longer holds running. */
@@ -362,9 +399,12 @@ export class RunRepository {
     return n > 0;
   }
 
-  /** The worker is done with a run (whatever its status): the session's next run may start. */
+  /**
+   * The worker is done with a run that ended: the session's next run may start. A run put back in
+   * the queue let go of its lease already, and may hold a new one of the same owner by now.
+   */
   async releaseLease(id: string, owner: string): Promise<void> {
-    await this.knex('runs').where({ id, lease_owner: owner }).update({ lease_owner: null });
+    await this.knex('runs').where({ id, lease_owner: owner }).whereIn('status', TERMINAL).update({ lease_owner: null });
   }
 
   async setRunBrowser(id: string, browserId: string): Promise<void> {
@@ -389,8 +429,15 @@ export class RunRepository {
 
   // ---- steps ----
 
-  async insertStep(s: StepRow): Promise<void> {
-    await this.knex('steps').insert({ run_id: s.runId, number: s.number, url: storable(s.url), action: storable(s.action), thought: storable(s.thought), screenshot_key: s.screenshotKey, ts: s.ts, duration_ms: s.durationMs });
+  /** Records a step of a running run; false (nothing stored) once the run has ended. */
+  async insertStep(s: StepRow): Promise<boolean> {
+    const r = await this.knex.raw(
+      `insert into steps (run_id, number, url, action, thought, screenshot_key, ts, duration_ms)
+       select ?, ?, ?, ?, ?, ?, ?, ? where exists (select 1 from runs where id = ? and status in ('queued', 'running'))
+       returning number`,
+      [s.runId, s.number, storable(s.url), storable(s.action), storable(s.thought), s.screenshotKey, s.ts, s.durationMs, s.runId],
+    );
+    return r.rows.length > 0;
   }
 
   async steps(runId: string, after: number, limit: number): Promise<{ steps: StepRow[]; hasMore: boolean }> {
@@ -403,16 +450,26 @@ export class RunRepository {
 
   // ---- events ----
 
-  /** Appends an event with the next id of its run; a per-run advisory lock makes ids strictly serial. */
-  async appendEvent(runId: string, type: string, data: Record<string, unknown>): Promise<EventRow> {
+  /**
+   * Appends an event with the next id of its run; a per-run advisory lock makes ids strictly serial.
+   * A run's list ends at its terminal event: undefined (nothing stored) when the run already has
+   * one, or, for any other event, when the run has already ended (its terminal event follows).
+   */
+  async appendEvent(runId: string, type: string, data: Record<string, unknown>): Promise<EventRow | undefined> {
     const ts = new Date().toISOString();
+    const terminal = TERMINAL_EVENT_TYPES.includes(type);
     return this.knex.transaction(async (trx) => {
       await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [runId]);
-      const [row] = await trx
-        .insert(trx.select(trx.raw('?', [runId]), trx.raw('coalesce(max(id), 0) + 1'), trx.raw('?', [ts]), trx.raw('?', [type]), trx.raw('?', [JSON.stringify(data)])).from('events').where('run_id', runId))
-        .into(trx.raw('events (run_id, id, ts, type, data)'))
-        .returning(['id']);
-      return { runId, id: Number(row.id), ts, type, data };
+      const r = await trx.raw(
+        `insert into events (run_id, id, ts, type, data)
+         select ?, coalesce((select max(id) from events where run_id = ?), 0) + 1, ?, ?, ?
+          where not exists (select 1 from events where run_id = ? and type in (${TERMINAL_EVENT_TYPES.map(() => '?').join(', ')}))
+            and (? or exists (select 1 from runs where id = ? and status in ('queued', 'running')))
+         returning id`,
+        [runId, runId, ts, type, JSON.stringify(data), runId, ...TERMINAL_EVENT_TYPES, terminal, runId],
+      );
+      const row = r.rows[0];
+      return row ? { runId, id: Number(row.id), ts, type, data } : undefined;
     });
   }
 

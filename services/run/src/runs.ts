@@ -15,6 +15,8 @@ import { TERMINAL_EVENTS, type RunEvents } from './run-events.js';
 import { TERMINAL, type AgentName, type BrowserOptions, type RunRepository, type RunRow, type RunStatus, type SessionRow } from './run.repository.js';
 
 export const WAKEUP_SUBJECT = 'ats.runs.wakeup';
+/** Why a session closed when its idle browser gave its slot to a newer one. */
+export const SESSION_RECLAIMED_REASON = 'browser reclaimed for a newer run';
 export const stopSubject = (runId: string) => `ats.run.${runId}.stop`;
 
 export interface CreateRunInput {
@@ -152,7 +154,13 @@ export class Runs {
     return this.#d.nc.subscribe('ats.browser.*.stopped', {
       callback: (_err, msg) => {
         const browserId = msg.subject.split('.')[2]!;
-        this.#d.repo.closeSessionsOfBrowser(browserId, 'browser stopped').then(
+        let reason: unknown;
+        try {
+          reason = (JSON.parse(new TextDecoder().decode(msg.data)) as { reason?: unknown }).reason;
+        } catch {
+          reason = undefined;
+        }
+        this.#d.repo.closeSessionsOfBrowser(browserId, reason === 'reclaimed' ? SESSION_RECLAIMED_REASON : 'browser stopped').then(
           (ids) => ids.length && this.#d.logger.info({ browserId, sessions: ids }, 'sessions closed with their browser'),
           (err: Error) => this.#d.logger.warn({ browserId, err: err.message }, 'closing sessions of a stopped browser failed'),
         );

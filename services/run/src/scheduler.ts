@@ -94,6 +94,11 @@ export class RunScheduler {
     if (this.#active.size === 0) this.#idle = new Promise((r) => (this.#markIdle = r));
     this.#active.set(run.id, ctl);
     this.#o.logger.info({ runId: run.id, projectId: run.projectId }, 'run claimed');
+    // A stop published before this run was registered here would be missed: look once now.
+    void this.#o.repo.run(run.id).then(
+      (now) => now?.status === 'stopped' && this.#active.get(run.id) === ctl && ctl.abort(),
+      () => undefined,
+    );
     const work = this.#o.execute(run, ctl.signal).catch((err) => this.#o.logger.error({ err, runId: run.id }, 'run execution threw'));
     // A stopped run frees its slot even when a step ignores the abort; the stuck work is logged.
     settleWithin(
@@ -106,7 +111,7 @@ export class RunScheduler {
       .then(() => this.#o.repo.releaseLease(run.id, this.owner))
       .catch((err: Error) => this.#o.logger.warn({ err: err.message, runId: run.id }, 'could not release the lease (it expires)'))
       .finally(() => {
-        this.#active.delete(run.id);
+        if (this.#active.get(run.id) === ctl) this.#active.delete(run.id);
         if (this.#active.size === 0) this.#markIdle();
         this.#o.nc.publish(WAKEUP_SUBJECT); // a slot (and maybe a project's quota) is free
       });
@@ -114,9 +119,11 @@ export class RunScheduler {
 
   async #renew(): Promise<void> {
     try {
-      const lost = await this.#o.repo.renewLeases(this.owner, this.activeRunIds, this.#o.leaseMs);
+      // The controllers asked about: a run requeued meanwhile and claimed again has a new one, not to be aborted.
+      const asked = new Map(this.#active);
+      const lost = await this.#o.repo.renewLeases(this.owner, [...asked.keys()], this.#o.leaseMs);
       // Stopped (or failed by someone else): abort here too.
-      for (const id of lost) this.#active.get(id)?.abort();
+      for (const id of lost) if (this.#active.get(id) === asked.get(id)) asked.get(id)?.abort();
     } catch (err) {
       this.#o.logger.warn({ err: (err as Error).message }, 'lease renewal failed');
     }

@@ -129,6 +129,8 @@ export enum StopReason {
   STOP_REASON_IDLE = 6,
   /** STOP_REASON_SHUTDOWN - The service is shutting down. */
   STOP_REASON_SHUTDOWN = 7,
+  /** STOP_REASON_RECLAIMED - An idle browser kept only for a session's follow-ups gave its slot to a newer browser. */
+  STOP_REASON_RECLAIMED = 8,
   UNRECOGNIZED = -1,
 }
 
@@ -158,6 +160,9 @@ export function stopReasonFromJSON(object: any): StopReason {
     case 7:
     case "STOP_REASON_SHUTDOWN":
       return StopReason.STOP_REASON_SHUTDOWN;
+    case 8:
+    case "STOP_REASON_RECLAIMED":
+      return StopReason.STOP_REASON_RECLAIMED;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -183,6 +188,8 @@ export function stopReasonToJSON(object: StopReason): string {
       return "STOP_REASON_IDLE";
     case StopReason.STOP_REASON_SHUTDOWN:
       return "STOP_REASON_SHUTDOWN";
+    case StopReason.STOP_REASON_RECLAIMED:
+      return "STOP_REASON_RECLAIMED";
     case StopReason.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -618,6 +625,22 @@ export interface StopBrowserResponse {
 }
 
 /** Request of ReleaseBrowser. */
+export interface ClaimBrowserRequest {
+  /** Calling project. */
+  projectId: string;
+  /** Browser id. */
+  browserId: string;
+  /** Run that takes the browser. */
+  runId: string;
+}
+
+/** ClaimBrowserResponse is the claimed browser. */
+export interface ClaimBrowserResponse {
+  /** The browser, its run_id set. */
+  browser: Browser | undefined;
+}
+
+/** ReleaseBrowserRequest ends a run's use of a browser. */
 export interface ReleaseBrowserRequest {
   /** Calling project. */
   projectId: string;
@@ -3184,6 +3207,188 @@ export const StopBrowserResponse: MessageFns<StopBrowserResponse> = {
   },
 };
 
+function createBaseClaimBrowserRequest(): ClaimBrowserRequest {
+  return { projectId: "", browserId: "", runId: "" };
+}
+
+export const ClaimBrowserRequest: MessageFns<ClaimBrowserRequest> = {
+  encode(message: ClaimBrowserRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.projectId !== "") {
+      writer.uint32(10).string(message.projectId);
+    }
+    if (message.browserId !== "") {
+      writer.uint32(18).string(message.browserId);
+    }
+    if (message.runId !== "") {
+      writer.uint32(26).string(message.runId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ClaimBrowserRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseClaimBrowserRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.projectId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.browserId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.runId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ClaimBrowserRequest {
+    return {
+      projectId: isSet(object.projectId)
+        ? globalThis.String(object.projectId)
+        : isSet(object.project_id)
+        ? globalThis.String(object.project_id)
+        : "",
+      browserId: isSet(object.browserId)
+        ? globalThis.String(object.browserId)
+        : isSet(object.browser_id)
+        ? globalThis.String(object.browser_id)
+        : "",
+      runId: isSet(object.runId)
+        ? globalThis.String(object.runId)
+        : isSet(object.run_id)
+        ? globalThis.String(object.run_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ClaimBrowserRequest): unknown {
+    const obj: any = {};
+    if (message.projectId !== "") {
+      obj.projectId = message.projectId;
+    }
+    if (message.browserId !== "") {
+      obj.browserId = message.browserId;
+    }
+    if (message.runId !== "") {
+      obj.runId = message.runId;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ClaimBrowserRequest>): ClaimBrowserRequest {
+    return ClaimBrowserRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ClaimBrowserRequest>): ClaimBrowserRequest {
+    const message = createBaseClaimBrowserRequest();
+    message.projectId = object.projectId ?? "";
+    message.browserId = object.browserId ?? "";
+    message.runId = object.runId ?? "";
+    return message;
+  },
+};
+
+function createBaseClaimBrowserResponse(): ClaimBrowserResponse {
+  return { browser: undefined };
+}
+
+export const ClaimBrowserResponse: MessageFns<ClaimBrowserResponse> = {
+  encode(message: ClaimBrowserResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.browser !== undefined) {
+      Browser.encode(message.browser, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ClaimBrowserResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseClaimBrowserResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.browser = Browser.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ClaimBrowserResponse {
+    return { browser: isSet(object.browser) ? Browser.fromJSON(object.browser) : undefined };
+  },
+
+  toJSON(message: ClaimBrowserResponse): unknown {
+    const obj: any = {};
+    if (message.browser !== undefined) {
+      obj.browser = Browser.toJSON(message.browser);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ClaimBrowserResponse>): ClaimBrowserResponse {
+    return ClaimBrowserResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ClaimBrowserResponse>): ClaimBrowserResponse {
+    const message = createBaseClaimBrowserResponse();
+    message.browser = (object.browser !== undefined && object.browser !== null)
+      ? Browser.fromPartial(object.browser)
+      : undefined;
+    return message;
+  },
+};
+
 function createBaseReleaseBrowserRequest(): ReleaseBrowserRequest {
   return { projectId: "", browserId: "", runId: "" };
 }
@@ -5480,6 +5685,20 @@ export const BrowserPoolServiceService = {
       Buffer.from(ReleaseBrowserResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ReleaseBrowserResponse => ReleaseBrowserResponse.decode(value),
   },
+  /**
+   * ClaimBrowser gives a session's kept browser to the session's next run (so it is not reclaimed
+   * while the run uses it); FAILED_PRECONDITION when the browser was stopped or reclaimed meanwhile.
+   */
+  claimBrowser: {
+    path: "/ats.browserpool.v1.BrowserPoolService/ClaimBrowser" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ClaimBrowserRequest): Buffer => Buffer.from(ClaimBrowserRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ClaimBrowserRequest => ClaimBrowserRequest.decode(value),
+    responseSerialize: (value: ClaimBrowserResponse): Buffer =>
+      Buffer.from(ClaimBrowserResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ClaimBrowserResponse => ClaimBrowserResponse.decode(value),
+  },
   /** SaveProfileState flushes a browser's cookies and localStorage into its profile. */
   saveProfileState: {
     path: "/ats.browserpool.v1.BrowserPoolService/SaveProfileState" as const,
@@ -5620,6 +5839,11 @@ export interface BrowserPoolServiceServer extends UntypedServiceImplementation {
   stopBrowser: handleUnaryCall<StopBrowserRequest, StopBrowserResponse>;
   /** ReleaseBrowser ends a run's use of a browser and saves its profile; the browser stays active. */
   releaseBrowser: handleUnaryCall<ReleaseBrowserRequest, ReleaseBrowserResponse>;
+  /**
+   * ClaimBrowser gives a session's kept browser to the session's next run (so it is not reclaimed
+   * while the run uses it); FAILED_PRECONDITION when the browser was stopped or reclaimed meanwhile.
+   */
+  claimBrowser: handleUnaryCall<ClaimBrowserRequest, ClaimBrowserResponse>;
   /** SaveProfileState flushes a browser's cookies and localStorage into its profile. */
   saveProfileState: handleUnaryCall<SaveProfileStateRequest, SaveProfileStateResponse>;
   /** GetCdpEndpoint returns the browser's direct internal CDP WebSocket URL (for agent workers). */
@@ -5728,6 +5952,25 @@ export interface BrowserPoolServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ReleaseBrowserResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * ClaimBrowser gives a session's kept browser to the session's next run (so it is not reclaimed
+   * while the run uses it); FAILED_PRECONDITION when the browser was stopped or reclaimed meanwhile.
+   */
+  claimBrowser(
+    request: ClaimBrowserRequest,
+    callback: (error: ServiceError | null, response: ClaimBrowserResponse) => void,
+  ): ClientUnaryCall;
+  claimBrowser(
+    request: ClaimBrowserRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ClaimBrowserResponse) => void,
+  ): ClientUnaryCall;
+  claimBrowser(
+    request: ClaimBrowserRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ClaimBrowserResponse) => void,
   ): ClientUnaryCall;
   /** SaveProfileState flushes a browser's cookies and localStorage into its profile. */
   saveProfileState(

@@ -460,6 +460,8 @@ export interface Session {
   createdAt: string;
   /** Time of the last change. */
   updatedAt: string;
+  /** Why a closed session closed (e.g. "run stopped", "browser reclaimed for a newer run"); unset while open. */
+  closedReason?: string | undefined;
 }
 
 /** AgentInfo is one entry of the agent registry. */
@@ -1595,6 +1597,7 @@ function createBaseSession(): Session {
     workspaceId: undefined,
     createdAt: "",
     updatedAt: "",
+    closedReason: undefined,
   };
 }
 
@@ -1629,6 +1632,9 @@ export const Session: MessageFns<Session> = {
     }
     if (message.updatedAt !== "") {
       writer.uint32(82).string(message.updatedAt);
+    }
+    if (message.closedReason !== undefined) {
+      writer.uint32(90).string(message.closedReason);
     }
     return writer;
   },
@@ -1726,6 +1732,14 @@ export const Session: MessageFns<Session> = {
             message.updatedAt = reader.string();
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.closedReason = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1774,6 +1788,11 @@ export const Session: MessageFns<Session> = {
         : isSet(object.updated_at)
         ? globalThis.String(object.updated_at)
         : "",
+      closedReason: isSet(object.closedReason)
+        ? globalThis.String(object.closedReason)
+        : isSet(object.closed_reason)
+        ? globalThis.String(object.closed_reason)
+        : undefined,
     };
   },
 
@@ -1809,6 +1828,9 @@ export const Session: MessageFns<Session> = {
     if (message.updatedAt !== "") {
       obj.updatedAt = message.updatedAt;
     }
+    if (message.closedReason !== undefined) {
+      obj.closedReason = message.closedReason;
+    }
     return obj;
   },
 
@@ -1827,6 +1849,7 @@ export const Session: MessageFns<Session> = {
     message.workspaceId = object.workspaceId ?? undefined;
     message.createdAt = object.createdAt ?? "";
     message.updatedAt = object.updatedAt ?? "";
+    message.closedReason = object.closedReason ?? undefined;
     return message;
   },
 };
