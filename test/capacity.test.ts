@@ -99,8 +99,14 @@ describe('the browser limit', () => {
       assert.equal(res.status, 201, await res.clone().text());
       standalone.push(((await res.json()) as { id: string }).id);
     }
+    // The session closes when the run service hears of the reclaim (the pool's browser event): soon, not at once.
     for (const r of runs) {
-      const s = await getJson('cdp', `${BASE}/sessions/${r.sessionId}`);
+      const until = Date.now() + 20000;
+      let s = await getJson('cdp', `${BASE}/sessions/${r.sessionId}`);
+      while (s.status === 'open' && Date.now() < until) {
+        await new Promise((res) => setTimeout(res, 100));
+        s = await getJson('cdp', `${BASE}/sessions/${r.sessionId}`);
+      }
       assert.deepEqual([s.status, s.closedReason], ['closed', 'browser reclaimed for a newer run']);
     }
     assert.deepEqual((await activeBrowsers('cdp')).map((b) => b.id).sort(), [...standalone].sort());
