@@ -14,6 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import puppeteer from 'puppeteer-core';
 import WebSocket from 'ws';
+import { mkvFrameHead, mkvHeader } from '../services/live-view/src/mjpeg-mkv.js';
 import { encoderArgs } from '../services/live-view/src/part-encoder.js';
 import { createPoolClient, type FrameSource } from '../services/live-view/src/pool-client.js';
 import { Timeline } from '../services/live-view/src/recording-timeline.js';
@@ -210,8 +211,10 @@ async function encoderCost(frames: { jpeg: Buffer; ts: number }[], preset: strin
   let out = '';
   child.stdout.on('data', (c) => (out += c));
   const timeline = new Timeline(frames[0]!.ts, fps);
-  const write = (jpeg: Buffer, count: number) => {
-    for (let i = 0; i < count; i++) child.stdin.write(jpeg);
+  child.stdin.write(mkvHeader({ width: 1280, height: 800, fps }));
+  const write = (jpeg: Buffer, tick: number) => {
+    child.stdin.write(mkvFrameHead((tick * 1000) / fps, jpeg.length));
+    child.stdin.write(jpeg);
   };
   for (const fr of frames) timeline.frame(fr.jpeg, fr.ts, write);
   timeline.finish(frames.at(-1)!.ts, write);
@@ -223,7 +226,7 @@ async function encoderCost(frames: { jpeg: Buffer; ts: number }[], preset: strin
     const m = /(\d+)m([\d.]+)s/.exec(t);
     return m ? Number(m[1]) * 60 + Number(m[2]) : 0;
   });
-  const videoSeconds = timeline.ticks / fps;
+  const videoSeconds = (timeline.endMs - timeline.startMs) / 1000;
   const size = fs.statSync(file).size;
   fs.rmSync(file);
   return { preset, fps, cores: (secs[0]! + secs[1]!) / videoSeconds, kbps: (size * 8) / 1000 / videoSeconds };

@@ -42,6 +42,8 @@ export const liveViewConfigSpec = {
   recordingCrf: int('RECORDING_CRF', { default: 30, min: 0, max: 51, describe: 'x264 constant rate factor (higher = smaller, blurrier)' }),
   recordingPreset: oneOf('RECORDING_PRESET', ['ultrafast', 'superfast', 'veryfast', 'faster', 'fast', 'medium'] as const, { default: 'superfast', describe: 'x264 preset (faster = less CPU, larger files)' }),
   recordingDir: optionalStr('RECORDING_DIR', { describe: 'Where recordings in progress live; default DATA_DIR/live-view/recordings' }),
+  recordingReconcileSeconds: int('RECORDING_RECONCILE_SECONDS', { default: 5, min: 0, max: 3600, describe: 'How often the browser pool is asked for browsers to record that no event told of (0: only at start)' }),
+  recordingLookbackHours: int('RECORDING_LOOKBACK_HOURS', { default: 24, min: 0, max: 24 * 30, describe: 'At start, browsers stopped this recently that nobody recorded get a recording (a still picture)' }),
   recordingUrlTtlSeconds: int('RECORDING_URL_TTL_SECONDS', { default: 3600, min: 60, max: 7 * 86400, describe: 'Lifetime of a recording download link' }),
   recordingFinalizeConcurrency: int('RECORDING_FINALIZE_CONCURRENCY', { default: 2, min: 1, max: 64, describe: 'Recordings finalised (concatenated and uploaded) at once' }),
   ffmpegPath: str('FFMPEG_PATH', { default: 'ffmpeg', describe: 'ffmpeg executable' }),
