@@ -325,6 +325,103 @@ export async function liveViewBench(opts: { measureMs?: number; maxBrowsers?: nu
   }
 }
 
+/** CPU of ten idle browsers with and without recording, in the same run. */
+export interface IdleRecordingFigures {
+  browsers: number;
+  measureMs: number;
+  /** Cores used by the browser pool (with its Chromiums) and live-view (with its ffmpegs) while the idle browsers are open, recording off. */
+  unrecordedCores: number;
+  /** The same with recording on. */
+  recordedCores: number;
+  /** Of the recorded run, ffmpeg's share. */
+  recordedFfmpegCores: number;
+  /** ffmpeg encoders running during the recorded measurement (one per browser shows they were all recorded). */
+  encoders: number;
+  /** (recorded − unrecorded) / browsers: what recording one idle browser costs, in cores. */
+  perBrowserCores: number;
+}
+
+/** CPU seconds so far of the processes under `roots` (every descendant, with reaped children), in all and by ffmpeg. */
+function treeCpuSeconds(roots: number[]): { all: number; ffmpeg: number; ffmpegs: number } {
+  const procs = new Map<number, { ppid: number; ticks: number; ffmpeg: boolean }>();
+  for (const pid of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      procs.set(Number(pid), { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]), ffmpeg: stat.includes('(ffmpeg)') });
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  const inTree = (pid: number): boolean => {
+    for (let p = pid, hops = 0; p > 1 && hops < 64; p = procs.get(p)?.ppid ?? 0, hops++) if (roots.includes(p)) return true;
+    return false;
+  };
+  let all = 0;
+  let ffmpeg = 0;
+  let ffmpegs = 0;
+  for (const [pid, p] of procs) {
+    if (!inTree(pid)) continue;
+    all += p.ticks;
+    if (p.ffmpeg) (ffmpeg += p.ticks), ffmpegs++;
+  }
+  return { all: all / CLK_TCK, ffmpeg: ffmpeg / CLK_TCK, ffmpegs };
+}
+
+/**
+ * Ten browsers left on a still page, first with recording off, then (live-view restarted) with
+ * it on, each measured over `measureMs`: the pool with its Chromiums plus live-view with its
+ * ffmpegs, so the difference is all that recording costs.
+ */
+export async function idleRecordingBench(opts: { browsers?: number; measureMs?: number; mode?: 'dist' | 'tsx' } = {}): Promise<IdleRecordingFigures> {
+  const n = opts.browsers ?? 10;
+  const measureMs = opts.measureMs ?? 15000;
+  const site = await serveSite();
+  const f = await startStackFixture({
+    mode: opts.mode ?? 'dist',
+    projects: ['bench'],
+    env: { LOG_LEVEL: 'warn', MAX_ACTIVE_BROWSERS_PER_PROJECT: String(n + 2), BROWSER_IDLE_TIMEOUT_SECONDS: '0', RECORDING_ENABLED: 'false' },
+  });
+  const key = f.projects.bench!.key;
+  const roots = () => [f.stack.children.get('browser-pool')!.pid!, f.stack.children.get('live-view')!.pid!];
+  const phase = async (): Promise<{ all: number; ffmpeg: number; ffmpegs: number }> => {
+    const ids: string[] = [];
+    try {
+      for (let i = 0; i < n; i++) {
+        const res = await f.api('/api/v1/browsers', { method: 'POST', key, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ screen_width: 1280, screen_height: 800 }) });
+        if (res.status !== 201) throw new Error(`create browser: ${res.status} ${await res.text()}`);
+        const body = (await res.json()) as { id: string; cdpUrl: string };
+        ids.push(body.id);
+        const cdp = await puppeteer.connect({ browserWSEndpoint: body.cdpUrl, defaultViewport: null });
+        const [page] = await cdp.pages();
+        await page!.goto(site.url('run-article.html'));
+        await cdp.disconnect();
+      }
+      await sleep(5000); // the last launches and first frames settle
+      const c0 = treeCpuSeconds(roots());
+      const t0 = Date.now();
+      await sleep(measureMs);
+      const c1 = treeCpuSeconds(roots());
+      const secs = (Date.now() - t0) / 1000;
+      return { all: (c1.all - c0.all) / secs, ffmpeg: (c1.ffmpeg - c0.ffmpeg) / secs, ffmpegs: Math.min(c0.ffmpegs, c1.ffmpegs) };
+    } finally {
+      await Promise.all(ids.map((id) => f.api(`/api/v1/browsers/${id}/stop`, { method: 'POST', key }).catch(() => undefined)));
+    }
+  };
+  try {
+    const unrecorded = await phase();
+    await f.stack.kill('live-view');
+    f.stack.opts.env!.RECORDING_ENABLED = 'true';
+    await f.stack.startService('live-view');
+    const recorded = await phase();
+    return { browsers: n, measureMs, unrecordedCores: unrecorded.all, recordedCores: recorded.all, recordedFfmpegCores: recorded.ffmpeg, encoders: recorded.ffmpegs, perBrowserCores: (recorded.all - unrecorded.all) / n };
+  } finally {
+    await f.stop();
+    await site.close();
+  }
+}
+
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const r = await liveViewBench({ mode: process.env.BENCH_MODE === 'tsx' ? 'tsx' : 'dist', ...(process.env.BENCH_MS ? { measureMs: Number(process.env.BENCH_MS) } : {}) });
   const n = (x: number, d = 1) => x.toFixed(d);

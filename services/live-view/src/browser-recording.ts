@@ -115,15 +115,15 @@ export class BrowserRecording {
     return this;
   }
 
-  /** Tells the recording what time the pool's clock showed just now (e.g. from a lifecycle event). */
-  observeClock(poolMs: number): void {
+  /** Learns what time the pool's clock showed just now (from a fresh frame). */
+  #observeClock(poolMs: number): void {
     const lead = poolMs - this.#now();
     if (lead < MAX_CLOCK_LEAD_MS) this.#clockOffset = Math.max(this.#clockOffset, lead);
   }
 
   #onFrame(m: StreamFramesResponse): void {
     if (this.#done) return;
-    if (m.timestampMs > 0) this.observeClock(m.timestampMs);
+    if (m.timestampMs > 0) this.#observeClock(m.timestampMs);
     if (!m.jpeg.length) return;
     // A frame stamped far ahead of any clock we know would stretch the video: place it at "now".
     const ts = m.timestampMs - this.#now() > MAX_CLOCK_LEAD_MS ? this.#now() + Math.max(0, this.#clockOffset) : m.timestampMs;

@@ -36,7 +36,7 @@ export const liveViewConfigSpec = {
   feedLingerMs: int('LIVE_VIEW_FEED_LINGER_MS', { default: 3000, min: 0, max: 600000, describe: 'How long a browser’s frame feed stays open after its last viewer left (page reloads)' }),
   maxViewersPerBrowser: int('LIVE_VIEW_MAX_VIEWERS_PER_BROWSER', { default: 50, min: 1, max: 10000, describe: 'Viewers of one browser at once' }),
   recordingEnabled: bool('RECORDING_ENABLED', { default: true, describe: 'Record every browser to MP4' }),
-  recordingFps: int('RECORDING_FPS', { default: 10, min: 1, max: 30, describe: 'Frame rate of recordings' }),
+  recordingFps: int('RECORDING_FPS', { default: 10, min: 1, max: 30, describe: 'Most frames per second of recordings (only changes are encoded)' }),
   recordingMaxWidth: int('RECORDING_MAX_WIDTH', { default: 1280, min: 160, max: 3840, describe: 'Recordings are scaled down to at most this width' }),
   recordingMaxHeight: int('RECORDING_MAX_HEIGHT', { default: 1280, min: 120, max: 2160, describe: 'Recordings are scaled down to at most this height' }),
   recordingCrf: int('RECORDING_CRF', { default: 30, min: 0, max: 51, describe: 'x264 constant rate factor (higher = smaller, blurrier)' }),

@@ -187,7 +187,8 @@ export class Recorder {
     }
     const screen = screenOf(b, this.#o.settings);
     if (isActive(b)) {
-      this.#begin({ browserId: b.id, projectId: b.projectId, startMs, size: undefined, screen, seq: 1 }).observeClock(createdMs);
+      // The pool's clock is learnt from the frames (its creation time says nothing of the clock now).
+      this.#begin({ browserId: b.id, projectId: b.projectId, startMs, size: undefined, screen, seq: 1 });
       this.#o.logger.info({ browserId: b.id, lateMs: Math.max(0, this.#now() - startMs) }, 'recording started');
       return;
     }
