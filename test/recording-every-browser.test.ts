@@ -78,7 +78,8 @@ const wallSeconds = (b: BrowserRecord) => (Date.parse(b.stoppedAt!) - Date.parse
 /** A tick (0.1 s) either side, and the moments between the pool's records and the recorder's. */
 const TOLERANCE_S = 0.3;
 
-test('when 30 short-lived browsers come and go, some stopped at once, then each has a recording as long as it lived', async () => {
+test('when 30 short-lived browsers come and go, some stopped at once, then each has a recording as long as it lived', async (t) => {
+  const began = Date.now();
   const lifetimesMs = Array.from({ length: 30 }, (_, i) => [0, 100, 300, 700, 1500][i % 5]!);
   const stopped: BrowserRecord[] = [];
   const queue = [...lifetimesMs];
@@ -93,11 +94,13 @@ test('when 30 short-lived browsers come and go, some stopped at once, then each 
     }),
   );
   assert.equal(stopped.length, 30);
+  const churned = Date.now();
   const misses: string[] = [];
   for (const b of stopped) {
     const got = await recordedSeconds(b.id);
     if (Math.abs(got - wallSeconds(b)) > TOLERANCE_S) misses.push(`${b.id}: ${got} s of video for ${wallSeconds(b)} s`);
   }
+  t.diagnostic(`churn ${((churned - began) / 1000).toFixed(1)} s, then every recording ready and checked in ${((Date.now() - churned) / 1000).toFixed(1)} s`);
   assert.deepEqual(misses, [], 'every video lasts its browser’s wall time');
 });
 

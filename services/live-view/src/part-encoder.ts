@@ -1,8 +1,9 @@
 /**
  * One ffmpeg child encoding one part of a recording: JPEG frames with their timestamps in on
  * stdin (a live Matroska stream), H.264 (yuv420p) of variable frame rate in MPEG-TS out, so a
- * frame that stays on screen is encoded once, however long it stays. MPEG-TS because a part cut off by a crash stays readable up to its last packet;
- * zerolatency because every frame then reaches the file at once (nothing waits in a lookahead).
+ * frame that stays on screen is encoded once, however long it stays. MPEG-TS because a part cut
+ * off by a crash stays readable up to its last packet; zerolatency because every frame then
+ * reaches the file at once (nothing waits in a lookahead).
  * The child's pid is kept beside the part so a successor process can reap an orphan.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
