@@ -14,6 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import puppeteer from 'puppeteer-core';
 import WebSocket from 'ws';
+import { mkvFrameHead, mkvHeader } from '../services/live-view/src/mjpeg-mkv.js';
 import { encoderArgs } from '../services/live-view/src/part-encoder.js';
 import { createPoolClient, type FrameSource } from '../services/live-view/src/pool-client.js';
 import { Timeline } from '../services/live-view/src/recording-timeline.js';
@@ -210,8 +211,10 @@ async function encoderCost(frames: { jpeg: Buffer; ts: number }[], preset: strin
   let out = '';
   child.stdout.on('data', (c) => (out += c));
   const timeline = new Timeline(frames[0]!.ts, fps);
-  const write = (jpeg: Buffer, count: number) => {
-    for (let i = 0; i < count; i++) child.stdin.write(jpeg);
+  child.stdin.write(mkvHeader({ width: 1280, height: 800, fps }));
+  const write = (jpeg: Buffer, tick: number) => {
+    child.stdin.write(mkvFrameHead((tick * 1000) / fps, jpeg.length));
+    child.stdin.write(jpeg);
   };
   for (const fr of frames) timeline.frame(fr.jpeg, fr.ts, write);
   timeline.finish(frames.at(-1)!.ts, write);
@@ -223,7 +226,7 @@ async function encoderCost(frames: { jpeg: Buffer; ts: number }[], preset: strin
     const m = /(\d+)m([\d.]+)s/.exec(t);
     return m ? Number(m[1]) * 60 + Number(m[2]) : 0;
   });
-  const videoSeconds = timeline.ticks / fps;
+  const videoSeconds = (timeline.endMs - timeline.startMs) / 1000;
   const size = fs.statSync(file).size;
   fs.rmSync(file);
   return { preset, fps, cores: (secs[0]! + secs[1]!) / videoSeconds, kbps: (size * 8) / 1000 / videoSeconds };
@@ -317,6 +320,103 @@ export async function liveViewBench(opts: { measureMs?: number; maxBrowsers?: nu
   } finally {
     await Promise.all(stops.map((id) => f.api(`/api/v1/browsers/${id}/stop`, { method: 'POST', key: b.key }).catch(() => undefined)));
     b.pool.close();
+    await f.stop();
+    await site.close();
+  }
+}
+
+/** CPU of ten idle browsers with and without recording, in the same run. */
+export interface IdleRecordingFigures {
+  browsers: number;
+  measureMs: number;
+  /** Cores used by the browser pool (with its Chromiums) and live-view (with its ffmpegs) while the idle browsers are open, recording off. */
+  unrecordedCores: number;
+  /** The same with recording on. */
+  recordedCores: number;
+  /** Of the recorded run, ffmpeg's share. */
+  recordedFfmpegCores: number;
+  /** ffmpeg encoders running during the recorded measurement (one per browser shows they were all recorded). */
+  encoders: number;
+  /** (recorded − unrecorded) / browsers: what recording one idle browser costs, in cores. */
+  perBrowserCores: number;
+}
+
+/** CPU seconds so far of the processes under `roots` (every descendant, with reaped children), in all and by ffmpeg. */
+function treeCpuSeconds(roots: number[]): { all: number; ffmpeg: number; ffmpegs: number } {
+  const procs = new Map<number, { ppid: number; ticks: number; ffmpeg: boolean }>();
+  for (const pid of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      procs.set(Number(pid), { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]), ffmpeg: stat.includes('(ffmpeg)') });
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  const inTree = (pid: number): boolean => {
+    for (let p = pid, hops = 0; p > 1 && hops < 64; p = procs.get(p)?.ppid ?? 0, hops++) if (roots.includes(p)) return true;
+    return false;
+  };
+  let all = 0;
+  let ffmpeg = 0;
+  let ffmpegs = 0;
+  for (const [pid, p] of procs) {
+    if (!inTree(pid)) continue;
+    all += p.ticks;
+    if (p.ffmpeg) (ffmpeg += p.ticks), ffmpegs++;
+  }
+  return { all: all / CLK_TCK, ffmpeg: ffmpeg / CLK_TCK, ffmpegs };
+}
+
+/**
+ * Ten browsers left on a still page, first with recording off, then (live-view restarted) with
+ * it on, each measured over `measureMs`: the pool with its Chromiums plus live-view with its
+ * ffmpegs, so the difference is all that recording costs.
+ */
+export async function idleRecordingBench(opts: { browsers?: number; measureMs?: number; mode?: 'dist' | 'tsx' } = {}): Promise<IdleRecordingFigures> {
+  const n = opts.browsers ?? 10;
+  const measureMs = opts.measureMs ?? 15000;
+  const site = await serveSite();
+  const f = await startStackFixture({
+    mode: opts.mode ?? 'dist',
+    projects: ['bench'],
+    env: { LOG_LEVEL: 'warn', MAX_ACTIVE_BROWSERS_PER_PROJECT: String(n + 2), BROWSER_IDLE_TIMEOUT_SECONDS: '0', RECORDING_ENABLED: 'false' },
+  });
+  const key = f.projects.bench!.key;
+  const roots = () => [f.stack.children.get('browser-pool')!.pid!, f.stack.children.get('live-view')!.pid!];
+  const phase = async (): Promise<{ all: number; ffmpeg: number; ffmpegs: number }> => {
+    const ids: string[] = [];
+    try {
+      for (let i = 0; i < n; i++) {
+        const res = await f.api('/api/v1/browsers', { method: 'POST', key, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ screen_width: 1280, screen_height: 800 }) });
+        if (res.status !== 201) throw new Error(`create browser: ${res.status} ${await res.text()}`);
+        const body = (await res.json()) as { id: string; cdpUrl: string };
+        ids.push(body.id);
+        const cdp = await puppeteer.connect({ browserWSEndpoint: body.cdpUrl, defaultViewport: null });
+        const [page] = await cdp.pages();
+        await page!.goto(site.url('run-article.html'));
+        await cdp.disconnect();
+      }
+      await sleep(5000); // the last launches and first frames settle
+      const c0 = treeCpuSeconds(roots());
+      const t0 = Date.now();
+      await sleep(measureMs);
+      const c1 = treeCpuSeconds(roots());
+      const secs = (Date.now() - t0) / 1000;
+      return { all: (c1.all - c0.all) / secs, ffmpeg: (c1.ffmpeg - c0.ffmpeg) / secs, ffmpegs: Math.min(c0.ffmpegs, c1.ffmpegs) };
+    } finally {
+      await Promise.all(ids.map((id) => f.api(`/api/v1/browsers/${id}/stop`, { method: 'POST', key }).catch(() => undefined)));
+    }
+  };
+  try {
+    const unrecorded = await phase();
+    await f.stack.kill('live-view');
+    f.stack.opts.env!.RECORDING_ENABLED = 'true';
+    await f.stack.startService('live-view');
+    const recorded = await phase();
+    return { browsers: n, measureMs, unrecordedCores: unrecorded.all, recordedCores: recorded.all, recordedFfmpegCores: recorded.ffmpeg, encoders: recorded.ffmpegs, perBrowserCores: (recorded.all - unrecorded.all) / n };
+  } finally {
     await f.stop();
     await site.close();
   }

@@ -1,13 +1,13 @@
 /**
  * `make bench`: runs each benchmark and prints its figures; JSON goes to bench/results/.
- * BENCH_ONLY=name[,name] runs some: gateway, files, runs, queue (part of runs), browsercode, pool, live-view.
+ * BENCH_ONLY=name[,name] runs some: gateway, files, runs, queue (part of runs), browsercode, pool, live-view, live-view-idle (the idle recording part alone).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT } from '../scripts/stack.js';
 import { browserPoolBench } from './browser-pool.bench.js';
 import { fileStorageBench } from './file-storage.bench.js';
-import { liveViewBench } from './live-view.bench.js';
+import { idleRecordingBench, liveViewBench } from './live-view.bench.js';
 import { gatewayRoundtrip } from './gateway-roundtrip.bench.js';
 import { runQueueBench, runsBench } from './runs.bench.js';
 import { browsercodeBench } from './browsercode.bench.js';
@@ -83,6 +83,14 @@ if (want('pool')) {
   process.stdout.write(
     `  confinement: warm create → CDP → goto → stop p50 ${f(bp.warm.lifecycleMs.p50, 1)} ms confined vs ${f(bp.warmUnconfined.lifecycleMs.p50, 1)} ms with BROWSER_CONFINEMENT=off (ratio ${f(bp.confinedLifecycleRatio, 2)})\n` +
       `  launch → page loaded p50 ${f(bp.confined.launchToLoadMs.p50, 1)} ms confined vs ${f(bp.unconfined.launchToLoadMs.p50, 1)} ms unconfined; memory per browser (PSS) p50 ${f(bp.confined.pssMiB.p50, 1)} MiB vs ${f(bp.unconfined.pssMiB.p50, 1)} MiB\n`,
+  );
+}
+if (want('live-view') || want('live-view-idle')) {
+  const idle = await idleRecordingBench({ mode: 'dist' });
+  results.idleRecording = idle;
+  process.stdout.write(
+    `\nrecording idle browsers: ${idle.browsers} on a still page, pool + Chromium + live-view + ffmpeg: ${f(idle.unrecordedCores, 3)} of a core unrecorded, ${f(idle.recordedCores, 3)} recorded` +
+      ` (ffmpeg ${f(idle.recordedFfmpegCores, 3)}, ${idle.encoders} encoders); recording costs ${f(idle.perBrowserCores * 100, 2)} % of a core per browser\n`,
   );
 }
 if (want('live-view')) {

@@ -245,11 +245,55 @@ describe('how the page looks', () => {
   });
 });
 
+/** POST /browsers/{id}/live-view-links. */
+const liveViewLink = (id: string, body: unknown, key = alpha().key) =>
+  f.api(`/api/v1/browsers/${id}/live-view-links`, { method: 'POST', key, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
 describe('what a link allows', () => {
-  test('when a view-only link is used, then clicks reach nothing, not even sent straight to the socket', async () => {
+  test('when live view links are asked for, then only an active browser of the project gets one, within the bounds, and no token shows the project', async () => {
+    const b = await poolBrowserOn('live-button.html');
+    let stopped = false;
+    try {
+      const res = await liveViewLink(b.id, { mode: 'interactive' });
+      assert.equal(res.status, 201);
+      const { url, expiresAt } = (await res.json()) as { url: string; expiresAt: string };
+      const lifetime = Date.parse(expiresAt) - Date.now();
+      assert.ok(lifetime > 3590_000 && lifetime <= 3600_000, `an hour by default (got ${lifetime} ms)`);
+      const page = await open(url);
+      await waitForState(page, 'live');
+      assert.equal(await page.$eval('#badge', (e) => getComputedStyle(e).display), 'none', 'an interactive link is not marked view-only');
+      await page.close();
+
+      for (const token of [new URL(url).searchParams.get('token')!, new URL(b.liveViewUrl).searchParams.get('token')!]) {
+        for (const shown of [token, Buffer.from(token, 'base64url').toString('latin1')]) {
+          assert.ok(!shown.includes(alpha().projectId), 'the token does not carry the project id in the clear');
+        }
+      }
+
+      for (const body of [{ mode: 'watch' }, {}, { mode: 'view', expires_in_seconds: 59 }, { mode: 'view', expires_in_seconds: 604801 }, { mode: 'view', expires_in_seconds: 1.5 }, { mode: 'view', extra: true }]) {
+        assert.equal((await liveViewLink(b.id, body)).status, 422, JSON.stringify(body));
+      }
+      assert.equal((await liveViewLink(b.id, { mode: 'view' }, f.projects.beta!.key)).status, 404, "another project's browser");
+      assert.equal((await liveViewLink('brw_doesnotexist00000000000000', { mode: 'view' })).status, 404);
+      await b.stop();
+      stopped = true;
+      const after = await liveViewLink(b.id, { mode: 'view' });
+      assert.equal(after.status, 404, 'a stopped browser');
+      assert.deepEqual(await after.json(), { detail: 'Browser not found' });
+    } finally {
+      if (!stopped) await b.stop();
+    }
+  });
+
+  test('when a view-only link is minted through the API and used, then clicks reach nothing, not even sent straight to the socket', async () => {
     const b = await poolBrowserOn('live-button.html');
     try {
-      const { url } = await liveView.api.mintLiveViewUrl({ projectId: alpha().projectId, browserId: b.id, mode: LiveViewMode.LIVE_VIEW_MODE_VIEW, ttlSeconds: 600 });
+      const res = await liveViewLink(b.id, { mode: 'view', expires_in_seconds: 600 });
+      assert.equal(res.status, 201, await res.clone().text());
+      const { url, expiresAt } = (await res.json()) as { url: string; expiresAt: string };
+      const lifetime = Date.parse(expiresAt) - Date.now();
+      assert.ok(lifetime > 590_000 && lifetime <= 600_000, `the link lives 600 s (got ${lifetime} ms)`);
+      assert.equal(new URL(url).pathname, `/browsers/${b.id}`);
       const page = await open(url);
       await waitForState(page, 'live');
       assert.notEqual(await page.$eval('#badge', (e) => getComputedStyle(e).display), 'none', 'the page says it is view-only');

@@ -1,8 +1,9 @@
 /**
  * The recorder in-process with real ffmpeg, a real database and a stand-in pool on real gRPC:
- * the video lasts from the browser's start to its stop and shows each frame when it was on
- * screen; a lost `stopped` event still ends the recording; a restart after the browser stopped
- * fills the gap with the last frame; a browser that never showed anything has no recording.
+ * the video lasts from the browser's creation to its stop and shows each frame when it was on
+ * screen, encoding a still screen once; a lost `stopped` event still ends the recording; a restart
+ * after the browser stopped fills the gap with the last frame; a browser nobody told the recorder
+ * of is found in the pool; a browser that never showed anything is a black picture for its life.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -111,9 +112,26 @@ function durationS(file: string): number {
   return Number(spawnSync('ffprobe', ['-v', 'error', '-show_entries', 'format=duration', '-of', 'csv=p=0', file], { encoding: 'utf8' }).stdout);
 }
 
+/**
+ * A filter picking what is on screen at `atS`. The video has a frame only where the picture
+ * changed, so a seek would skip to the next change: resample to a steady rate first.
+ */
+function at(atS: number, then: string): string {
+  return `fps=100,trim=start=${atS},${then}`;
+}
+
+function frames(file: string): number {
+  return Number(spawnSync('ffprobe', ['-v', 'error', '-count_packets', '-show_entries', 'stream=nb_read_packets', '-of', 'csv=p=0', file], { encoding: 'utf8' }).stdout);
+}
+
+/** Mean brightness (0–255) at `atS`. */
+function brightness(file: string, atS: number): number {
+  return spawnSync('ffmpeg', ['-v', 'error', '-i', file, '-frames:v', '1', '-vf', at(atS, 'scale=1:1'), '-f', 'rawvideo', '-pix_fmt', 'gray', 'pipe:1']).stdout[0]!;
+}
+
 /** 'red' or 'blue': which of the two pictures the video shows at `atS`. */
 function shows(file: string, atS: number): string {
-  const px = spawnSync('ffmpeg', ['-v', 'error', '-ss', String(atS), '-i', file, '-frames:v', '1', '-vf', 'scale=1:1', '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1']).stdout;
+  const px = spawnSync('ffmpeg', ['-v', 'error', '-i', file, '-frames:v', '1', '-vf', at(atS, 'scale=1:1'), '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1']).stdout;
   return px[0]! > px[2]! ? 'red' : 'blue';
 }
 
@@ -122,6 +140,7 @@ test('when frames come only on change and the browser stops, then the video runs
   try {
     const recorder = await w.startRecorder();
     const t0 = Date.now();
+    w.pool.createdAtMs = t0;
     recorder.onStarted({ browserId: 'brw_plain', projectId: PROJECT, tsMs: t0 });
     await w.streaming();
     w.pool.push({ jpeg: RED, timestampMs: t0 + 200 }, 'recording');
@@ -131,6 +150,7 @@ test('when frames come only on change and the browser stops, then the video runs
     const file = await ready('brw_plain');
     assert.ok(Math.abs(durationS(file) - 2.5) < 0.06, `2.5 s (got ${durationS(file)})`);
     assert.deepEqual([0.05, 1.0, 1.39, 1.51, 2.4].map((s) => shows(file, s)), ['red', 'red', 'red', 'blue', 'blue']);
+    assert.equal(frames(file), 3, 'red, blue and the closing repeat: a still screen is not encoded again and again');
     await until(() => !fs.existsSync(path.join(dir, 'parts', 'brw_plain'))); // the parts go once the MP4 is stored
   } finally {
     await w.stop();
@@ -142,6 +162,7 @@ test('when the stopped event is lost, then the end of the frame stream closes th
   try {
     const recorder = await w.startRecorder();
     const t0 = Date.now();
+    w.pool.createdAtMs = t0;
     recorder.onStarted({ browserId: 'brw_lost_event', projectId: PROJECT, tsMs: t0 });
     await w.streaming();
     w.pool.push({ jpeg: RED, timestampMs: t0 + 100 }, 'recording');
@@ -159,6 +180,7 @@ test('when live-view restarts after the browser stopped, then the recording is c
   try {
     const first = await w.startRecorder();
     const t0 = Date.now();
+    w.pool.createdAtMs = t0;
     first.onStarted({ browserId: 'brw_restart', projectId: PROJECT, tsMs: t0 });
     await w.streaming();
     w.pool.push({ jpeg: RED, timestampMs: t0 + 100 }, 'recording');
@@ -177,16 +199,51 @@ test('when live-view restarts after the browser stopped, then the recording is c
   }
 });
 
-test('when a browser stops before it showed anything, then it has no recording', async () => {
+test('when a browser stops before it showed anything, then its recording is a black picture for its whole life', async () => {
   const w = await world('brw_blank');
   try {
     const recorder = await w.startRecorder();
-    recorder.onStarted({ browserId: 'brw_blank', projectId: PROJECT, tsMs: Date.now() });
+    const t0 = Date.now();
+    w.pool.createdAtMs = t0 - 500;
+    recorder.onStarted({ browserId: 'brw_blank', projectId: PROJECT, tsMs: t0 });
     await w.streaming();
-    recorder.onStopped({ browserId: 'brw_blank', projectId: PROJECT, tsMs: Date.now() });
-    await until(async () => (await repo.get('brw_blank'))?.state === 'empty');
-    assert.equal(stored.has('recordings/brw_blank.mp4'), false);
-    assert.equal(await recorder.status(PROJECT, 'brw_blank', true).then((r) => r?.state), 'empty');
+    recorder.onStopped({ browserId: 'brw_blank', projectId: PROJECT, tsMs: t0 + 300 });
+    const file = await ready('brw_blank');
+    assert.ok(Math.abs(durationS(file) - 0.8) < 0.06, `0.8 s (got ${durationS(file)})`);
+    assert.equal(brightness(file, 0.4), 0, 'black');
+    assert.equal(await recorder.status(PROJECT, 'brw_blank', true).then((r) => r?.state), 'ready');
+  } finally {
+    await w.stop();
+  }
+});
+
+test('when no event tells of a browser, then the recorder finds it in the pool and its video starts at its creation', async () => {
+  const w = await world('brw_unannounced');
+  try {
+    const t0 = Date.now();
+    w.pool.createdAtMs = t0 - 3000; // created while live-view was down
+    await w.startRecorder();
+    await w.streaming();
+    w.pool.push({ jpeg: RED, timestampMs: Date.now() }, 'recording');
+    await sleep(300);
+    w.pool.stop(t0 + 1000);
+    const file = await ready('brw_unannounced');
+    assert.ok(Math.abs(durationS(file) - 4) < 0.06, `4 s, creation to stop (got ${durationS(file)})`);
+    assert.equal(shows(file, 0.5), 'red', 'the first picture stands for the time before it');
+  } finally {
+    await w.stop();
+  }
+});
+
+test('when a browser came and went while nobody recorded, then the next recorder gives it a still picture for its whole life', async () => {
+  const w = await world('brw_missed');
+  try {
+    const t0 = Date.now();
+    w.pool.createdAtMs = t0 - 2500;
+    w.pool.stop(t0 - 500);
+    await w.startRecorder();
+    const file = await ready('brw_missed');
+    assert.ok(Math.abs(durationS(file) - 2) < 0.06, `2 s (got ${durationS(file)})`);
   } finally {
     await w.stop();
   }

@@ -92,16 +92,24 @@ async function download(url: string, name: string): Promise<Probed> {
   return { file, codec: j.streams[0]!.codec_name, pixFmt: j.streams[0]!.pix_fmt, durationS: Number(j.format.duration), faststart: bytes.indexOf('moov') < bytes.indexOf('mdat') };
 }
 
+/**
+ * A filter picking what is on screen at `atS`. The video has a frame only where the picture
+ * changed, so a seek would skip to the next change: resample to a steady rate first.
+ */
+function at(atS: number, then: string): string {
+  return `fps=100,trim=start=${atS},${then}`;
+}
+
 /** Mean brightness (0–255) of the video's frame at `atS` seconds. */
 function brightness(file: string, atS: number): number {
-  const out = spawnSync('ffmpeg', ['-v', 'error', '-ss', String(atS), '-i', file, '-frames:v', '1', '-vf', 'scale=1:1:flags=area', '-f', 'rawvideo', '-pix_fmt', 'gray', 'pipe:1']);
+  const out = spawnSync('ffmpeg', ['-v', 'error', '-i', file, '-frames:v', '1', '-vf', at(atS, 'scale=1:1:flags=area'), '-f', 'rawvideo', '-pix_fmt', 'gray', 'pipe:1']);
   assert.equal(out.status, 0, String(out.stderr));
   return out.stdout[0]!;
 }
 
 /** Whether the frames at two moments are the same picture. */
 function sameFrame(file: string, aS: number, bS: number): boolean {
-  const frame = (s: number) => spawnSync('ffmpeg', ['-v', 'error', '-ss', String(s), '-i', file, '-frames:v', '1', '-vf', 'scale=64:40', '-f', 'rawvideo', '-pix_fmt', 'gray', 'pipe:1']).stdout;
+  const frame = (s: number) => spawnSync('ffmpeg', ['-v', 'error', '-i', file, '-frames:v', '1', '-vf', at(s, 'scale=64:40'), '-f', 'rawvideo', '-pix_fmt', 'gray', 'pipe:1']).stdout;
   const [x, y] = [frame(aS), frame(bS)];
   let diff = 0;
   for (let i = 0; i < x.length; i++) diff += Math.abs(x[i]! - y[i]!);

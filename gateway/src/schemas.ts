@@ -74,6 +74,19 @@ export const createBrowserBody = obj(
   { dependentRequired: { screen_width: ['screen_height'], screen_height: ['screen_width'] } },
 );
 
+export const LIVE_VIEW_LINK_SECONDS = { min: 60, max: 7 * 86400, default: 3600 } as const;
+export const createLiveViewLinkBody = obj(
+  {
+    mode: str({ enum: ['view', 'interactive'], description: '`view`: watch only (input is refused); `interactive`: mouse, wheel and keyboard reach the browser' }),
+    expires_in_seconds: int({
+      minimum: LIVE_VIEW_LINK_SECONDS.min,
+      maximum: LIVE_VIEW_LINK_SECONDS.max,
+      description: `Lifetime of the link (${LIVE_VIEW_LINK_SECONDS.min} s to 7 days); default ${LIVE_VIEW_LINK_SECONDS.default}`,
+    }),
+  },
+  ['mode'],
+);
+
 export const createProfileBody = obj({ name: str({ minLength: 1, maxLength: 200 }), user_id: str({ minLength: 1, maxLength: 200 }) }, ['name']);
 export const updateProfileBody = obj({ name: str({ minLength: 1, maxLength: 200 }) }, ['name']);
 
@@ -195,6 +208,7 @@ export const browser = obj({
 });
 export const browserList = pageOf(browser);
 export const recording = obj({ url: str(), expiresAt: ts }, ['url', 'expiresAt']);
+export const liveViewLink = obj({ url: str({ description: 'The live view page with an opaque token; open or embed it' }), expiresAt: ts }, ['url', 'expiresAt']);
 export const downloadList = obj({ items: list(obj({ name: str(), sizeBytes: int(), lastModified: ts, downloadUrl: str() })) }, ['items']);
 
 export const profile = obj({ id: str(), name: str(), userId: nullable(str()), lastUsedAt: nullable(ts), cookieDomains: list(str()), createdAt: ts, updatedAt: ts });

@@ -1,5 +1,5 @@
 import { Agent, BrowserStatus, StopReason } from '../../../gen/ats/browserpool/v1/browser_pool.js';
-import { RecordingState } from '../../../gen/ats/liveview/v1/live_view.js';
+import { LiveViewMode, RecordingState } from '../../../gen/ats/liveview/v1/live_view.js';
 import * as s from '../schemas.js';
 import { page, presentBrowser, presentDownload, presentProfile, required } from '../presenters.js';
 import { checkBrowserOptions } from '../browser-options.js';
@@ -104,6 +104,30 @@ export function browserRoutes(): RouteDef[] {
           throw new HttpError(409, 'Recording is not finished yet', { 'Retry-After': '2' });
         }
         throw new HttpError(404, 'Recording not found');
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/browsers/:browserId/live-view-links',
+      operationId: 'createLiveViewLink',
+      summary: 'Mint a live view link of an active browser: view-only (watch) or interactive (watch and control)',
+      tag: 'browsers',
+      body: s.createLiveViewLinkBody,
+      success: { status: 201, schema: s.liveViewLink },
+      errors: [404],
+      handler: async (ctx: RouteContext<{ mode: 'view' | 'interactive'; expires_in_seconds?: number }>) => {
+        const b = required((await ctx.clients.browserPool.api.getBrowser(brRef(ctx), opts(ctx))).browser, 'browser');
+        // A stopped browser has nothing left to watch (its recording is the way to see it).
+        if (b.status !== BrowserStatus.BROWSER_STATUS_ACTIVE) throw new HttpError(404, 'Browser not found');
+        const res = await ctx.clients.liveView.api.mintLiveViewUrl(
+          {
+            ...brRef(ctx),
+            mode: ctx.body.mode === 'view' ? LiveViewMode.LIVE_VIEW_MODE_VIEW : LiveViewMode.LIVE_VIEW_MODE_INTERACTIVE,
+            ttlSeconds: ctx.body.expires_in_seconds ?? s.LIVE_VIEW_LINK_SECONDS.default,
+          },
+          opts(ctx),
+        );
+        return { url: res.url, expiresAt: res.expiresAt };
       },
     }),
     route({

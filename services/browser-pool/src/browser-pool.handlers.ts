@@ -174,6 +174,11 @@ export function browserPoolHandlers(pool: BrowserPool, profiles: Profiles): Hand
       const page = await pool.list(req.projectId, { ...(status ? { status } : {}), sessionId: req.sessionId, limit: req.limit, cursor: req.cursor });
       return { items: page.items.map(browserOut), nextCursor: page.nextCursor, hasMore: page.hasMore };
     },
+    async listRecordableBrowsers(req) {
+      const page = await pool.listRecordable({ stoppedSince: req.stoppedSince, limit: req.limit, cursor: req.cursor });
+      // The recorder needs neither way in: no CDP or live view URL leaves the pool here.
+      return { items: page.items.map((b) => ({ ...browserOut(b), cdpUrl: '', liveViewUrl: '' })), nextCursor: page.nextCursor };
+    },
     async stopBrowser(req) {
       return { browser: browserOut(await pool.stop(req.projectId, req.browserId, reasonName(req.reason))) };
     },

@@ -77,6 +77,25 @@ for (const driver of await drivers()) {
       assert.equal((await browsers.list('prj_list', { limit: 10, sessionId: 'ses_none' })).items.length, 0);
     });
 
+    test('when the recorder lists browsers, then it gets every project\'s active ones and those stopped since the given time, page by page', async () => {
+      const since = new Date(Date.now() - 60_000);
+      await browsers.insertUnderCap(newBrowser('brw_rec_a', 'prj_rec1'), 10, new Date());
+      await browsers.insertUnderCap(newBrowser('brw_rec_b', 'prj_rec2'), 10, new Date());
+      await browsers.insertUnderCap(newBrowser('brw_rec_c', 'prj_rec2'), 10, new Date());
+      await browsers.insertUnderCap(newBrowser('brw_rec_d', 'prj_rec1'), 10, new Date());
+      await browsers.markStopped('brw_rec_c', 'user', new Date());
+      await browsers.markStopped('brw_rec_d', 'user', new Date(since.getTime() - 1000));
+      const ours = (rows: { id: string }[]) => rows.map((b) => b.id).filter((id) => id.startsWith('brw_rec_'));
+      const all: string[] = [];
+      for (let cursor: string | undefined, page; (page = await browsers.listRecordable({ stoppedSince: since, limit: 2, ...(cursor ? { cursor } : {}) })); ) {
+        all.push(...page.items.map((b) => b.id));
+        if (!page.hasMore) break;
+        cursor = page.items.at(-1)!.id;
+      }
+      assert.deepEqual(ours(all.map((id) => ({ id }))), ['brw_rec_a', 'brw_rec_b', 'brw_rec_c'], 'in id order; d stopped before the time');
+      assert.deepEqual(ours((await browsers.listRecordable({ stoppedSince: undefined, limit: 100 })).items), ['brw_rec_a', 'brw_rec_b'], 'active only');
+    });
+
     test('when a profile state is saved, then it replaces the old one whole, and a deleted profile stays deleted', async () => {
       const p = await profiles.create({ id: 'prf_1', projectId: 'prj_p', name: 'Work', userId: null });
       assert.deepEqual(p.cookieDomains, []);

@@ -139,6 +139,17 @@ export class BrowserRepository {
     return { items: rows.slice(0, f.limit), hasMore: rows.length > f.limit };
   }
 
+  /** Browsers of every project that are active or stopped at or after `stoppedSince`, by id (keyset after `cursor`). */
+  async listRecordable(f: { stoppedSince: Date | undefined; limit: number; cursor?: string }): Promise<{ items: BrowserRow[]; hasMore: boolean }> {
+    const q = this.#knex('browsers').where((w) => {
+      w.where({ status: 'active' });
+      if (f.stoppedSince) w.orWhere('stopped_at', '>=', f.stoppedSince);
+    });
+    if (f.cursor) q.where('id', '>', f.cursor);
+    const rows = (await q.orderBy('id').limit(f.limit + 1)).map(browser);
+    return { items: rows.slice(0, f.limit), hasMore: rows.length > f.limit };
+  }
+
   async setPid(id: string, pid: number): Promise<BrowserRow | undefined> {
     const [r] = await this.#knex('browsers').where({ id }).update({ pid }).returning('*');
     return r ? browser(r) : undefined;

@@ -1,9 +1,10 @@
 /**
  * One browser being recorded by this process: its frame feed (purpose `recording`) drives a
- * Timeline, whose ticks go to a PartEncoder. The part's file and start are recorded in the
+ * Timeline, whose frames go to a PartEncoder. The part's file and start are recorded in the
  * database as soon as it starts, so whatever it writes survives a crash of this process.
- * While the screen is still, the ticks are written as time passes (by the pool's clock, as
- * estimated from the frames), so a crash loses only the last moment, not the whole still part.
+ * A frame is written once the next tick has passed (by the pool's clock, as estimated from the
+ * frames), so a crash loses only the last moment. A browser that never showed a frame is a
+ * black picture for its whole life.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -28,6 +29,8 @@ export interface BrowserRecordingOptions {
   projectId: string;
   /** Output size fixed by an earlier part; unset = taken from the first frame. */
   size: { width: number; height: number } | undefined;
+  /** The browser's screen: the size of a recording that never got a frame. */
+  screen?: { width: number; height: number } | undefined;
   repo: RecordingRepository;
   source: FrameSource;
   settings: RecordingSettings;
@@ -43,9 +46,15 @@ export interface BrowserRecordingOptions {
   /** The feed ended on its own: the browser stopped or is gone. */
   onFeedEnded?: (end: FeedEnd) => void;
   now?: () => number;
-  /** How far behind the estimated pool clock still ticks are written. */
+  /** How far behind the estimated pool clock frames are taken as final and written. */
   flushLagMs?: number;
 }
+
+/** A black 16×16 JPEG: what a browser that never sent a frame shows (scaled to its screen). */
+export const BLACK_JPEG = Buffer.from(
+  '/9j/4AAQSkZJRgABAgAAAQABAAD//gAQTGF2YzU5LjM3LjEwMAD/2wBDAAgUFBcUFxsbGxsbGyAeICEhISAgICAhISEkJCQqKiokJCQhISQkKCgqKi4vLisrKisvLzIyMjw8OTlGRkhWVmf/xABLAAEBAAAAAAAAAAAAAAAAAAAACAEBAAAAAAAAAAAAAAAAAAAAABABAAAAAAAAAAAAAAAAAAAAABEBAAAAAAAAAAAAAAAAAAAAAP/AABEIABAAEAMBIgACEQADEQD/2gAMAwEAAhEDEQA/AJ/AB//Z',
+  'base64',
+);
 
 /** Pool-clock estimates further off than this are treated as a bad clock and ignored. */
 const MAX_CLOCK_LEAD_MS = 60_000;
@@ -57,6 +66,8 @@ export class BrowserRecording {
   readonly #log: Logger;
   #timeline: Timeline;
   #encoder: PartEncoder | undefined;
+  /** Tick of the current part's first frame. */
+  #partTick = 0;
   #size: { width: number; height: number } | undefined;
   #seq: number;
   #feed: FrameFeed | undefined;
@@ -85,7 +96,7 @@ export class BrowserRecording {
   }
 
   get framesWritten(): number {
-    return this.#timeline.ticks;
+    return this.#timeline.frames;
   }
 
   start(): this {
@@ -104,15 +115,15 @@ export class BrowserRecording {
     return this;
   }
 
-  /** Tells the recording what time the pool's clock showed just now (e.g. from a lifecycle event). */
-  observeClock(poolMs: number): void {
+  /** Learns what time the pool's clock showed just now (from a fresh frame). */
+  #observeClock(poolMs: number): void {
     const lead = poolMs - this.#now();
     if (lead < MAX_CLOCK_LEAD_MS) this.#clockOffset = Math.max(this.#clockOffset, lead);
   }
 
   #onFrame(m: StreamFramesResponse): void {
     if (this.#done) return;
-    if (m.timestampMs > 0) this.observeClock(m.timestampMs);
+    if (m.timestampMs > 0) this.#observeClock(m.timestampMs);
     if (!m.jpeg.length) return;
     // A frame stamped far ahead of any clock we know would stretch the video: place it at "now".
     const ts = m.timestampMs - this.#now() > MAX_CLOCK_LEAD_MS ? this.#now() + Math.max(0, this.#clockOffset) : m.timestampMs;
@@ -131,15 +142,15 @@ export class BrowserRecording {
     this.#timeline.advanceTo(this.#now() + this.#clockOffset - (this.#o.flushLagMs ?? 500), this.#write);
   }
 
-  readonly #write = (jpeg: Buffer, count: number): void => {
+  readonly #write = (jpeg: Buffer, tick: number): void => {
     if (this.#encoder?.failed) this.#nextPart();
-    this.#encoder ??= this.#openPart(jpeg);
-    this.#encoder?.write(jpeg, count);
+    this.#encoder ??= this.#openPart(jpeg, tick);
+    this.#encoder?.write(jpeg, ((tick - this.#partTick) * 1000) / this.#timeline.fps);
   };
 
-  #openPart(firstJpeg: Buffer): PartEncoder | undefined {
+  #openPart(firstJpeg: Buffer, tick: number): PartEncoder | undefined {
     if (!this.#size) {
-      const px = jpegSize(firstJpeg);
+      const px = firstJpeg === BLACK_JPEG && this.#o.screen ? this.#o.screen : jpegSize(firstJpeg);
       if (!px) {
         this.#log.warn('first frame is not a readable JPEG; waiting for the next');
         return undefined;
@@ -152,12 +163,13 @@ export class BrowserRecording {
     fs.mkdirSync(dir, { recursive: true });
     const seq = this.#seq;
     const file = path.join(dir, `part-${String(seq).padStart(5, '0')}.ts`);
-    const startMs = this.#timeline.startMs + (this.#timeline.ticks * 1000) / this.#timeline.fps;
+    const startMs = this.#timeline.tickMs(tick);
+    this.#partTick = tick;
     this.#persist(() => this.#o.repo.addPart({ browserId: this.browserId, seq, startMs, fps: this.#o.settings.fps, file }));
     return new PartEncoder({ ...this.#o.settings, file, ...this.#size, logger: this.#log });
   }
 
-  /** ffmpeg died: what it wrote stays a part; the next ticks go to a new one. */
+  /** ffmpeg died: what it wrote stays a part; the next frames go to a new one. */
   #nextPart(): void {
     this.#encoder = undefined;
     this.#seq++;
@@ -172,6 +184,7 @@ export class BrowserRecording {
     if (this.#done) return;
     this.#done = true;
     this.#stopInputs();
+    if (!this.#timeline.hasFrame) this.#timeline.frame(BLACK_JPEG, this.#timeline.startMs, this.#write);
     this.#timeline.finish(stopMs, this.#write);
     await this.#encoder?.finish(60000);
     await this.#db;

@@ -1,9 +1,12 @@
 /**
  * Live view tokens: scoped to one browser of one project and one mode (interactive or
- * view-only), expiring, HMAC-signed. Format `<mode>.<projectId>.<exp>.<sig>`; the browser id is
- * signed but travels in the path. The project id travels in the token so the service can reach
- * the browser in the pool (every pool call is per project) without a lookup of its own.
+ * view-only), expiring, and opaque. The mode, project id and expiry travel encrypted and
+ * authenticated (AES-256-GCM under a key derived from the signing secret), bound to the browser
+ * id, which travels in the path: a holder learns nothing from the token, and a token changed in
+ * any way, or used for another browser, is refused. The project id is inside so the service can
+ * reach the browser in the pool (every pool call is per project) without a lookup of its own.
  */
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { Signer } from '../../common/src/signing.js';
 
 export type LiveViewMode = 'interactive' | 'view';
@@ -25,27 +28,45 @@ export interface LiveViewGrant {
 export type TokenVerdict = LiveViewGrant | { ok: false; reason: 'expired' | 'invalid' };
 
 const PROJECT_ID = /^[A-Za-z0-9_-]{1,64}$/;
-const TOKEN = /^(interactive|view)\.([A-Za-z0-9_-]{1,64})\.(\d{1,12})\.([A-Za-z0-9_-]{43})$/;
+const CLAIMS = /^(interactive|view)\.([A-Za-z0-9_-]{1,64})\.(\d{1,12})$/;
+const TOKEN = /^[A-Za-z0-9_-]{40,200}$/;
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
 
-function parts(browserId: string, projectId: string, mode: LiveViewMode): string[] {
-  return ['live-view', browserId, projectId, mode];
+/** The token key: the signing secret's MAC of a fixed label (the secret itself never leaves the Signer). */
+function key(signer: Signer): Buffer {
+  return Buffer.from(signer.sign(['live-view', 'token-key', 'v1'], 0), 'base64url');
 }
+
+const aad = (browserId: string) => Buffer.from(`live-view|${browserId}`);
 
 export function mintLiveViewToken(signer: Signer, projectId: string, browserId: string, mode: LiveViewMode, ttlSeconds: number): { token: string; expiresAtSec: number } {
   if (!PROJECT_ID.test(projectId)) throw new Error('project id cannot travel in a live view token');
   const exp = signer.expiry(ttlSeconds);
-  return { token: `${mode}.${projectId}.${exp}.${signer.sign(parts(browserId, projectId, mode), exp)}`, expiresAtSec: exp };
+  const iv = randomBytes(IV_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', key(signer), iv).setAAD(aad(browserId));
+  const sealed = Buffer.concat([cipher.update(`${mode}.${projectId}.${exp}`, 'utf8'), cipher.final()]);
+  return { token: Buffer.concat([iv, sealed, cipher.getAuthTag()]).toString('base64url'), expiresAtSec: exp };
 }
 
 /** The token's grant when it is valid for this browser; otherwise why not. */
 export function verifyLiveViewToken(signer: Signer, browserId: string, token: string): TokenVerdict {
-  const m = TOKEN.exec(token);
+  if (!TOKEN.test(token)) return { ok: false, reason: 'invalid' };
+  const raw = Buffer.from(token, 'base64url');
+  if (raw.length <= IV_BYTES + TAG_BYTES || raw.toString('base64url') !== token) return { ok: false, reason: 'invalid' };
+  let claims: string;
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', key(signer), raw.subarray(0, IV_BYTES)).setAAD(aad(browserId));
+    decipher.setAuthTag(raw.subarray(raw.length - TAG_BYTES));
+    claims = Buffer.concat([decipher.update(raw.subarray(IV_BYTES, raw.length - TAG_BYTES)), decipher.final()]).toString('utf8');
+  } catch {
+    return { ok: false, reason: 'invalid' };
+  }
+  const m = CLAIMS.exec(claims);
   if (!m) return { ok: false, reason: 'invalid' };
-  const mode = m[1] as LiveViewMode;
-  const projectId = m[2]!;
   const exp = Number(m[3]);
-  const verdict = signer.verify(parts(browserId, projectId, mode), exp, m[4]!);
-  return verdict === 'ok' ? { ok: true, mode, projectId, expiresAtSec: exp } : { ok: false, reason: verdict };
+  if (exp * 1000 <= signer.now()) return { ok: false, reason: 'expired' };
+  return { ok: true, mode: m[1] as LiveViewMode, projectId: m[2]!, expiresAtSec: exp };
 }
 
 export function liveViewUrl(baseUrl: string, browserId: string, token: string): string {

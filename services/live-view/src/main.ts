@@ -39,9 +39,19 @@ runMain('live-view', async () => {
     maxHeight: config.recordingMaxHeight,
   };
   const finalizer = new Finalizer({ repo, store, ffmpeg, dir: config.recordingDir, concurrency: config.recordingFinalizeConcurrency, logger });
-  const recorder = new Recorder({ repo, source: pool, finalizer, ffmpeg, settings, instanceId: config.instanceId, logger });
+  const recorder = new Recorder({
+    repo,
+    source: pool,
+    finalizer,
+    ffmpeg,
+    settings,
+    instanceId: config.instanceId,
+    logger,
+    reconcileMs: config.recordingReconcileSeconds * 1000,
+    lookbackMs: config.recordingLookbackHours * 3600_000,
+  });
   // Without recording, finished recordings are still served and unfinished ones still finalised.
-  await recorder.start(config.recordingEnabled ? bus.nc : undefined);
+  await recorder.start(bus.nc, config.recordingEnabled);
 
   const hub = new ViewerHub({ source: pool, logger, lingerMs: config.feedLingerMs, maxViewersPerBrowser: config.maxViewersPerBrowser });
   const http = createLiveViewHttp({

@@ -1,12 +1,16 @@
 /**
- * One ffmpeg child encoding one part of a recording: JPEG ticks in on stdin, H.264 (yuv420p) in
- * MPEG-TS out. MPEG-TS because a part cut off by a crash stays readable up to its last packet;
- * zerolatency because every frame then reaches the file at once (nothing waits in a lookahead).
+ * One ffmpeg child encoding one part of a recording: JPEG frames with their timestamps in on
+ * stdin (a live Matroska stream), H.264 (yuv420p) of variable frame rate in MPEG-TS out, so a
+ * frame that stays on screen is encoded once, however long it stays. MPEG-TS because a part cut
+ * off by a crash stays readable up to its last packet; zerolatency because every frame then
+ * reaches the file at once (nothing waits in a lookahead).
  * The child's pid is kept beside the part so a successor process can reap an orphan.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import type { Logger } from '../../common/src/logger.js';
+import { jpegSize } from './jpeg-size.js';
+import { mkvFrameHead, mkvHeader } from './mjpeg-mkv.js';
 
 export interface EncoderSettings {
   ffmpegPath: string;
@@ -28,9 +32,11 @@ export function encoderArgs(o: { fps: number; crf: number; preset: string; width
   const { width: w, height: h } = o;
   return [
     '-hide_banner', '-loglevel', 'error',
-    '-f', 'image2pipe', '-c:v', 'mjpeg', '-framerate', String(o.fps), '-i', 'pipe:0',
+    '-f', 'matroska', '-i', 'pipe:0',
     // Frames of another size (a resized window, another tab) are fitted in, never stretched.
     '-vf', `scale=${w}:${h}:force_original_aspect_ratio=decrease:flags=bilinear,pad=${w}:${h}:(ow-iw)/2:(oh-ih)/2:color=black,format=yuv420p`,
+    // Each frame keeps its timestamp: nothing is duplicated to fill a constant rate.
+    '-fps_mode', 'passthrough',
     '-c:v', 'libx264', '-preset', o.preset, '-tune', 'zerolatency', '-crf', String(o.crf), '-g', String(o.fps * 2), '-threads', '1', '-pix_fmt', 'yuv420p',
     '-f', 'mpegts', '-muxdelay', '0', '-muxpreload', '0', '-flush_packets', '1', '-y', o.file,
   ];
@@ -81,12 +87,15 @@ export class PartEncoder {
     return this.#child.stdin!.writableLength > (this.#o.maxBacklogBytes ?? 32 * 1024 * 1024);
   }
 
-  /** Queues `count` copies of a JPEG (the same buffer; nothing is copied). */
-  write(jpeg: Buffer, count: number): void {
+  /** Queues a JPEG shown from `atMs` after the part's start (until the next one). */
+  write(jpeg: Buffer, atMs: number): void {
     if (this.#failed || this.#finishing) return;
     const stdin = this.#child.stdin!;
-    for (let i = 0; i < count; i++) stdin.write(jpeg);
-    this.#framesQueued += count;
+    // The track says the first frame's size: a mismatch there loses that frame in ffmpeg.
+    if (this.#framesQueued === 0) stdin.write(mkvHeader({ ...(jpegSize(jpeg) ?? this.#o), fps: this.#o.fps }));
+    stdin.write(mkvFrameHead(atMs, jpeg.length));
+    stdin.write(jpeg);
+    this.#framesQueued++;
   }
 
   /** Closes the input and waits for ffmpeg to write the rest; kills it after `timeoutMs`. */

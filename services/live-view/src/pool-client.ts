@@ -23,6 +23,8 @@ export interface FrameSource {
   /** The browser, or undefined when the pool does not know it (in this project). */
   getBrowser(projectId: string, browserId: string): Promise<Browser | undefined>;
   dispatchInput(req: DispatchInputRequest): Promise<void>;
+  /** One page of the browsers of every project that are active or stopped since `stoppedSince` (ISO-8601). */
+  listRecordable(stoppedSince: string, cursor: string): Promise<{ items: Browser[]; nextCursor: string }>;
   close(): void;
 }
 
@@ -56,6 +58,10 @@ export function createPoolClient(address: string, deadlineMs: number, token: Int
     },
     async dispatchInput(req) {
       await unary.api.dispatchInput(req);
+    },
+    async listRecordable(stoppedSince, cursor) {
+      const res = await unary.api.listRecordableBrowsers({ stoppedSince, limit: 0, cursor });
+      return { items: res.items, nextCursor: res.nextCursor };
     },
     close() {
       unary.close();

@@ -29,6 +29,9 @@ export class FakePool {
   readonly inputs: DispatchInputRequest[] = [];
   status = BrowserStatus.BROWSER_STATUS_ACTIVE;
   stoppedAtMs: number | undefined;
+  createdAtMs = Date.now();
+  /** False: the browser is left out of ListRecordableBrowsers (only events tell of it). */
+  listed = true;
   readonly server: GrpcServer;
   /** The credential the fake requires, as the real pool does. */
   readonly token = InternalToken.generate();
@@ -56,8 +59,11 @@ export class FakePool {
             },
             getBrowser: async (req) => {
               known(req);
-              const stoppedAt = this.stoppedAtMs !== undefined ? new Date(this.stoppedAtMs).toISOString() : undefined;
-              return { browser: Browser.fromPartial({ id: this.browserId, projectId: this.projectId, status: this.status, stoppedAt }) };
+              return { browser: this.browser() };
+            },
+            listRecordableBrowsers: async (req) => {
+              const recent = this.status === BrowserStatus.BROWSER_STATUS_ACTIVE || (this.stoppedAtMs ?? 0) >= Date.parse(req.stoppedSince || '9999-01-01');
+              return { items: this.listed && recent && (!req.cursor || req.cursor < this.browserId) ? [this.browser()] : [], nextCursor: '' };
             },
             dispatchInput: async (req) => {
               known(req);
@@ -69,6 +75,11 @@ export class FakePool {
         ),
       },
     ], this.token);
+  }
+
+  browser(): Browser {
+    const stoppedAt = this.stoppedAtMs !== undefined ? new Date(this.stoppedAtMs).toISOString() : undefined;
+    return Browser.fromPartial({ id: this.browserId, projectId: this.projectId, status: this.status, stoppedAt, createdAt: new Date(this.createdAtMs).toISOString(), screenWidth: 1280, screenHeight: 800 });
   }
 
   /** Streams still open, oldest first. */

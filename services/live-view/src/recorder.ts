@@ -1,19 +1,27 @@
 /**
- * Records every browser from `ats.browser.<id>.started` to `.stopped`. A browser is claimed in
- * the database on its start (so it is recorded once, and resumed by this instance after a
- * restart); its end comes from the `stopped` event or, if that is lost, from its frame stream
- * ending with the pool saying it stopped. On start, recordings left `recording` are resumed
- * (the gap while nobody recorded shows the last frame, so the video still lasts wall time) or,
- * when their browser stopped meanwhile, closed and finalised; `finalizing` ones are finalised.
+ * Records every browser of the pool from its creation to its stop. The pool is the source of
+ * truth: on start and every `reconcileMs` the recorder lists the browsers that are active or
+ * stopped since it last looked, and takes on each it has no recording of; the
+ * `ats.browser.<id>.{started,stopped}` events only make it quicker. A browser is claimed in the
+ * database (so it is recorded once, and resumed by this instance after a restart); its video
+ * begins at the browser's creation as the pool recorded it, so a recorder that learns of a browser
+ * late still makes a video as long as the browser lived (the first picture stands for the time
+ * before), and a browser that stopped before anyone recorded it gets a still picture for its whole
+ * life. Its end comes from the `stopped` event or, if that is lost, from its frame stream ending
+ * with the pool saying it stopped. On start, recordings left `recording` are resumed (the gap while
+ * nobody recorded shows the last frame, so the video still lasts wall time) or, when their browser
+ * stopped meanwhile, closed and finalised; `finalizing` ones are finalised.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import type { NatsConnection } from '../../common/src/bus.js';
 import { RemoteError } from '../../common/src/errors.js';
 import type { Logger } from '../../common/src/logger.js';
+import type { Browser } from '../../../gen/ats/browserpool/v1/browser_pool.js';
 import { BrowserRecording, type RecordingSettings } from './browser-recording.js';
 import type { Ffmpeg } from './ffmpeg.js';
 import type { FeedEnd } from './frame-feed.js';
+import { fitEven } from './jpeg-size.js';
 import { reapOrphanEncoders } from './part-encoder.js';
 import { isActive, type FrameSource } from './pool-client.js';
 import type { RecordingRepository, RecordingRow } from './recording.repository.js';
@@ -30,6 +38,10 @@ export interface RecorderOptions {
   now?: () => number;
   /** Longest gap filled with the last frame when a recording resumes (longer ones are cut). */
   maxGapMs?: number;
+  /** How often the pool is asked for browsers the events did not tell of; 0: only at start. */
+  reconcileMs?: number;
+  /** How far back the first look at the pool takes on stopped browsers nobody recorded. */
+  lookbackMs?: number;
 }
 
 interface BrowserEvent {
@@ -58,6 +70,9 @@ export class Recorder {
   readonly #active = new Map<string, BrowserRecording>();
   readonly #lanes = new Map<string, Promise<void>>();
   readonly #resumeTimers = new Set<NodeJS.Timeout>();
+  #reconcileTimer: NodeJS.Timeout | undefined;
+  /** Our clock when the last complete look at the pool began. */
+  #reconciledAt: number | undefined;
   #unsubscribe: (() => void) | undefined;
   #stopping: Promise<void> | undefined;
 
@@ -71,12 +86,15 @@ export class Recorder {
     return this.#active.size;
   }
 
-  /** Cleans up after a predecessor, resumes its recordings and starts following lifecycle events. */
-  async start(nc: NatsConnection | undefined): Promise<void> {
+  /**
+   * Cleans up after a predecessor and resumes its recordings; with `record`, takes on every
+   * browser of the pool and follows lifecycle events (from `nc`, when there is a bus).
+   */
+  async start(nc: NatsConnection | undefined, record = true): Promise<void> {
     fs.mkdirSync(this.#o.settings.dir, { recursive: true });
     reapOrphanEncoders(this.#o.settings.dir, this.#o.logger);
     await this.#removeStrays();
-    if (nc) {
+    if (nc && record) {
       const sub = nc.subscribe('ats.browser.*.*', {
         callback: (err, msg) => {
           if (err) return;
@@ -89,6 +107,38 @@ export class Recorder {
     }
     for (const row of await this.#o.repo.listByState(this.#o.instanceId, ['finalizing'])) this.#o.finalizer.enqueue(row.browserId);
     for (const row of await this.#o.repo.listByState(this.#o.instanceId, ['recording'])) this.#lane(row.browserId, () => this.#resume(row));
+    // In the background: a pool that is down must not hold up the start.
+    if (record) void this.#reconcileLoop();
+  }
+
+  async #reconcileLoop(): Promise<void> {
+    try {
+      await this.reconcile();
+    } catch (err) {
+      this.#o.logger.warn({ code: err instanceof RemoteError ? err.code : undefined, err: err instanceof RemoteError ? err.message : err }, 'browser pool not listed; trying again later');
+    }
+    const every = this.#o.reconcileMs ?? 5000;
+    if (every > 0 && !this.#stopping) {
+      this.#reconcileTimer = setTimeout(() => void this.#reconcileLoop(), every);
+      this.#reconcileTimer.unref();
+    }
+  }
+
+  /** Takes on every browser the pool has active, or stopped since the last look, that has no recording yet. */
+  async reconcile(): Promise<void> {
+    const began = this.#now();
+    // A margin for the two clocks and for browsers stopping while the last look ran.
+    const since = this.#reconciledAt === undefined ? began - (this.#o.lookbackMs ?? 24 * 3600_000) : this.#reconciledAt - 60_000;
+    let cursor = '';
+    do {
+      const page = await this.#o.source.listRecordable(new Date(since).toISOString(), cursor);
+      const known = await this.#o.repo.existing(page.items.map((b) => b.id));
+      for (const b of page.items) {
+        if (!known.has(b.id) && !this.#active.has(b.id)) void this.#lane(b.id, () => this.#adopt(b));
+      }
+      cursor = page.nextCursor;
+    } while (cursor && !this.#stopping);
+    this.#reconciledAt = began;
   }
 
   /** Deletes part folders no unfinished recording refers to (a crash between steps leaves them). */
@@ -104,7 +154,7 @@ export class Recorder {
   }
 
   onStopped(e: BrowserEvent): void {
-    this.#lane(e.browserId, () => this.#stopped(e.browserId, e.tsMs));
+    this.#lane(e.browserId, () => this.#stopped(e.browserId, e.tsMs, e.projectId));
   }
 
   /** Runs per-browser work in order (a stop never overtakes its start). */
@@ -122,14 +172,37 @@ export class Recorder {
     if (this.#active.has(e.browserId)) return;
     // A shared NATS may carry another deployment's browsers: record only what our pool knows.
     const b = await this.#getBrowserPatiently(e.projectId, e.browserId);
-    if (!isActive(b)) return;
-    if (!(await this.#o.repo.claim({ browserId: e.browserId, projectId: e.projectId, instanceId: this.#o.instanceId, startedAtMs: e.tsMs }))) {
-      const row = await this.#o.repo.get(e.browserId);
+    if (b) await this.#adopt(b);
+  }
+
+  /** Records a browser of the pool from its creation: follows it while active, else a still picture for its life. */
+  async #adopt(b: Browser): Promise<void> {
+    if (this.#active.has(b.id)) return;
+    const createdMs = Date.parse(b.createdAt);
+    const startMs = Math.max(Number.isFinite(createdMs) ? createdMs : this.#now(), this.#now() - (this.#o.maxGapMs ?? 4 * 3600_000));
+    if (!(await this.#o.repo.claim({ browserId: b.id, projectId: b.projectId, instanceId: this.#o.instanceId, startedAtMs: startMs }))) {
+      const row = await this.#o.repo.get(b.id);
       if (row?.state === 'recording' && row.instanceId === this.#o.instanceId) await this.#resume(row);
       return;
     }
-    this.#begin({ browserId: e.browserId, projectId: e.projectId, startMs: e.tsMs, size: undefined, seq: 1 }).observeClock(e.tsMs);
-    this.#o.logger.info({ browserId: e.browserId }, 'recording started');
+    const screen = screenOf(b, this.#o.settings);
+    if (isActive(b)) {
+      // The pool's clock is learnt from the frames (its creation time says nothing of the clock now).
+      this.#begin({ browserId: b.id, projectId: b.projectId, startMs, size: undefined, screen, seq: 1 });
+      this.#o.logger.info({ browserId: b.id, lateMs: Math.max(0, this.#now() - startMs) }, 'recording started');
+      return;
+    }
+    // It stopped before anyone recorded it: its video is one still picture for its whole life.
+    const stopMs = Math.max(startMs, b.stoppedAt ? Date.parse(b.stoppedAt) : startMs);
+    await this.#pad({ browserId: b.id, projectId: b.projectId, size: undefined, screen, startMs, seq: 1 }, stopMs);
+    if (await this.#o.repo.markStopped(b.id, stopMs)) this.#o.finalizer.enqueue(b.id);
+    this.#o.logger.info({ browserId: b.id, wallMs: stopMs - startMs }, 'browser stopped before it was recorded; a still picture stands for it');
+  }
+
+  /** Writes one still picture (the seed, else black) from `startMs` to `stopMs` as a part. */
+  async #pad(r: { browserId: string; projectId: string; size: { width: number; height: number } | undefined; screen: { width: number; height: number } | undefined; startMs: number; seq: number; seed?: Buffer | undefined }, stopMs: number): Promise<void> {
+    const pad = new BrowserRecording({ ...r, repo: this.#o.repo, source: this.#o.source, settings: this.#o.settings, logger: this.#o.logger, follow: false });
+    await pad.end(stopMs);
   }
 
   /** GetBrowser, retried a few times while the pool is briefly unreachable. */
@@ -144,7 +217,7 @@ export class Recorder {
     }
   }
 
-  #begin(r: { browserId: string; projectId: string; startMs: number; size: { width: number; height: number } | undefined; seq: number; seed?: Buffer | undefined }): BrowserRecording {
+  #begin(r: { browserId: string; projectId: string; startMs: number; size: { width: number; height: number } | undefined; screen?: { width: number; height: number } | undefined; seq: number; seed?: Buffer | undefined }): BrowserRecording {
     const rec = new BrowserRecording({
       ...r,
       repo: this.#o.repo,
@@ -165,13 +238,19 @@ export class Recorder {
     this.#lane(browserId, () => this.#stopped(browserId, stopMs));
   }
 
-  async #stopped(browserId: string, stopMs: number): Promise<void> {
+  async #stopped(browserId: string, stopMs: number, projectId?: string): Promise<void> {
     const rec = this.#active.get(browserId);
     if (rec) {
       this.#active.delete(browserId);
       await rec.end(stopMs);
     } else {
       const row = await this.#o.repo.get(browserId);
+      if (!row && projectId) {
+        // Stopped before we heard it start (or the start was lost): it still gets its recording.
+        const b = await this.#getBrowserPatiently(projectId, browserId);
+        if (b) await this.#adopt(b);
+        return;
+      }
       if (row?.state !== 'recording' || row.instanceId !== this.#o.instanceId) return;
     }
     if (await this.#o.repo.markStopped(browserId, stopMs)) {
@@ -203,23 +282,11 @@ export class Recorder {
       this.#o.logger.info({ browserId: row.browserId, gapMs: Math.max(0, this.#now() - endMs) }, 'recording resumed');
       return;
     }
-    // It stopped while nobody recorded: show the last frame until it stopped, then finalise.
+    // It stopped while nobody recorded: show the last frame (black when there was none) until it stopped, then finalise.
     const stopMs = b?.stoppedAt ? Date.parse(b.stoppedAt) : endMs;
-    if (seed && stopMs > endMs) {
-      const pad = new BrowserRecording({
-        browserId: row.browserId,
-        projectId: row.projectId,
-        size: sizeOf(row),
-        repo: this.#o.repo,
-        source: this.#o.source,
-        settings: this.#o.settings,
-        logger: this.#o.logger,
-        startMs: endMs,
-        seed,
-        seq: nextSeq,
-        follow: false,
-      });
-      await pad.end(Math.min(stopMs, endMs + (this.#o.maxGapMs ?? 4 * 3600_000)));
+    if (stopMs > endMs) {
+      const screen = b ? screenOf(b, this.#o.settings) : undefined;
+      await this.#pad({ browserId: row.browserId, projectId: row.projectId, size: sizeOf(row), screen, startMs: endMs, seed, seq: nextSeq }, Math.min(stopMs, endMs + (this.#o.maxGapMs ?? 4 * 3600_000)));
     }
     if (await this.#o.repo.markStopped(row.browserId, stopMs)) this.#o.finalizer.enqueue(row.browserId);
   }
@@ -236,22 +303,24 @@ export class Recorder {
         continue;
       }
       const seed = await this.#o.ffmpeg.lastFrame(p.file, path.join(path.dirname(p.file), 'last-frame.jpg'));
-      return { endMs: p.startMs + (frames * 1000) / p.fps, seed, nextSeq };
+      // Frames have their own times (a still screen is one frame): the part ends where its video does.
+      const durationMs = await this.#o.ffmpeg.durationMs(p.file).catch(() => (frames * 1000) / p.fps);
+      return { endMs: p.startMs + (Number.isFinite(durationMs) ? durationMs : (frames * 1000) / p.fps), seed, nextSeq };
     }
     return { endMs: row.startedAtMs, seed: undefined, nextSeq };
   }
 
   /**
-   * The recording of a browser as GetRecording reports it. A browser the pool has active but
-   * this service never heard of (a lost event) is adopted and recorded from now on.
+   * The recording of a browser as GetRecording reports it. A browser of the pool this service
+   * has not taken on yet (between two looks at the pool) is taken on now.
    */
   async status(projectId: string, browserId: string, adopt: boolean): Promise<RecordingRow | undefined> {
     const row = await this.#o.repo.get(browserId);
     if (row) return row.projectId === projectId ? row : undefined;
     if (!adopt || this.#stopping) return undefined;
     const b = await this.#o.source.getBrowser(projectId, browserId);
-    if (!isActive(b)) return undefined;
-    await this.#lane(browserId, () => this.#started({ browserId, projectId, tsMs: this.#now() }));
+    if (!b) return undefined;
+    await this.#lane(browserId, () => this.#adopt(b));
     const adopted = await this.#o.repo.get(browserId);
     return adopted?.projectId === projectId ? adopted : undefined;
   }
@@ -260,6 +329,7 @@ export class Recorder {
   stop(): Promise<void> {
     this.#stopping ??= (async () => {
       this.#unsubscribe?.();
+      clearTimeout(this.#reconcileTimer);
       for (const t of this.#resumeTimers) clearTimeout(t);
       this.#resumeTimers.clear();
       await Promise.allSettled([...this.#lanes.values()]);
@@ -268,6 +338,11 @@ export class Recorder {
     })();
     return this.#stopping;
   }
+}
+
+/** The browser's screen fitted to the recording's bounds; undefined when the pool gave none. */
+function screenOf(b: Browser, s: RecordingSettings): { width: number; height: number } | undefined {
+  return b.screenWidth > 0 && b.screenHeight > 0 ? fitEven(b.screenWidth, b.screenHeight, s.maxWidth, s.maxHeight) : undefined;
 }
 
 function sizeOf(row: RecordingRow): { width: number; height: number } | undefined {

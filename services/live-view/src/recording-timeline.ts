@@ -1,37 +1,49 @@
 /**
- * Turns frames that come only when the screen changes into a constant-rate video whose length
- * is wall time: tick k (at start + k/fps) shows the newest frame whose timestamp is not after
- * it, so the last frame is repeated across gaps. Ticks before the first frame show the first
- * frame (or the seed, when a part continues an earlier one). Pure: it only says what to write.
+ * Places frames that come only when the screen changes on a video of variable frame rate whose
+ * length is wall time. Time is cut in ticks (start + k/fps); tick k shows the newest frame whose
+ * timestamp is not after it, but only the ticks where the picture changes are written, so a still
+ * screen costs nothing to encode. The first frame (or the seed, when a part continues an earlier
+ * one) shows from tick 0; `finish` writes the last picture once more at the last tick, so the
+ * video lasts up to the stop. Pure: it only says what to write, and at which tick.
  */
 
-/** Receives `count` copies of one JPEG, in order. */
-export type TickWriter = (jpeg: Buffer, count: number) => void;
+/** Receives one frame, on screen from tick `tick` until the next frame written. */
+export type FrameWriter = (jpeg: Buffer, tick: number) => void;
 
 export class Timeline {
   readonly startMs: number;
   readonly fps: number;
-  #written = 0;
-  #current: Buffer | undefined;
+  /** The newest frame, not written yet, and the tick it shows from. */
+  #pending: { jpeg: Buffer; tick: number } | undefined;
+  #last: Buffer | undefined;
+  #lastTick = -1;
+  /** Ticks before this one are written and final. */
+  #settled = 0;
+  #frames = 0;
 
   constructor(startMs: number, fps: number, seed?: Buffer) {
     this.startMs = startMs;
     this.fps = fps;
-    this.#current = seed;
+    if (seed) this.#pending = { jpeg: seed, tick: 0 };
   }
 
-  /** Ticks written so far. */
-  get ticks(): number {
-    return this.#written;
+  /** Frames written so far. */
+  get frames(): number {
+    return this.#frames;
   }
 
-  /** The moment the video written so far ends. */
+  /** The moment the video written so far ends (its last frame lasting one tick). */
   get endMs(): number {
-    return this.startMs + (this.#written * 1000) / this.fps;
+    return this.tickMs(this.#lastTick + 1);
   }
 
   get hasFrame(): boolean {
-    return this.#current !== undefined;
+    return this.#pending !== undefined || this.#last !== undefined;
+  }
+
+  /** The moment tick `tick` shows. */
+  tickMs(tick: number): number {
+    return this.startMs + (tick * 1000) / this.fps;
   }
 
   /** Ticks strictly before `ms`. */
@@ -39,27 +51,39 @@ export class Timeline {
     return Math.max(0, Math.ceil(((ms - this.startMs) * this.fps) / 1000 - 1e-9));
   }
 
-  #fill(upTo: number, write: TickWriter): void {
-    const n = upTo - this.#written;
-    if (n <= 0 || !this.#current) return;
-    write(this.#current, n);
-    this.#written = upTo;
+  #writePending(before: number, write: FrameWriter): void {
+    this.#settled = Math.max(this.#settled, before);
+    const p = this.#pending;
+    if (!p || p.tick >= before) return;
+    write(p.jpeg, p.tick);
+    this.#last = p.jpeg;
+    this.#lastTick = p.tick;
+    this.#frames++;
+    this.#pending = undefined;
   }
 
-  /** A frame on screen from `tsMs`: the ticks before it get what was on screen until then. */
-  frame(jpeg: Buffer, tsMs: number, write: TickWriter): void {
-    if (!this.#current) this.#current = jpeg; // nothing earlier to show: the first frame fills the start
-    this.#fill(this.#ticksBefore(tsMs), write);
-    this.#current = jpeg;
+  /** A frame on screen from `tsMs`. */
+  frame(jpeg: Buffer, tsMs: number, write: FrameWriter): void {
+    // Nothing earlier to show: the first frame fills the start.
+    const tick = this.hasFrame ? Math.max(this.#ticksBefore(tsMs), this.#lastTick + 1, this.#settled) : 0;
+    this.#writePending(tick, write);
+    // Two frames for one tick: the newer one is shown.
+    this.#pending = { jpeg, tick: Math.max(tick, this.#pending?.tick ?? 0) };
   }
 
-  /** Nothing before `tsMs` will change any more: writes those ticks. */
-  advanceTo(tsMs: number, write: TickWriter): void {
-    this.#fill(this.#ticksBefore(tsMs), write);
+  /** Nothing before `tsMs` will change any more: writes the frame shown then, if it is new. */
+  advanceTo(tsMs: number, write: FrameWriter): void {
+    this.#writePending(this.#ticksBefore(tsMs), write);
   }
 
-  /** Ends the video at `tsMs` (rounded to the nearest tick), repeating the last frame. */
-  finish(tsMs: number, write: TickWriter): void {
-    this.#fill(Math.max(0, Math.round(((tsMs - this.startMs) * this.fps) / 1000)), write);
+  /** Ends the video at `tsMs` (rounded to the nearest tick, at least one tick long), showing the last frame up to then. */
+  finish(tsMs: number, write: FrameWriter): void {
+    const end = Math.max(1, Math.round(((tsMs - this.startMs) * this.fps) / 1000));
+    this.#writePending(end, write);
+    if (this.#last && this.#lastTick < end - 1) {
+      write(this.#last, end - 1);
+      this.#lastTick = end - 1;
+      this.#frames++;
+    }
   }
 }

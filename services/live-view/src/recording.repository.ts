@@ -115,6 +115,13 @@ export class RecordingRepository {
     return r ? recording(r) : undefined;
   }
 
+  /** Which of these browsers have a recording row (in any state). */
+  async existing(browserIds: string[]): Promise<Set<string>> {
+    if (!browserIds.length) return new Set();
+    const rows = await this.#knex('recordings').whereIn('browser_id', browserIds).select('browser_id');
+    return new Set(rows.map((r: { browser_id: string }) => r.browser_id));
+  }
+
   /** Rows of this instance in the given states, oldest first. */
   async listByState(instanceId: string, states: RecordingStateName[]): Promise<RecordingRow[]> {
     return (await this.#knex('recordings').where({ instance_id: instanceId }).whereIn('state', states).orderBy('created_at')).map(recording);

@@ -608,6 +608,24 @@ export interface ListBrowsersResponse {
   hasMore: boolean;
 }
 
+/** Request of ListRecordableBrowsers. */
+export interface ListRecordableBrowsersRequest {
+  /** Also browsers stopped at or after this time (ISO-8601); empty: active ones only. */
+  stoppedSince: string;
+  /** Page size (1..1000; 0 means 500). */
+  limit: number;
+  /** Opaque cursor from a previous next_cursor; empty for the first page. */
+  cursor: string;
+}
+
+/** Response of ListRecordableBrowsers. */
+export interface ListRecordableBrowsersResponse {
+  /** Browsers of this page. */
+  items: Browser[];
+  /** Cursor of the next page; empty when there is none. */
+  nextCursor: string;
+}
+
 /** Request of StopBrowser. */
 export interface StopBrowserRequest {
   /** Calling project. */
@@ -3025,6 +3043,200 @@ export const ListBrowsersResponse: MessageFns<ListBrowsersResponse> = {
     message.items = object.items?.map((e) => Browser.fromPartial(e)) || [];
     message.nextCursor = object.nextCursor ?? "";
     message.hasMore = object.hasMore ?? false;
+    return message;
+  },
+};
+
+function createBaseListRecordableBrowsersRequest(): ListRecordableBrowsersRequest {
+  return { stoppedSince: "", limit: 0, cursor: "" };
+}
+
+export const ListRecordableBrowsersRequest: MessageFns<ListRecordableBrowsersRequest> = {
+  encode(message: ListRecordableBrowsersRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.stoppedSince !== "") {
+      writer.uint32(10).string(message.stoppedSince);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(16).int32(message.limit);
+    }
+    if (message.cursor !== "") {
+      writer.uint32(26).string(message.cursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListRecordableBrowsersRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListRecordableBrowsersRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.stoppedSince = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListRecordableBrowsersRequest {
+    return {
+      stoppedSince: isSet(object.stoppedSince)
+        ? globalThis.String(object.stoppedSince)
+        : isSet(object.stopped_since)
+        ? globalThis.String(object.stopped_since)
+        : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
+    };
+  },
+
+  toJSON(message: ListRecordableBrowsersRequest): unknown {
+    const obj: any = {};
+    if (message.stoppedSince !== "") {
+      obj.stoppedSince = message.stoppedSince;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.cursor !== "") {
+      obj.cursor = message.cursor;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListRecordableBrowsersRequest>): ListRecordableBrowsersRequest {
+    return ListRecordableBrowsersRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListRecordableBrowsersRequest>): ListRecordableBrowsersRequest {
+    const message = createBaseListRecordableBrowsersRequest();
+    message.stoppedSince = object.stoppedSince ?? "";
+    message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? "";
+    return message;
+  },
+};
+
+function createBaseListRecordableBrowsersResponse(): ListRecordableBrowsersResponse {
+  return { items: [], nextCursor: "" };
+}
+
+export const ListRecordableBrowsersResponse: MessageFns<ListRecordableBrowsersResponse> = {
+  encode(message: ListRecordableBrowsersResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.items) {
+      Browser.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextCursor !== "") {
+      writer.uint32(18).string(message.nextCursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListRecordableBrowsersResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListRecordableBrowsersResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.items.push(Browser.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListRecordableBrowsersResponse {
+    return {
+      items: globalThis.Array.isArray(object?.items) ? object.items.map((e: any) => Browser.fromJSON(e)) : [],
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : "",
+    };
+  },
+
+  toJSON(message: ListRecordableBrowsersResponse): unknown {
+    const obj: any = {};
+    if (message.items?.length) {
+      obj.items = message.items.map((e) => Browser.toJSON(e));
+    }
+    if (message.nextCursor !== "") {
+      obj.nextCursor = message.nextCursor;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListRecordableBrowsersResponse>): ListRecordableBrowsersResponse {
+    return ListRecordableBrowsersResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListRecordableBrowsersResponse>): ListRecordableBrowsersResponse {
+    const message = createBaseListRecordableBrowsersResponse();
+    message.items = object.items?.map((e) => Browser.fromPartial(e)) || [];
+    message.nextCursor = object.nextCursor ?? "";
     return message;
   },
 };
@@ -5663,6 +5875,22 @@ export const BrowserPoolServiceService = {
       Buffer.from(ListBrowsersResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListBrowsersResponse => ListBrowsersResponse.decode(value),
   },
+  /**
+   * ListRecordableBrowsers lists the browsers of every project that are active or stopped
+   * recently, for the recorder to learn of each (cdp_url and live_view_url unset), by id.
+   */
+  listRecordableBrowsers: {
+    path: "/ats.browserpool.v1.BrowserPoolService/ListRecordableBrowsers" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListRecordableBrowsersRequest): Buffer =>
+      Buffer.from(ListRecordableBrowsersRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListRecordableBrowsersRequest => ListRecordableBrowsersRequest.decode(value),
+    responseSerialize: (value: ListRecordableBrowsersResponse): Buffer =>
+      Buffer.from(ListRecordableBrowsersResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListRecordableBrowsersResponse =>
+      ListRecordableBrowsersResponse.decode(value),
+  },
   /** StopBrowser saves profile state (where it can), kills the process group; idempotent. */
   stopBrowser: {
     path: "/ats.browserpool.v1.BrowserPoolService/StopBrowser" as const,
@@ -5835,6 +6063,11 @@ export interface BrowserPoolServiceServer extends UntypedServiceImplementation {
   getBrowser: handleUnaryCall<GetBrowserRequest, GetBrowserResponse>;
   /** ListBrowsers lists browsers, newest first. */
   listBrowsers: handleUnaryCall<ListBrowsersRequest, ListBrowsersResponse>;
+  /**
+   * ListRecordableBrowsers lists the browsers of every project that are active or stopped
+   * recently, for the recorder to learn of each (cdp_url and live_view_url unset), by id.
+   */
+  listRecordableBrowsers: handleUnaryCall<ListRecordableBrowsersRequest, ListRecordableBrowsersResponse>;
   /** StopBrowser saves profile state (where it can), kills the process group; idempotent. */
   stopBrowser: handleUnaryCall<StopBrowserRequest, StopBrowserResponse>;
   /** ReleaseBrowser ends a run's use of a browser and saves its profile; the browser stays active. */
@@ -5920,6 +6153,25 @@ export interface BrowserPoolServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListBrowsersResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * ListRecordableBrowsers lists the browsers of every project that are active or stopped
+   * recently, for the recorder to learn of each (cdp_url and live_view_url unset), by id.
+   */
+  listRecordableBrowsers(
+    request: ListRecordableBrowsersRequest,
+    callback: (error: ServiceError | null, response: ListRecordableBrowsersResponse) => void,
+  ): ClientUnaryCall;
+  listRecordableBrowsers(
+    request: ListRecordableBrowsersRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListRecordableBrowsersResponse) => void,
+  ): ClientUnaryCall;
+  listRecordableBrowsers(
+    request: ListRecordableBrowsersRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListRecordableBrowsersResponse) => void,
   ): ClientUnaryCall;
   /** StopBrowser saves profile state (where it can), kills the process group; idempotent. */
   stopBrowser(
