@@ -12,7 +12,7 @@
  * starting, and a browser that arrives for a run stopped meanwhile is stopped at once.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
-import { StopReason } from '../../../gen/ats/browserpool/v1/browser_pool.js';
+import { BrowserStatus, StopReason } from '../../../gen/ats/browserpool/v1/browser_pool.js';
 import { RemoteError, Status } from '../../common/src/errors.js';
 import type { Logger } from '../../common/src/logger.js';
 import { RunStopped } from './agents/browser-agent.js';
@@ -47,6 +47,8 @@ export interface BrowserCapacityDeps {
 }
 
 const CREATE_DEADLINE_MS = 60000;
+/** How long a follow-up waits for the session's previous run to give its browser back. */
+const KEPT_HANDOVER_MS = 15000;
 
 /** Resolves with `p`, or rejects with RunStopped as soon as `signal` aborts (`p` goes on). */
 function unlessStopped<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
@@ -149,13 +151,22 @@ export class BrowserCapacity {
    * Gives the session's kept browser to the run (so it is neither reclaimed nor idle-reaped while
    * the run uses it); undefined when it was stopped or reclaimed meanwhile.
    */
-  async claimKept(run: RunRow, browserId: string): Promise<ProvisionedBrowser | undefined> {
-    try {
-      const { browser } = await this.#d.clients.browserPool.api.claimBrowser({ projectId: run.projectId, browserId, runId: run.id });
-      return { id: browser!.id, liveViewUrl: browser!.liveViewUrl };
-    } catch (err) {
-      if (err instanceof RemoteError && (err.code === Status.FAILED_PRECONDITION || err.code === Status.NOT_FOUND)) return undefined;
-      throw err;
+  async claimKept(run: RunRow, browserId: string, signal: AbortSignal): Promise<ProvisionedBrowser | undefined> {
+    const api = this.#d.clients.browserPool.api;
+    // The session's previous run may still be giving the browser back (it reads completed a moment before).
+    const until = Date.now() + KEPT_HANDOVER_MS;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const { browser } = await api.claimBrowser({ projectId: run.projectId, browserId, runId: run.id });
+        return { id: browser!.id, liveViewUrl: browser!.liveViewUrl };
+      } catch (err) {
+        if (!(err instanceof RemoteError && (err.code === Status.FAILED_PRECONDITION || err.code === Status.NOT_FOUND))) throw err;
+        if (err.code === Status.NOT_FOUND || Date.now() >= until) return undefined;
+        const { browser } = await api.getBrowser({ projectId: run.projectId, browserId });
+        if (browser?.status !== BrowserStatus.BROWSER_STATUS_ACTIVE) return undefined; // stopped or reclaimed
+        await sleep(Math.min(50 * 2 ** attempt, 1000), signal);
+        if (signal.aborted) throw new RunStopped();
+      }
     }
   }
 

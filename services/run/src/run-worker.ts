@@ -96,7 +96,7 @@ export class RunWorker {
     const { repo, capacity } = this.#d;
     const session = run.agent === 'browser-agent' ? await repo.session(run.projectId, run.agent, run.sessionId) : undefined;
     if (session?.browserId) {
-      const kept = await capacity.claimKept(run, session.browserId);
+      const kept = await capacity.claimKept(run, session.browserId, signal);
       if (kept) return kept;
       await repo.closeSession(run.sessionId, 'browser stopped');
       throw new ModelError("The session's browser was stopped, so the session is closed; start a new conversation");
