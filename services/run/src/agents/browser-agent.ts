@@ -228,7 +228,8 @@ export async function runBrowserAgent(input: BrowserAgentInput): Promise<string>
         }
         const actionMs = Date.now() - actionStarted;
         memory.url = page.url();
-        memory.title = await page.title().catch(() => '');
+        // Bounded: mid-navigation a title waits for the next document.
+        memory.title = await Promise.race([page.title().catch(() => ''), new Promise<string>((r) => setTimeout(() => r(''), 2000).unref())]);
         const said = dialogs.take();
         const rest = actions.length - i - 1;
         const changed = page !== before.page || navigated > 0 || page.url() !== before.url;

@@ -4,7 +4,7 @@
  * the steps so far as the model noted them (compacted past a budget), the loop's notes and the
  * page state. Failures become ModelErrors the loop reports back; a call never outlives its timeout.
  */
-import { APICallError, generateText, jsonSchema, tool, type LanguageModel } from 'ai';
+import { APICallError, ToolChoiceViolationError, generateText, jsonSchema, tool, type LanguageModel } from 'ai';
 import { describeAction, type Action } from './actions.js';
 import { ModelError, type AgentModel, type DecideInput, type Decision, type Reasoning, type StepMemory, type Usage } from './model.js';
 import type { Observation } from './page-tools.js';
@@ -71,8 +71,27 @@ const CODE_TOOLS = {
   list_files: tool({ description: "List the files of the run's disk with their sizes", inputSchema: obj({}) }),
 };
 
+type SchemaProps = Record<string, { type?: string; enum?: string[] }>;
+
+/** Why a tool's input does not fit its schema (the SDK parses the JSON but does not check it), else undefined. */
+function inputProblem(name: string, input: Record<string, unknown>): string | undefined {
+  const t = (CODE_TOOLS as Record<string, { inputSchema: unknown }>)[name];
+  const schema = (t?.inputSchema as { jsonSchema?: { properties: SchemaProps; required: string[] } } | undefined)?.jsonSchema;
+  if (!schema) return undefined;
+  for (const r of schema.required) if (input[r] === undefined) return `"${r}" is missing`;
+  for (const [k, v] of Object.entries(input)) {
+    const p = schema.properties[k];
+    if (!p) return `there is no "${k}"`;
+    const ok = p.type === 'integer' ? Number.isInteger(v) : p.type === 'number' ? typeof v === 'number' : p.type === undefined || typeof v === p.type;
+    if (!ok || (p.enum && !p.enum.includes(v as string))) return `"${k}" must be ${p.enum ? `one of ${p.enum.join(', ')}` : `a${p.type === 'integer' ? 'n' : ''} ${p.type}`}, not ${JSON.stringify(v)?.slice(0, 60)}`;
+  }
+  return undefined;
+}
+
 /** The tool call the model made → an action (code tools only for browsercode). */
 export function toAction(name: string, args: Record<string, any>, toolset: 'browser' | 'code' = 'browser'): Action {
+  const problem = inputProblem(name, args ?? {});
+  if (problem) throw new ModelError(`The model made a malformed tool call to "${name}": ${problem}`);
   const input = Object.fromEntries(Object.entries(args ?? {}).filter(([k]) => !REASONING_KEYS.includes(k)));
   switch (name) {
     case 'shell':
@@ -240,6 +259,12 @@ export class LlmModel implements AgentModel {
       });
     } catch (err) {
       if (signal.aborted) throw err;
+      if (ToolChoiceViolationError.isInstance(err)) {
+        // Kept as a possible answer; the loop asks again for a tool call.
+        const prose = ((err as { content?: { type: string; text?: string }[] }).content ?? []).map((c) => (c.type === 'text' ? (c.text ?? '') : '')).join('').trim();
+        if (prose) return { thought: 'answered without a tool', action: { name: 'done', result: prose }, prose: true };
+        throw new ModelError('The reply had no tool call', { cause: err });
+      }
       if (timeout.aborted) throw new ModelError(`The model did not answer within ${Math.round(this.#o.timeoutMs / 1000)} s`, { cause: err, kind: 'provider' });
       throw new ModelError(`The model provider failed: ${providerMessage(err)}`, { cause: err, kind: 'provider' });
     }
