@@ -5,9 +5,12 @@
  */
 import http from 'node:http';
 
+/** Token counts of a reply; `cacheRead` becomes usage.cache_read_input_tokens. */
+export type AnthropicUsage = { input: number; output: number; cacheRead?: number };
+
 export type AnthropicReply =
-  | { tool: string; input: Record<string, unknown>; usage?: { input: number; output: number } }
-  | { text: string; usage?: { input: number; output: number } }
+  | { tool: string; input: Record<string, unknown>; usage?: AnthropicUsage }
+  | { text: string; usage?: AnthropicUsage }
   | { status: number; type: string; message: string };
 
 export interface AnthropicRequest {
@@ -53,7 +56,7 @@ export async function startFakeAnthropic(): Promise<FakeAnthropic> {
         res.writeHead(reply.status, { 'Content-Type': 'application/json' }).end(JSON.stringify({ type: 'error', error: { type: reply.type, message: reply.message } }));
         return;
       }
-      const usage = reply.usage ?? { input: 120, output: 12 };
+      const usage: AnthropicUsage = reply.usage ?? { input: 120, output: 12 };
       const content = 'tool' in reply ? [{ type: 'tool_use', id: `toolu_${n}`, name: reply.tool, input: reply.input }] : [{ type: 'text', text: reply.text }];
       res.writeHead(200, { 'Content-Type': 'application/json' }).end(
         JSON.stringify({
@@ -64,7 +67,7 @@ export async function startFakeAnthropic(): Promise<FakeAnthropic> {
           content,
           stop_reason: 'tool' in reply ? 'tool_use' : 'end_turn',
           stop_sequence: null,
-          usage: { input_tokens: usage.input, output_tokens: usage.output },
+          usage: { input_tokens: usage.input, output_tokens: usage.output, ...(usage.cacheRead ? { cache_read_input_tokens: usage.cacheRead } : {}) },
         }),
       );
     });

@@ -4,9 +4,13 @@
  */
 import http from 'node:http';
 
+/** Token counts of a reply; `cached` becomes usage.prompt_tokens_details.cached_tokens. */
+export type FakeUsage = { prompt: number; completion: number; cached?: number };
+
 export type FakeReply =
-  | { tool: string; args: Record<string, unknown> | string; usage?: { prompt: number; completion: number } }
-  | { text: string; usage?: { prompt: number; completion: number } }
+  | { tool: string; args: Record<string, unknown> | string; usage?: FakeUsage }
+  | { tools: { tool: string; args: Record<string, unknown> | string }[]; usage?: FakeUsage }
+  | { text: string; usage?: FakeUsage }
   | { status: number; body?: unknown }
   | { hang: true };
 
@@ -71,19 +75,19 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
         res.writeHead(reply.status, { 'Content-Type': 'application/json' }).end(JSON.stringify(reply.body ?? { error: { message: 'upstream exploded', type: 'server_error' } }));
         return;
       }
-      const usage = reply.usage ?? { prompt: 100, completion: 10 };
-      const message =
-        'tool' in reply
-          ? { role: 'assistant', content: null, tool_calls: [{ id: `call_${n}`, type: 'function', function: { name: reply.tool, arguments: typeof reply.args === 'string' ? reply.args : JSON.stringify(reply.args) } }] }
-          : { role: 'assistant', content: reply.text };
+      const usage: FakeUsage = reply.usage ?? { prompt: 100, completion: 10 };
+      const calls = 'tools' in reply ? reply.tools : 'tool' in reply ? [reply] : [];
+      const message = calls.length
+        ? { role: 'assistant', content: null, tool_calls: calls.map((c, i) => ({ id: `call_${n}_${i}`, type: 'function', function: { name: c.tool, arguments: typeof c.args === 'string' ? c.args : JSON.stringify(c.args) } })) }
+        : { role: 'assistant', content: 'text' in reply ? reply.text : '' };
       res.writeHead(200, { 'Content-Type': 'application/json' }).end(
         JSON.stringify({
           id: `chatcmpl-${n}`,
           object: 'chat.completion',
           created: Math.floor(Date.now() / 1000),
           model: parsed.model,
-          choices: [{ index: 0, message, finish_reason: 'tool' in reply ? 'tool_calls' : 'stop' }],
-          usage: { prompt_tokens: usage.prompt, completion_tokens: usage.completion, total_tokens: usage.prompt + usage.completion },
+          choices: [{ index: 0, message, finish_reason: calls.length ? 'tool_calls' : 'stop' }],
+          usage: { prompt_tokens: usage.prompt, completion_tokens: usage.completion, total_tokens: usage.prompt + usage.completion, ...(usage.cached ? { prompt_tokens_details: { cached_tokens: usage.cached } } : {}) },
         }),
       );
     });

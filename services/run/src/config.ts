@@ -7,7 +7,7 @@ const list = (env: string, describe: string): Field<string[]> => ({
   parse: (raw) => (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean),
 });
 
-/** MODEL_PRICES: JSON {"model": {"input": USD per 1M input tokens, "output": USD per 1M output tokens}}. */
+/** MODEL_PRICES: JSON {"model": {"input": USD per 1M input tokens, "output": USD per 1M output tokens, "cachedInput"?: USD per 1M cached input tokens}}. */
 const prices: Field<PriceTable> = {
   env: 'MODEL_PRICES',
   describe: 'USD per million tokens, per model (JSON)',
@@ -19,8 +19,8 @@ const prices: Field<PriceTable> = {
     } catch {
       throw new FieldProblem('MODEL_PRICES must be JSON like {"gpt-4o-mini":{"input":0.15,"output":0.6}}');
     }
-    const ok = v && typeof v === 'object' && Object.values(v).every((p) => p && typeof p.input === 'number' && typeof p.output === 'number');
-    if (!ok) throw new FieldProblem('MODEL_PRICES must map each model to {"input": number, "output": number}');
+    const ok = v && typeof v === 'object' && Object.values(v).every((p) => p && typeof p.input === 'number' && typeof p.output === 'number' && (p.cachedInput === undefined || typeof p.cachedInput === 'number'));
+    if (!ok) throw new FieldProblem('MODEL_PRICES must map each model to {"input": number, "output": number} (and optionally "cachedInput": number)');
     return v as PriceTable;
   },
 };
@@ -36,7 +36,8 @@ export const runConfigSpec = {
   concurrency: int('RUN_WORKER_CONCURRENCY', { default: 8, min: 1, max: 256, describe: 'Runs this process executes at once' }),
   leaseMs: int('RUN_LEASE_MS', { default: 15000, min: 1000, max: 600000, describe: 'A run whose worker stops renewing for this long is failed' }),
   pollMs: int('RUN_POLL_MS', { default: 2000, min: 100, max: 60000, describe: 'Fallback poll for queued runs (NATS wakes workers first)' }),
-  maxSteps: int('RUN_MAX_STEPS', { default: 50, min: 1, max: 10000, describe: 'Steps before a run fails' }),
+  maxSteps: int('RUN_MAX_STEPS', { default: 50, min: 1, max: 10000, describe: 'Steps before a run ends (with its best partial answer in result)' }),
+  maxModelFailures: int('RUN_MAX_MODEL_FAILURES', { default: 3, min: 1, max: 100, describe: 'Unusable model replies in a row (malformed tool call, no tool call, provider error or timeout) before a run ends with its best partial answer' }),
   maxRunMinutes: int('RUN_MAX_MINUTES', { default: 30, min: 1, max: 24 * 60, describe: 'Duration before a run fails' }),
   shellTimeoutMs: int('SHELL_TIMEOUT_MS', { default: 120000, min: 1000, max: 3600000, describe: 'Time limit of one browsercode shell command (its process group is killed)' }),
   shellMaxOutputBytes: int('SHELL_MAX_OUTPUT_BYTES', { default: 1024 * 1024, min: 1024, max: 64 * 1024 * 1024, describe: 'Output kept and streamed per shell command; the rest is dropped' }),

@@ -84,7 +84,7 @@ runMain('run', async () => {
     clients: workerClients,
     workDir,
     tenancy,
-    limits: { maxSteps: config.maxSteps, maxRunMs: config.maxRunMinutes * 60000, actionTimeoutMs: config.actionTimeoutMs, stopGraceMs: config.stopGraceMs },
+    limits: { maxSteps: config.maxSteps, maxModelFailures: config.maxModelFailures, maxRunMs: config.maxRunMinutes * 60000, actionTimeoutMs: config.actionTimeoutMs, stopGraceMs: config.stopGraceMs },
     terminal: {
       limits: { timeoutMs: config.shellTimeoutMs, maxOutputBytes: config.shellMaxOutputBytes },
       user: shellUser(),

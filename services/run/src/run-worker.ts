@@ -29,6 +29,8 @@ import type { Runs } from './runs.js';
 
 export interface RunLimits {
   maxSteps: number;
+  /** Unusable model replies in a row before a browser-agent run ends (default 3). */
+  maxModelFailures?: number;
   maxRunMs: number;
   actionTimeoutMs: number;
   /** How long a step may ignore an abort (time limit) before the run is failed anyway. */
@@ -223,7 +225,7 @@ export class RunWorker {
         await this.#syncOutputs(run, workDir, manifest);
         await this.#endTurnBrowser(run, held, stop); // stopped before the run reads completed
       } else {
-        result = await runBrowserAgent({ ...loop, browser: await this.#openBrowser(run, held, signal), diskFiles: [...manifest.keys()] });
+        result = await runBrowserAgent({ ...loop, browser: await this.#openBrowser(run, held, signal), diskFiles: [...manifest.keys()], maxModelFailures: this.#d.limits.maxModelFailures });
       }
       if (await repo.finish(run.id, ['running'], 'completed', { result })) await events.append(run.id, 'run.completed', { result });
     } catch (err) {
@@ -237,7 +239,9 @@ export class RunWorker {
         const message = cut ? failureMessage(cut) : failureMessage(err);
         if (!message) log.error({ err }, 'run failed unexpectedly');
         const error = message ?? 'The run failed because of an internal error';
-        if (await repo.finish(run.id, ['running'], 'failed', { error })) await events.append(run.id, 'run.failed', { error });
+        // A run ended by a limit keeps the best answer it had: the reason in error, that answer in result.
+        const partial = !cut && err instanceof LimitReached ? err.partial : undefined;
+        if (await repo.finish(run.id, ['running'], 'failed', { error, ...(partial ? { result: partial } : {}) })) await events.append(run.id, 'run.failed', { error });
       }
     } finally {
       guard.dispose();

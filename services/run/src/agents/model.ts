@@ -10,6 +10,22 @@ export interface StepMemory {
   extracted?: string;
   /** Why the action failed, when it did (the model may try something else). */
   error?: string;
+  /** What the model said of its previous step, what it keeps in mind, and what it aims at next. */
+  reasoning?: Reasoning;
+  /** The element acted on, in a few words (`button "Place order"`). */
+  target?: string;
+  /** Where the action left the browser. */
+  url?: string;
+  title?: string;
+  /** What else happened (a dialog answered, the rest of a reply's actions skipped). */
+  notes?: string[];
+}
+
+/** The model's own account of a step, replayed to it in later steps. */
+export interface Reasoning {
+  evaluation?: string;
+  memory?: string;
+  nextGoal?: string;
 }
 
 /**
@@ -37,16 +53,36 @@ export interface DecideInput {
   history: StepMemory[];
   /** Files on the run's disk, by path (for uploads). */
   diskFiles: string[];
+  /** Where the run stands (the builtin ignores it). */
+  loop?: LoopState;
+}
+
+/** What the loop tells the model beyond the page: the step count, what went wrong, whether only `done` is left. */
+export interface LoopState {
+  step: number;
+  maxSteps: number;
+  /** Messages for this call: a failed reply, a dialog, a nudge out of a loop. */
+  notes: string[];
+  /** The last call of the run: only `done` is offered. */
+  finalCall?: boolean;
 }
 
 export interface Usage {
+  /** All input tokens, cached ones included. */
   inputTokens: number;
   outputTokens: number;
+  /** Input tokens the provider read from its prompt cache (priced apart), when it says. */
+  cachedInputTokens?: number;
 }
 
 export interface Decision {
   thought: string;
   action: Action;
+  /** More actions of the same reply, run in order after `action` while the page stays put. */
+  then?: Action[];
+  reasoning?: Reasoning;
+  /** The model answered in prose rather than with a tool call (`action` is done with that text). */
+  prose?: boolean;
   usage?: Usage;
 }
 
@@ -55,11 +91,20 @@ export interface AgentModel {
   decide(input: DecideInput, signal: AbortSignal): Promise<Decision>;
 }
 
-/** The model could not follow the task (unparseable instruction, malformed tool call, …): the run fails with this message. */
+/**
+ * The model could not follow the task (unparseable instruction, malformed tool call, provider
+ * down, …). The builtin's end the run; an LLM's are reported back to it up to a limit.
+ */
 export class ModelError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
+  /** Tokens the failed call used, when the provider answered. */
+  readonly usage: Usage | undefined;
+  /** `provider`: the call got no usable answer at all (HTTP error, timeout). */
+  readonly kind: 'reply' | 'provider';
+  constructor(message: string, options?: { cause?: unknown; usage?: Usage; kind?: 'reply' | 'provider' }) {
     super(message, options);
     this.name = this.constructor.name;
+    this.usage = options?.usage;
+    this.kind = options?.kind ?? 'reply';
   }
 }
 

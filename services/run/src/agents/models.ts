@@ -9,8 +9,8 @@ import { BuiltinModel } from './builtin-model.js';
 import { LlmModel } from './llm-model.js';
 import type { AgentModel, Toolset, Usage } from './model.js';
 
-/** USD per million tokens. */
-export type PriceTable = Record<string, { input: number; output: number }>;
+/** USD per million tokens; `cachedInput` prices input read from the provider's cache (else `input`). */
+export type PriceTable = Record<string, { input: number; output: number; cachedInput?: number }>;
 
 export interface ModelsConfig {
   openaiBaseUrl?: string | undefined;
@@ -63,7 +63,9 @@ export function createModelRegistry(c: ModelsConfig): ModelRegistry {
     },
     price(name, usage) {
       const p = c.prices[name];
-      return p ? (usage.inputTokens * p.input + usage.outputTokens * p.output) / 1e6 : 0;
+      if (!p) return 0;
+      const cached = Math.min(usage.cachedInputTokens ?? 0, usage.inputTokens);
+      return ((usage.inputTokens - cached) * p.input + cached * (p.cachedInput ?? p.input) + usage.outputTokens * p.output) / 1e6;
     },
   };
 }

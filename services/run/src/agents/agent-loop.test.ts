@@ -1,0 +1,188 @@
+/**
+ * The browser-agent loop's recovery, several actions per reply, limits and structured answers,
+ * driven through the fake providers by a grounded policy: it acts only on elements it finds by
+ * their label in the page state it was sent, and answers only with text it read there.
+ */
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import puppeteer, { type Browser } from 'puppeteer-core';
+import { anthropicUserText, startFakeAnthropic, type FakeAnthropic } from '../../../../test/support/fake-anthropic.js';
+import { elementIndex, startFakeOpenAI, userText, type ChatRequest, type FakeOpenAI } from '../../../../test/support/fake-openai.js';
+import { serveSite, type TestSite } from '../../../../test/support/site.js';
+import { LimitReached, runBrowserAgent, type RecordedStep } from './browser-agent.js';
+import type { Usage } from './model.js';
+import { createModelRegistry, type ModelRegistry } from './models.js';
+
+let site: TestSite;
+let browser: Browser;
+let fake: FakeOpenAI;
+let anthropic: FakeAnthropic;
+let models: ModelRegistry;
+
+before(async () => {
+  site = await serveSite();
+  fake = await startFakeOpenAI();
+  anthropic = await startFakeAnthropic();
+  browser = await puppeteer.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'] });
+  models = createModelRegistry({
+    openaiBaseUrl: fake.baseUrl,
+    openaiModels: ['fake-gpt'],
+    anthropicApiKey: 'sk-ant-test-not-a-secret',
+    anthropicBaseUrl: anthropic.baseUrl,
+    anthropicModels: ['fake-claude'],
+    prices: {},
+    timeoutMs: 1500,
+    maxRetries: 0,
+  });
+});
+after(async () => {
+  await browser.close();
+  await fake.close();
+  await anthropic.close();
+  await site.close();
+});
+beforeEach(() => {
+  fake.requests.length = 0;
+  anthropic.requests.length = 0;
+});
+
+async function run(task: string, opts: { model?: string; maxSteps?: number } = {}) {
+  const usage: Usage[] = [];
+  const steps: RecordedStep[] = [];
+  const result = await runBrowserAgent({
+    browser,
+    model: models.create(opts.model ?? 'fake-gpt', task),
+    task,
+    turns: [],
+    diskFiles: [],
+    maxSteps: opts.maxSteps ?? 15,
+    deadline: Date.now() + 60000,
+    actionTimeoutMs: 10000,
+    signal: new AbortController().signal,
+    recordStep: async (s) => void steps.push(s),
+    recordUsage: async (u) => void usage.push(u),
+  });
+  return { result, usage, steps };
+}
+
+/** A line of the page text the service sent that matches `pattern` (the policy's only source of answers). */
+function read(req: ChatRequest | string, pattern: RegExp): string {
+  const text = typeof req === 'string' ? req : userText(req);
+  const page = text.slice(text.lastIndexOf('Current page:'));
+  const m = pattern.exec(page);
+  if (!m) throw new Error(`${pattern} is not on the page the model was shown`);
+  return m[0];
+}
+
+describe('browser-agent recovery with an OpenAI-compatible model', () => {
+  test('when a click raises an alert and another a confirm, then both are answered, reported to the model, and the run completes', async () => {
+    fake.script = (req, n) => {
+      if (n === 0) return { tool: 'navigate', args: { url: site.url('loop-dialogs.html') } };
+      if (n === 1) return { tool: 'click', args: { index: elementIndex(req, /Save draft/), next_goal: 'save the draft' } };
+      if (n === 2) return { tool: 'click', args: { index: elementIndex(req, /Delete draft/) } };
+      return { tool: 'done', args: { result: read(req, /Draft #\d+ deleted/) } };
+    };
+    const { result } = await run('Save the draft, then delete it, and tell me what the page says');
+    assert.equal(result, 'Draft #27 deleted');
+    assert.match(userText(fake.requests[2]!), /The page showed an alert: "Draft saved"; it was closed with OK/);
+    assert.match(userText(fake.requests[2]!), /Saved as draft #27/, 'the click went through once the alert was answered');
+    assert.match(userText(fake.requests[3]!), /a confirm dialog: "Really delete the draft\?"; it was accepted/);
+  });
+
+  test('when a click starts a chain of redirects, then the model is shown the page at its end', async () => {
+    fake.script = (req, n) => {
+      if (n === 0) return { tool: 'navigate', args: { url: site.url('loop-redirect-start.html') } };
+      if (n === 1) return { tool: 'click', args: { index: elementIndex(req, /Check out/) } };
+      if (!/Order placed/.test(userText(req))) return { tool: 'wait', args: { text: 'Order placed' } };
+      return { tool: 'done', args: { result: read(req, /order number is \d+/) } };
+    };
+    const { result } = await run('Check out and tell me the order number');
+    assert.equal(result, 'order number is 4417');
+  });
+
+  test('when one reply holds several tool calls, then they run in order until the page changes, and the model is told which were not run', async () => {
+    fake.script = (req, n) => {
+      if (n === 0) return { tool: 'navigate', args: { url: site.url('loop-signup.html') } };
+      if (n === 1)
+        return {
+          tools: [
+            { tool: 'type', args: { index: elementIndex(req, /name="first"/), text: 'Ada', memory: 'signing up Ada Lovelace' } },
+            { tool: 'type', args: { index: elementIndex(req, /name="last"/), text: 'Lovelace' } },
+            { tool: 'click', args: { index: elementIndex(req, /<button.*Sign up/) } },
+            { tool: 'click', args: { index: elementIndex(req, /Skip/) } },
+          ],
+        };
+      return { tool: 'done', args: { result: read(req, /Welcome, [^\n!]+!/) } };
+    };
+    const { result, steps } = await run('Sign up as Ada Lovelace and tell me the greeting');
+    assert.equal(result, 'Welcome, Ada Lovelace!', 'the fourth call, on the old page, was not run');
+    assert.deepEqual(steps.map((s) => s.action.split(' ')[0]), ['navigate', 'type', 'type', 'click']);
+    const last = userText(fake.requests[2]!);
+    assert.match(last, /the 1 later action\(s\) of that reply were not run: click \[\d+\]/);
+    assert.match(last, /memory: signing up Ada Lovelace/, "the model's notes are replayed");
+    assert.match(last, /Step 4: click \[\d+\] button "Sign up" → \S*loop-welcome\.html\?first=Ada&last=Lovelace "Welcome"/);
+  });
+
+  test('when the model makes a malformed call, answers in prose, and the provider fails and times out, then each is reported and the run goes on to the answer', async () => {
+    fake.script = (req, n) => {
+      if (n === 0) return { tool: 'navigate', args: '{"url": ' };
+      if (n === 1) return { text: 'I would open the catalogue now.' };
+      if (n === 2) return { tool: 'navigate', args: { url: site.url('loop-catalogue.html') } };
+      if (n === 3) return { status: 500 };
+      if (n === 4) return { hang: true };
+      return { tool: 'done', args: { result: read(req, /Desk lamp: \d+ EUR/) } };
+    };
+    const { result } = await run('What does the desk lamp cost in the catalogue?');
+    assert.equal(result, 'Desk lamp: 25 EUR');
+    assert.match(userText(fake.requests[1]!), /could not be used: The model made a malformed tool call to "navigate"/);
+    assert.match(userText(fake.requests[2]!), /could not be used: The reply had no tool call/);
+    assert.doesNotMatch(userText(fake.requests[3]!), /could not be used/, 'a good reply resets the count and the notes');
+    assert.match(userText(fake.requests[4]!), /could not be used: The model provider failed: HTTP 500/);
+    assert.match(userText(fake.requests[5]!), /could not be used: The model did not answer within 2 s/);
+  });
+
+  test('when the run hits the step limit, then a last call offers only done and the run ends with that partial answer and the reason', async () => {
+    fake.script = (req, n) => {
+      if (req.tools!.length === 1) return { tool: 'done', args: { result: `Partial: ${read(req, /Floor lamp: \d+ EUR/)}; the other prices were not found` } };
+      if (n === 0) return { tool: 'navigate', args: { url: site.url('loop-catalogue.html') } };
+      return { tool: 'scroll', args: { direction: 'down' } };
+    };
+    await assert.rejects(run('List every lamp price', { maxSteps: 5 }), (err: unknown) => {
+      assert.ok(err instanceof LimitReached);
+      assert.match(err.message, /Step limit reached: 5 steps/);
+      assert.equal(err.partial, 'Partial: Floor lamp: 89 EUR; the other prices were not found');
+      return true;
+    });
+    assert.equal(fake.requests.length, 6);
+    assert.match(userText(fake.requests[4]!), /This is step 5 of 5\./);
+    assert.match(userText(fake.requests[4]!), /You did "scroll down" 3 times in a row/, 'the loop is nudged');
+    assert.match(userText(fake.requests[4]!), /The page has not changed in the last 3 steps/);
+    assert.match(userText(fake.requests[5]!), /This is your last call: only done is available/);
+  });
+
+  test('when the task asks for JSON and the answer is not JSON, then it is sent back once and the fenced JSON that follows is the result', async () => {
+    fake.script = (req, n) => {
+      if (n === 0) return { tool: 'navigate', args: { url: site.url('loop-catalogue.html') } };
+      const price = read(req, /Desk lamp: (\d+)/).split(': ')[1]!;
+      if (!/not valid JSON/.test(userText(req))) return { tool: 'done', args: { result: `The desk lamp costs ${price} EUR` } };
+      return { tool: 'done', args: { result: `\`\`\`json\n{"price": ${price}}\n\`\`\`` } };
+    };
+    const { result } = await run('Give me the desk lamp price as JSON like {"price": 0}');
+    assert.deepEqual(JSON.parse(result), { price: 25 });
+    assert.equal(fake.requests.length, 3);
+  });
+});
+
+describe('browser-agent recovery with Anthropic', () => {
+  test('when Claude sends a tool call with a bad input, then it is told so and goes on; cached tokens are counted apart', async () => {
+    anthropic.script = (req, n) => {
+      if (n === 0) return { tool: 'click', input: { index: 'the first one' } };
+      if (n === 1) return /could not be used: The model made a malformed tool call to "click"/.test(anthropicUserText(req)) ? { tool: 'navigate', input: { url: site.url('loop-catalogue.html') } } : { text: 'not told' };
+      return { tool: 'done', input: { result: read(anthropicUserText(req), /Floor lamp: \d+ EUR/) }, usage: { input: 50, output: 5, cacheRead: 900 } };
+    };
+    const { result, usage } = await run('What does the floor lamp cost?', { model: 'fake-claude' });
+    assert.equal(result, 'Floor lamp: 89 EUR');
+    assert.equal(usage.length, 3, `the malformed call is billed too: ${JSON.stringify(usage)}`);
+    assert.equal(usage[2]!.cachedInputTokens, 900);
+  });
+});
