@@ -64,9 +64,9 @@ describe('an OpenAI-compatible model', () => {
         case 0:
           return { tool: 'navigate', args: { url: site.url('run-form.html') } };
         case 1:
-          return { tool: 'type', args: { index: elementIndex(req, /label="Full name"/), text: 'Grace Hopper' } };
+          return { tool: 'type', args: { index: elementIndex(req, /textbox "Full name"/), text: 'Grace Hopper' } };
         case 2:
-          return { tool: 'click', args: { index: elementIndex(req, /<button.*Place order/) } };
+          return { tool: 'click', args: { index: elementIndex(req, /button "Place order"/) } };
         case 3:
           return { tool: 'wait', args: { text: 'Thank you' } };
         case 4:
@@ -85,7 +85,7 @@ describe('an OpenAI-compatible model', () => {
     assert.ok(first.tools!.some((t) => t.function.name === 'click') && first.tools!.some((t) => t.function.name === 'done'));
     assert.match(userText(first), /Task: Order a red lamp/);
     assert.match(userText(first), /Turn 1 answer: its answer/, 'the earlier turn is in the conversation');
-    assert.match(userText(fake.requests[1]!), /URL: .*run-form\.html[\s\S]*label="Full name"/, 'the page state after navigating');
+    assert.match(userText(fake.requests[1]!), /URL: .*run-form\.html[\s\S]*textbox "Full name"/, 'the page state after navigating');
     assert.match(userText(fake.requests[5]!), /Steps so far:[\s\S]*"click"/);
     const total = usage.reduce((a, u) => ({ inputTokens: a.inputTokens + u.inputTokens, outputTokens: a.outputTokens + u.outputTokens }), { inputTokens: 0, outputTokens: 0 });
     assert.deepEqual(total, { inputTokens: 600, outputTokens: 60 });

@@ -8,8 +8,8 @@ import type { Action } from './actions.js';
 import { ModelError, type AgentModel, type DecideInput, type Decision, type StepMemory } from './model.js';
 import type { Observation } from './page-tools.js';
 
-const SYSTEM = `You operate a web browser to complete the user's task. Each turn you see the current page: its URL, title, tabs, the interactive elements as "[index] <tag> text", and the visible text. Call exactly one tool per turn. Refer to elements by their [index]. When the task is complete, or cannot be completed, call "done" with the answer for the user (plain text; if the task asks for JSON, the JSON text).`;
-const SYSTEM_CODE = `You complete the user's task with a Linux terminal, files and a web browser. The working directory is the run's disk: files you write there are returned to the user as output files, and files the user attached are there too. "shell" runs one bash command there and returns its output and exit code (no network credentials, limited time and output). Use write_file/read_file/list_files for files. The browser opens when you first use a browser tool (start with navigate); each turn then shows the current page: its URL, title, tabs, the interactive elements as "[index] <tag> text", and the visible text. Call exactly one tool per turn. Larger results belong in files. When the task is complete, or cannot be completed, call "done" with the answer for the user.`;
+const SYSTEM = `You operate a web browser to complete the user's task. Each turn you see the current page: its URL, title, tabs, the page around the viewport as text with interactive elements as "[index] role \"name\" state". Call exactly one tool per turn. Refer to elements by their [index]. When the task is complete, or cannot be completed, call "done" with the answer for the user (plain text; if the task asks for JSON, the JSON text).`;
+const SYSTEM_CODE = `You complete the user's task with a Linux terminal, files and a web browser. The working directory is the run's disk: files you write there are returned to the user as output files, and files the user attached are there too. "shell" runs one bash command there and returns its output and exit code (no network credentials, limited time and output). Use write_file/read_file/list_files for files. The browser opens when you first use a browser tool (start with navigate); each turn then shows the current page: its URL, title, tabs, the page around the viewport as text with interactive elements as "[index] role \"name\" state". Call exactly one tool per turn. Larger results belong in files. When the task is complete, or cannot be completed, call "done" with the answer for the user.`;
 
 const obj = (properties: Record<string, unknown>, required: string[] = []) => jsonSchema<any>({ type: 'object', properties, required, additionalProperties: false });
 const index = { type: 'integer', description: 'The [index] of the element' };
@@ -81,14 +81,8 @@ export function toAction(name: string, input: Record<string, any>, toolset: 'bro
 /** The page as the model reads it. */
 export function describePage(o: Observation | undefined): string {
   if (!o) return '(no browser is open yet; a browser tool such as navigate opens one)';
-  const els = o.elements
-    .map((e) => {
-      const words = [e.text, e.label && `label="${e.label}"`, e.placeholder && `placeholder="${e.placeholder}"`, e.name && `name="${e.name}"`, e.href && `href="${e.href}"`, e.options && `options=${JSON.stringify(e.options)}`].filter(Boolean).join(' ');
-      return `[${e.index}] <${e.tag}${e.type && e.tag === 'input' ? ` type=${e.type}` : ''}> ${words}`;
-    })
-    .join('\n');
   const tabs = o.tabs.map((t) => `${t.active ? '*' : ' '} tab ${t.tab}: ${t.title} — ${t.url}`).join('\n');
-  return `URL: ${o.url}\nTitle: ${o.title}\nTabs:\n${tabs}\nInteractive elements:\n${els || '(none)'}\nVisible text:\n${o.text}`;
+  return `URL: ${o.url}\nTitle: ${o.title}\nTabs:\n${tabs}\nPage (text and [index] role "name" state of interactive elements, in page order; *[index] = new since the last step; about one screen above and below the viewport):\n${o.text}`;
 }
 
 function describeHistory(h: StepMemory[]): string {
