@@ -95,6 +95,8 @@ export interface LlmModelOptions {
   model: LanguageModel;
   timeoutMs: number;
   maxRetries: number;
+  /** The model reads images: each call carries a JPEG of the viewport. */
+  vision?: boolean;
 }
 
 export class LlmModel implements AgentModel {
@@ -117,13 +119,15 @@ export class LlmModel implements AgentModel {
     ]
       .filter(Boolean)
       .join('\n\n');
+    // The provider reports the image's tokens in the input tokens, so its cost is counted with them.
+    const image = this.#o.vision ? await input.observation?.screenshot?.() : undefined;
     const timeout = AbortSignal.timeout(this.#o.timeoutMs);
     let result;
     try {
       result = await generateText({
         model: this.#o.model,
         system: input.toolset === 'code' ? SYSTEM_CODE : SYSTEM,
-        prompt,
+        ...(image ? { messages: [{ role: 'user' as const, content: [{ type: 'text' as const, text: prompt }, { type: 'image' as const, image, mediaType: 'image/jpeg' }] }] } : { prompt }),
         tools: input.toolset === 'code' ? CODE_TOOLS : TOOLS,
         toolChoice: 'required',
         maxRetries: this.#o.maxRetries,
