@@ -36,15 +36,22 @@ export interface FrameElement {
 
 export interface FrameSnapshot {
   next: number;
+  /** The lines within the window around the viewport. */
   lines: FrameLine[];
+  /** Lines left out above and below the window. */
+  above: number;
+  below: number;
   elements: FrameElement[];
   scrollY: number;
   scrollHeight: number;
   viewportHeight: number;
 }
 
-/** Runs in the page. `next` is the first free index; returns the next free one. */
-export function snapshotFrame(args: { next: number }): FrameSnapshot {
+/**
+ * Runs in the page. `next` is the first free index; returns the next free one. Lines within
+ * `screens` screens above and below the viewport are returned; the others only counted.
+ */
+export function snapshotFrame(args: { next: number; screens: number }): FrameSnapshot {
   const doc = document;
   const root = doc.documentElement as HTMLElement;
   const firstLook = root.dataset.atsSeen !== '1';
@@ -54,7 +61,17 @@ export function snapshotFrame(args: { next: number }): FrameSnapshot {
   const scrollY = window.scrollY;
   const vh = window.innerHeight;
   const vw = window.innerWidth;
+  const from = scrollY - args.screens * vh;
+  const to = scrollY + (1 + args.screens) * vh;
+  const inWindow = (y: number) => y >= from && y < to;
+  let above = 0;
+  let below = 0;
   const lines: FrameLine[] = [];
+  const push = (l: FrameLine) => {
+    if (l.y < from) above++;
+    else if (l.y >= to) below++;
+    else lines.push(l);
+  };
   const elements: FrameElement[] = [];
   const range = doc.createRange();
 
@@ -72,7 +89,7 @@ export function snapshotFrame(args: { next: number }): FrameSnapshot {
   let lineY = -1;
   const flush = () => {
     const t = line.replace(/\s+/g, ' ').trim();
-    if (t) lines.push({ y: lineY < 0 ? 0 : lineY, text: t.length > 2000 ? `${t.slice(0, 1999)}… (line cut)` : t });
+    if (t) push({ y: lineY < 0 ? 0 : lineY, text: t.length > 2000 ? `${t.slice(0, 1999)}… (line cut)` : t });
     line = '';
     lineY = -1;
   };
@@ -121,12 +138,30 @@ export function snapshotFrame(args: { next: number }): FrameSnapshot {
     return true;
   }
 
-  function describe(el: HTMLElement, role: string, r: DOMRect): { line: string; info: FrameElement } {
+  /** The element's line (only when `shown`: state costs layout reads) and what the builtin matches on. */
+  function describe(el: HTMLElement, role: string, r: DOMRect, shown: boolean): { line: string; info: FrameElement } {
     const tag = el.tagName;
     const input = el as HTMLInputElement;
     const type = tag === 'INPUT' ? (input.type ?? '').toLowerCase() : '';
     const label = labelOf(el);
-    const ownText = clean(el.innerText || (tag === 'INPUT' && ['submit', 'button', 'reset'].includes(type) ? input.value : '') || (el.querySelector('img[alt]')?.getAttribute('alt') ?? ''));
+    // innerText needs layout; far from the viewport textContent does for the builtin's matching.
+    const ownText = clean((shown ? el.innerText : el.textContent) || (tag === 'INPUT' && ['submit', 'button', 'reset'].includes(type) ? input.value : '') || (el.querySelector('img[alt]')?.getAttribute('alt') ?? ''));
+    if (!el.dataset.atsIdx) el.dataset.atsIdx = String(next++);
+    const index = Number(el.dataset.atsIdx);
+    const info: FrameElement = {
+      index,
+      tag: tag.toLowerCase(),
+      role: el.getAttribute('role') ?? '',
+      type,
+      text: ownText,
+      label,
+      placeholder: input.placeholder ?? '',
+      name: el.getAttribute('name') ?? '',
+      id: el.id,
+      href: tag === 'A' ? ((el as HTMLAnchorElement).href ?? '') : '',
+      ...(tag === 'SELECT' ? { options: Array.from((el as HTMLSelectElement).options).map((o) => o.text.trim()) } : {}),
+    };
+    if (!shown) return { line: '', info };
     const textual = role === 'textbox' || role === 'searchbox' || role === 'spinbutton' || role === 'combobox' || role === 'slider' || tag === 'SELECT';
     const name = label || (textual ? '' : ownText) || clean(input.placeholder ?? '') || clean(el.getAttribute('name'));
     const states: string[] = [];
@@ -174,23 +209,8 @@ export function snapshotFrame(args: { next: number }): FrameSnapshot {
     if ((input.readOnly as boolean | undefined) || aria('aria-readonly') === 'true') states.push('readonly');
     if (role === 'link' && !name) states.push(`href=${q(clean((el as HTMLAnchorElement).href, 120))}`);
     if (covered(el, r)) states.push('covered');
-    if (!el.dataset.atsIdx) el.dataset.atsIdx = String(next++);
-    const index = Number(el.dataset.atsIdx);
     const isNew = !firstLook && index >= args.next;
     const line = `${isNew ? '*' : ''}[${index}] ${role}${name ? ` ${q(name)}` : ''}${states.length ? ` ${states.join(' ')}` : ''}`;
-    const info: FrameElement = {
-      index,
-      tag: tag.toLowerCase(),
-      role: el.getAttribute('role') ?? '',
-      type,
-      text: ownText,
-      label,
-      placeholder: input.placeholder ?? '',
-      name: el.getAttribute('name') ?? '',
-      id: el.id,
-      href: tag === 'A' ? ((el as HTMLAnchorElement).href ?? '') : '',
-      ...(tag === 'SELECT' ? { options: Array.from((el as HTMLSelectElement).options).map((o) => o.text.trim()) } : {}),
-    };
     return { line, info };
   }
 
@@ -232,7 +252,7 @@ export function snapshotFrame(args: { next: number }): FrameSnapshot {
       const r = el.getBoundingClientRect();
       if (r.width === 0 || r.height === 0 || style.visibility === 'hidden') return;
       if (!el.dataset.atsFrame) el.dataset.atsFrame = String(++frameIds);
-      lines.push({ y: r.top + scrollY, frame: el.dataset.atsFrame });
+      push({ y: r.top + scrollY, frame: el.dataset.atsFrame });
       return;
     }
     const block = !style.display.startsWith('inline') && style.display !== 'contents';
@@ -258,8 +278,9 @@ export function snapshotFrame(args: { next: number }): FrameSnapshot {
     if (interactive && r) {
       flush();
       const shownRole = role || (editable ? 'textbox' : clickable ? 'clickable' : 'focusable');
-      const d = describe(el, shownRole, r);
-      lines.push({ y: r.top + scrollY, text: d.line, index: d.info.index });
+      const y = r.top + scrollY;
+      const d = describe(el, shownRole, r, inWindow(y));
+      push({ y, text: d.line, index: d.info.index });
       elements.push(d.info);
       childCtx.inInteractive = true;
       if (NAMED_BY_CONTENT.has(shownRole) || shownRole === 'clickable' || shownRole === 'focusable' || el.tagName === 'SELECT' || editable) childCtx.suppress = true;
@@ -274,7 +295,7 @@ export function snapshotFrame(args: { next: number }): FrameSnapshot {
   walk(doc.body ?? root, { suppress: false, cursor: 'auto', inInteractive: false });
   flush();
   root.dataset.atsFrames = String(frameIds);
-  return { next, lines, elements, scrollY, scrollHeight: Math.max(root.scrollHeight, doc.body?.scrollHeight ?? 0), viewportHeight: vh };
+  return { next, lines, above, below, elements, scrollY, scrollHeight: Math.max(root.scrollHeight, doc.body?.scrollHeight ?? 0), viewportHeight: vh };
 }
 
 /** Runs in the page: resolves once the DOM has been quiet for `quietMs` (or after `maxMs`). */

@@ -142,6 +142,20 @@ describe('the observation through the loop', () => {
     assert.ok(!fake.requests.some((r) => JSON.stringify(r).includes('hunter2')), 'the password never reaches the model');
   });
 
+  test('when a banner covers the page, then the button under it is marked covered until the banner is dismissed', async () => {
+    fake.script = (req): FakeReply => {
+      if (!opened(req, 'obs-overlay.html')) return { tool: 'navigate', args: { url: site.url('obs-overlay.html') } };
+      if (has(req, /button "Buy the lamp" covered/)) return { tool: 'click', args: { index: elementIndex(req, /button "Accept cookies"/) } };
+      if (!has(req, /Order \d+ placed/)) return { tool: 'click', args: { index: elementIndex(req, /button "Buy the lamp"/) } };
+      return { tool: 'done', args: { result: seen(req, /(Order \d+ placed)/) } };
+    };
+    assert.equal((await run('Buy the lamp')).result, 'Order 5521 placed');
+    assert.deepEqual(
+      fake.requests.slice(1).map((r) => /button "Buy the lamp"( covered)?/.exec(userText(r))?.[1] ?? 'uncovered'),
+      [' covered', 'uncovered', 'uncovered'],
+    );
+  });
+
   test('when the fact is only at the bottom of a long page, then scrolling brings it into the observation', async () => {
     fake.script = (req): FakeReply => {
       if (!opened(req, 'obs-long.html')) return { tool: 'navigate', args: { url: site.url('obs-long.html') } };

@@ -5,7 +5,7 @@
  * indexed element again in its frame, and settling after an action.
  */
 import type { Browser, ElementHandle, Frame, Page } from 'puppeteer-core';
-import { domQuiet, snapshotFrame, type FrameElement, type FrameLine, type FrameSnapshot } from './observe.page.js';
+import { domQuiet, snapshotFrame, type FrameElement, type FrameSnapshot } from './observe.page.js';
 
 export type PageElement = FrameElement;
 
@@ -50,18 +50,12 @@ function inFrame<A, R>(frame: Frame, fn: (a: A) => R, arg: A): Promise<Awaited<R
 
 const pages = (n: number) => (Math.round(n * 10) / 10).toLocaleString('en-US');
 
-/** Keeps the lines within [from, to] of the document; says how many were left out either side. */
-function windowed(s: FrameSnapshot, screens: number): { lines: FrameLine[]; header: string; above: number; below: number } {
+/** Where the frame is scrolled, in pages above and below. */
+function scrollHeader(s: FrameSnapshot): string {
   const vh = s.viewportHeight || 800;
-  const from = s.scrollY - screens * vh;
-  const to = s.scrollY + (1 + screens) * vh;
-  const lines = s.lines.filter((l) => l.y >= from && l.y < to);
-  const above = s.lines.filter((l) => l.y < from).length;
-  const below = s.lines.filter((l) => l.y >= to).length;
   const pagesAbove = s.scrollY / vh;
   const pagesBelow = Math.max(0, (s.scrollHeight - s.scrollY - vh) / vh);
-  const header = s.scrollHeight > vh + 2 ? `(scrolled to ${Math.round(s.scrollY)} of ${Math.round(s.scrollHeight)} px; ${pages(pagesAbove)} pages above, ${pages(pagesBelow)} pages below)` : '';
-  return { lines, header, above, below };
+  return s.scrollHeight > vh + 2 ? `(scrolled to ${Math.round(s.scrollY)} of ${Math.round(s.scrollHeight)} px; ${pages(pagesAbove)} pages above, ${pages(pagesBelow)} pages below)` : '';
 }
 
 /** Cuts `lines` to `budget` characters, keeping those nearest the viewport. */
@@ -103,7 +97,7 @@ async function frameId(frame: Frame): Promise<string | undefined> {
 async function serializeFrame(frame: Frame, state: TabState, elements: PageElement[], budget: number, screens: number, depth: number): Promise<string[]> {
   let snap: FrameSnapshot;
   try {
-    snap = await inFrame(frame, snapshotFrame, { next: state.next });
+    snap = await inFrame(frame, snapshotFrame, { next: state.next, screens });
   } catch (err) {
     return [`(this frame could not be read: ${(err as Error).message.split('\n')[0]})`];
   }
@@ -119,7 +113,7 @@ async function serializeFrame(frame: Frame, state: TabState, elements: PageEleme
       if (id) children.set(id, child);
     }
   }
-  const w = windowed(snap, screens);
+  const w = { ...snap, header: scrollHeader(snap) };
   const out: string[] = [];
   const ys: number[] = [];
   if (w.above) {
