@@ -266,7 +266,7 @@ export function snapshotFrame(args: { next: number; screens: number }): FrameSna
       !ctx.inInteractive &&
       el.tagName !== 'LABEL' &&
       el !== doc.body &&
-      ((style.cursor === 'pointer' && ctx.cursor !== 'pointer') || el.hasAttribute('onclick'));
+      ((style.cursor === 'pointer' && ctx.cursor !== 'pointer') || el.hasAttribute('onclick') || typeof el.onclick === 'function');
     let interactive = !hidden && (Boolean(role) || tabbable || editable || clickable);
     let r: DOMRect | undefined;
     if (interactive) {

@@ -12,6 +12,7 @@ import { serveSite, type TestSite } from '../../../../test/support/site.js';
 import { runBrowserAgent } from './browser-agent.js';
 import type { Usage } from './model.js';
 import { createModelRegistry, type ModelRegistry } from './models.js';
+import { observePage } from './observe.js';
 
 let site: TestSite;
 let browser: Browser;
@@ -182,6 +183,23 @@ describe('the observation through the loop', () => {
     for (const r of fake.requests) {
       const size = JSON.stringify(r.messages).length + JSON.stringify(r.tools).length;
       assert.ok(size <= 60000, `a request carries ${size} characters`);
+    }
+  });
+});
+
+describe('the observation on its own', () => {
+  test('when the page is larger than the budget, then the lines nearest the viewport are kept and the cut is said', async () => {
+    const page = await browser.newPage();
+    try {
+      await page.goto(site.url('obs-big.html'));
+      await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight / 2));
+      const o = await observePage(browser, page, { budget: 1500 });
+      assert.ok(o.text.length <= 1500, `${o.text.length} characters`);
+      assert.match(o.text, /^\(scrolled to \d+ of \d+ px; [\d.]+ pages above, [\d.]+ pages below\)/);
+      assert.match(o.text, /… \(\d+ lines cut to fit the budget; scroll to bring them nearer\)/);
+      assert.equal(o.elements.length, 3000, 'every link stays indexed for actions');
+    } finally {
+      await page.close();
     }
   });
 });

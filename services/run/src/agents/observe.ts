@@ -58,10 +58,22 @@ function scrollHeader(s: FrameSnapshot): string {
   return s.scrollHeight > vh + 2 ? `(scrolled to ${Math.round(s.scrollY)} of ${Math.round(s.scrollHeight)} px; ${pages(pagesAbove)} pages above, ${pages(pagesBelow)} pages below)` : '';
 }
 
-/** Cuts `lines` to `budget` characters, keeping those nearest the viewport. */
-function withinBudget(lines: string[], ys: number[], centre: number, budget: number): { kept: string[]; cut: number } {
-  const total = lines.reduce((a, l) => a + l.length + 1, 0);
-  if (total <= budget) return { kept: lines, cut: 0 };
+const size = (lines: string[]) => lines.reduce((a, l) => a + l.length + 1, 0);
+
+/** Cuts `lines` to `budget` characters (cut markers included), keeping those nearest the viewport. */
+function withinBudget(lines: string[], ys: number[], centre: number, budget: number): string[] {
+  if (size(lines) <= budget) return lines;
+  let room = budget;
+  for (let i = 0; i < 8; i++) {
+    const kept = cutTo(lines, ys, centre, room);
+    const over = size(kept) - budget;
+    if (over <= 0) return kept;
+    room -= over;
+  }
+  return cutTo(lines, ys, centre, Math.floor(budget / 2));
+}
+
+function cutTo(lines: string[], ys: number[], centre: number, budget: number): string[] {
   const order = lines.map((_, i) => i).sort((a, b) => Math.abs(ys[a]! - centre) - Math.abs(ys[b]! - centre));
   const keep = new Set<number>();
   let used = 0;
@@ -80,7 +92,7 @@ function withinBudget(lines: string[], ys: number[], centre: number, budget: num
     } else gap++;
   }
   if (gap) kept.push(`… (${gap} lines cut to fit the budget; scroll to bring them nearer)`);
-  return { kept, cut: lines.length - keep.size };
+  return kept;
 }
 
 async function frameId(frame: Frame): Promise<string | undefined> {
@@ -99,6 +111,8 @@ async function serializeFrame(frame: Frame, state: TabState, elements: PageEleme
   try {
     snap = await inFrame(frame, snapshotFrame, { next: state.next, screens });
   } catch (err) {
+    // The top document is the page: its caller retries once it has settled.
+    if (depth === 0) throw err;
     return [`(this frame could not be read: ${(err as Error).message.split('\n')[0]})`];
   }
   state.next = snap.next;
@@ -137,7 +151,7 @@ async function serializeFrame(frame: Frame, state: TabState, elements: PageEleme
     ys.push(Infinity);
   }
   const centre = snap.scrollY + snap.viewportHeight / 2;
-  const { kept } = withinBudget(out, ys, centre, budget - w.header.length - 1);
+  const kept = withinBudget(out, ys, centre, budget - w.header.length - 1);
   return w.header ? [w.header, ...kept] : kept;
 }
 
@@ -145,8 +159,19 @@ async function serializeFrame(frame: Frame, state: TabState, elements: PageEleme
 export async function observePage(browser: Browser, page: Page, opts: ObserveOptions = {}): Promise<Observation> {
   const state = tabState(page);
   state.frames.clear();
-  const elements: PageElement[] = [];
-  const lines = await serializeFrame(page.mainFrame(), state, elements, opts.budget ?? OBSERVATION_BUDGET, opts.screens ?? 1, 0);
+  let elements: PageElement[] = [];
+  let lines: string[] = [];
+  for (let attempt = 1; ; attempt++) {
+    elements = [];
+    try {
+      lines = await serializeFrame(page.mainFrame(), state, elements, opts.budget ?? OBSERVATION_BUDGET, opts.screens ?? 1, 0);
+      break;
+    } catch (err) {
+      // A redirect or a script navigating replaced the document while it was read: read the next one.
+      if (attempt >= 3 || page.isClosed()) throw err;
+      await settlePage(page, 3000);
+    }
+  }
   const open = (await browser.pages()).filter((p) => !p.isClosed());
   const tabList = await Promise.all(open.map(async (p, tab) => ({ tab, url: p.url(), title: await p.title().catch(() => ''), active: p === page })));
   return {
