@@ -134,13 +134,33 @@ describe('the observation through the loop', () => {
             `delete ${has(req, /button "Delete account" disabled/) ? 'disabled' : 'enabled'}`,
             `save ${has(req, /button "Save" disabled/) ? 'disabled' : 'enabled'}`,
             `nickname ${state(/textbox "Nickname" value="([^"]*)"/)}`,
+            `referral ${state(/textbox "Referral code" (value="[^"]*" required readonly)/)}`,
+            `postcode ${state(/textbox "Postcode" value="[^"]*" (invalid)/)}`,
+            `dark mode ${state(/switch "Dark mode" (checked)/)}`,
+            `bio ${state(/textbox "Bio" value="([^"]*)"/)}`,
+            `shortcuts ${state(/\[\d+\] (focusable) "Keyboard shortcuts"/)}`,
+            `more options ${state(/button "More options" (collapsed|expanded)/)}`,
           ].join(', '),
         },
       };
     };
     const { result } = await run('Set my nickname to Zed and tell me the settings');
-    assert.equal(result, 'newsletter checked, adverts unchecked, plan Pro, delete disabled, save enabled, nickname Zed');
+    assert.equal(
+      result,
+      'newsletter checked, adverts unchecked, plan Pro, delete disabled, save enabled, nickname Zed, referral value="REF-9" required readonly, postcode invalid, dark mode checked, bio Loves lamps, shortcuts focusable, more options collapsed',
+    );
     assert.ok(!fake.requests.some((r) => JSON.stringify(r).includes('hunter2')), 'the password never reaches the model');
+  });
+
+  test('when a click renders its results bit by bit without network traffic, then the next observation shows them all', async () => {
+    fake.script = (req): FakeReply => {
+      if (!opened(req, 'obs-progressive.html')) return { tool: 'navigate', args: { url: site.url('obs-progressive.html') } };
+      if (!has(req, /Result 1/)) return { tool: 'click', args: { index: elementIndex(req, /button "Show results"/) } };
+      const last = [...userText(req).matchAll(/Result \d+/g)].at(-1)![0];
+      return { tool: 'done', args: { result: has(req, /All \d+ results shown/) ? seen(req, /(All \d+ results shown)/) : `only up to ${last}` } };
+    };
+    assert.equal((await run('Show the results')).result, 'All 8 results shown');
+    assert.equal(fake.requests.length, 3, 'no wait was needed');
   });
 
   test('when a banner covers the page, then the button under it is marked covered until the banner is dismissed', async () => {
