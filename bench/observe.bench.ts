@@ -67,7 +67,7 @@ export async function observeBench(opts: { rounds: number }): Promise<Observatio
   const out: ObservationFigures[] = [];
   try {
     const page = (await browser.pages())[0] ?? (await browser.newPage());
-    for (const name of ['run-form.html', 'obs-shadow.html', 'obs-frames.html', 'obs-combobox.html', 'obs-state.html', 'obs-long.html', 'obs-big.html']) {
+    for (const name of ['run-form.html', 'obs-shadow.html', 'obs-frames.html', 'obs-combobox.html', 'obs-state.html', 'obs-overlay.html', 'obs-long.html', 'obs-big.html']) {
       await page.goto(site.url(name), { waitUntil: 'networkidle0' });
       const before: number[] = [];
       const after: number[] = [];

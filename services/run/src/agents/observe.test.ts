@@ -163,6 +163,16 @@ describe('the observation through the loop', () => {
     assert.equal(fake.requests.length, 3, 'no wait was needed');
   });
 
+  test('when a click starts a chain of redirects, then the model reads the page at its end', async () => {
+    fake.script = (req): FakeReply => {
+      if (!opened(req, 'obs-redirect')) return { tool: 'navigate', args: { url: site.url('obs-redirect.html') } };
+      if (has(req, /link "Continue with SSO"/)) return { tool: 'click', args: { index: elementIndex(req, /link "Continue with SSO"/) } };
+      if (!has(req, /session number is \d+/)) return { tool: 'wait', args: { text: 'session number' } };
+      return { tool: 'done', args: { result: seen(req, /session number is (\d+)/) } };
+    };
+    assert.equal((await run('Sign in with SSO and tell me the session number')).result, '8812');
+  });
+
   test('when a banner covers the page, then the button under it is marked covered until the banner is dismissed', async () => {
     fake.script = (req): FakeReply => {
       if (!opened(req, 'obs-overlay.html')) return { tool: 'navigate', args: { url: site.url('obs-overlay.html') } };
