@@ -5,8 +5,20 @@
  * current one, in the same browser and run. Size in characters and ~tokens (characters / 4).
  */
 import puppeteer, { type Page } from 'puppeteer-core';
+import { startFakeOpenAI } from '../test/support/fake-openai.js';
 import { serveSite } from '../test/support/site.js';
+import { runBrowserAgent } from '../services/run/src/agents/browser-agent.js';
+import { createModelRegistry } from '../services/run/src/agents/models.js';
 import { observePage } from '../services/run/src/agents/observe.js';
+
+/** Characters of each request (messages and tools) of a 30-step run scrolling the 3,000-link page. */
+export interface PromptFigures {
+  steps: number;
+  step1Chars: number;
+  step2Chars: number;
+  step30Chars: number;
+  maxChars: number;
+}
 
 export interface ObservationFigures {
   page: string;
@@ -92,4 +104,34 @@ export async function observeBench(opts: { rounds: number }): Promise<Observatio
     await site.close();
   }
   return out;
+}
+
+/** A 30-step run through the loop and a fake OpenAI-compatible server on the 3,000-link page: navigate, scroll down 28 times, done. */
+export async function promptSizeBench(): Promise<PromptFigures> {
+  const site = await serveSite();
+  const fake = await startFakeOpenAI();
+  const browser = await puppeteer.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'] });
+  try {
+    fake.script = (_req, n) => (n === 0 ? { tool: 'navigate', args: { url: site.url('obs-big.html') } } : n < 29 ? { tool: 'scroll', args: { direction: 'down' } } : { tool: 'done', args: { result: 'end' } });
+    const models = createModelRegistry({ openaiBaseUrl: fake.baseUrl, openaiModels: ['fake-gpt'], anthropicModels: [], prices: {}, timeoutMs: 10000, maxRetries: 0 });
+    await runBrowserAgent({
+      browser,
+      model: models.create('fake-gpt', 'Read the directory'),
+      task: 'Read the directory',
+      turns: [],
+      diskFiles: [],
+      maxSteps: 40,
+      deadline: Date.now() + 120000,
+      actionTimeoutMs: 10000,
+      signal: new AbortController().signal,
+      recordStep: async () => {},
+      recordUsage: async () => {},
+    });
+    const sizes = fake.requests.map((r) => JSON.stringify(r.messages).length + JSON.stringify(r.tools ?? []).length);
+    return { steps: sizes.length, step1Chars: sizes[0]!, step2Chars: sizes[1]!, step30Chars: sizes[29]!, maxChars: Math.max(...sizes) };
+  } finally {
+    await browser.close();
+    await fake.close();
+    await site.close();
+  }
 }

@@ -11,7 +11,7 @@ import { idleRecordingBench, liveViewBench } from './live-view.bench.js';
 import { gatewayRoundtrip } from './gateway-roundtrip.bench.js';
 import { runQueueBench, runsBench } from './runs.bench.js';
 import { browsercodeBench } from './browsercode.bench.js';
-import { observeBench } from './observe.bench.js';
+import { observeBench, promptSizeBench } from './observe.bench.js';
 
 const f = (n: number, d = 2) => n.toFixed(d);
 const roundMs = Number(process.env.BENCH_ROUND_MS ?? 3000);
@@ -111,6 +111,11 @@ if (want('observe')) {
       `${o.page.padEnd(20)}  ${f(o.before.ms, 1).padStart(9)}  ${f(o.after.ms, 1).padStart(8)}  ${`${o.before.chars} (${o.before.tokens})`.padStart(22)}  ${`${o.after.chars} (${o.after.tokens})`.padStart(21)}  ${`${o.before.elements}/${o.after.elements}`.padStart(21)}\n`,
     );
   }
+  const ps = await promptSizeBench();
+  results.promptSize = ps;
+  process.stdout.write(
+    `  request size, 30-step run scrolling the 3,000-link page (messages + tools, characters): step 1 (blank tab) ${ps.step1Chars}, step 2 (top of the page) ${ps.step2Chars}, step 30 ${ps.step30Chars}, largest ${ps.maxChars} (~${Math.round(ps.maxChars / 4)} tokens)\n`,
+  );
 }
 
 const dir = path.join(ROOT, 'bench/results');
