@@ -1,6 +1,6 @@
 /**
  * `make bench`: runs each benchmark and prints its figures; JSON goes to bench/results/.
- * BENCH_ONLY=name[,name] runs some: gateway, files, runs, queue (part of runs), browsercode, pool, live-view, live-view-idle (the idle recording part alone).
+ * BENCH_ONLY=name[,name] runs some: gateway, files, runs, queue (part of runs), browsercode, pool, live-view, live-view-idle (the idle recording part alone), observe.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,6 +11,7 @@ import { idleRecordingBench, liveViewBench } from './live-view.bench.js';
 import { gatewayRoundtrip } from './gateway-roundtrip.bench.js';
 import { runQueueBench, runsBench } from './runs.bench.js';
 import { browsercodeBench } from './browsercode.bench.js';
+import { observeBench, promptSizeBench } from './observe.bench.js';
 
 const f = (n: number, d = 2) => n.toFixed(d);
 const roundMs = Number(process.env.BENCH_ROUND_MS ?? 3000);
@@ -98,6 +99,23 @@ if (want('live-view')) {
   const lv = await liveViewBench({ mode: 'dist' });
   results.liveView = lv;
   process.stdout.write(`  ${JSON.stringify(lv)}\n`);
+}
+if (want('observe')) {
+  const n = Math.max(5, rounds * 3);
+  process.stdout.write(`\nobservation of the fixture pages: before (innerText + top-document elements) vs after (one serialization, frames and shadow roots, viewport-centred), median of ${n}\n`);
+  const ob = await observeBench({ rounds: n });
+  results.observe = ob;
+  process.stdout.write('page                  before ms  after ms  before chars (~tokens)  after chars (~tokens)  elements before/after\n');
+  for (const o of ob) {
+    process.stdout.write(
+      `${o.page.padEnd(20)}  ${f(o.before.ms, 1).padStart(9)}  ${f(o.after.ms, 1).padStart(8)}  ${`${o.before.chars} (${o.before.tokens})`.padStart(22)}  ${`${o.after.chars} (${o.after.tokens})`.padStart(21)}  ${`${o.before.elements}/${o.after.elements}`.padStart(21)}\n`,
+    );
+  }
+  const ps = await promptSizeBench();
+  results.promptSize = ps;
+  process.stdout.write(
+    `  request size, 30-step run scrolling the 3,000-link page (messages + tools, characters): step 1 (blank tab) ${ps.step1Chars}, step 2 (top of the page) ${ps.step2Chars}, step 30 ${ps.step30Chars}, largest ${ps.maxChars} (~${Math.round(ps.maxChars / 4)} tokens)\n`,
+  );
 }
 
 const dir = path.join(ROOT, 'bench/results');

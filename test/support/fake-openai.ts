@@ -36,11 +36,11 @@ export function userText(req: ChatRequest): string {
   return typeof c === 'string' ? c : Array.isArray(c) ? c.map((p: { text?: string }) => p.text ?? '').join('') : '';
 }
 
-/** The [index] of the element whose line matches `pattern` in the page state. */
+/** The [index] of the element whose line matches `pattern` in the page state (`*[index]` when new). */
 export function elementIndex(req: ChatRequest, pattern: RegExp): number {
-  const line = userText(req).split('\n').find((l) => /^\[\d+\]/.test(l) && pattern.test(l));
+  const line = userText(req).split('\n').find((l) => /^\*?\[\d+\]/.test(l) && pattern.test(l));
   if (!line) throw new Error(`no element matching ${pattern} in the request`);
-  return Number(/^\[(\d+)\]/.exec(line)![1]);
+  return Number(/^\*?\[(\d+)\]/.exec(line)![1]);
 }
 
 export async function startFakeOpenAI(): Promise<FakeOpenAI> {

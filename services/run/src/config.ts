@@ -66,6 +66,7 @@ export const runConfigSpec = {
   anthropicApiKey: optionalStr('ANTHROPIC_API_KEY', { describe: 'Anthropic key' }),
   anthropicBaseUrl: optionalUrl('ANTHROPIC_BASE_URL', ['http', 'https'], { describe: 'Anthropic API base URL (default the public one)' }),
   anthropicModels: list('ANTHROPIC_MODELS', 'Model names routed to Anthropic; empty = names starting with claude'),
+  visionModels: list('VISION_MODELS', 'Model names (of either provider) that read images: each step also sends them a JPEG of the viewport'),
   prices,
   modelTimeoutMs: int('MODEL_TIMEOUT_MS', { default: 60000, min: 1000, max: 600000, describe: 'Time limit of one model decision, retries included' }),
   modelMaxRetries: int('MODEL_MAX_RETRIES', { default: 2, min: 0, max: 10, describe: 'Retries of a failed model call (5xx, 429, network)' }),

@@ -37,6 +37,7 @@ runMain('run', async () => {
     anthropicApiKey: config.anthropicApiKey,
     anthropicBaseUrl: config.anthropicBaseUrl,
     anthropicModels: config.anthropicModels,
+    visionModels: config.visionModels,
     defaultModel: config.defaultModel,
     prices: config.prices,
     timeoutMs: config.modelTimeoutMs,

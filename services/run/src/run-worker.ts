@@ -109,6 +109,20 @@ export class RunWorker {
     return browser;
   }
 
+  /** The session keeps its browser for follow-ups: disconnects and releases it (releasing saves the profile). */
+  async #releaseKept(run: RunRow, held: Held): Promise<boolean> {
+    const { cdp, browserId } = held;
+    held.cdp = undefined;
+    await cdp?.disconnect().catch(() => undefined);
+    if (!browserId) return false;
+    await this.#d.clients.browserPool.api
+      .releaseBrowser({ projectId: run.projectId, browserId, runId: run.id })
+      .catch((err: Error) => this.#d.logger.warn({ runId: run.id, browserId, err: err.message }, 'could not release the browser'));
+    // Idle now, so a run waiting for a slot may take it.
+    await this.#d.capacity.slotMayBeFree(run.projectId);
+    return true;
+  }
+
   #deadline(run: RunRow): number {
     return Date.parse(run.startedAt ?? new Date().toISOString()) + this.#d.limits.maxRunMs;
   }
@@ -186,6 +200,7 @@ export class RunWorker {
     const held: Held = { lost: () => guard.cut(new BrowserLost()) };
     let manifest: DiskManifest | undefined;
     let tenant: Tenant | undefined;
+    let released = false;
     try {
       // A browser-agent run needs its browser first: at the project's browser limit it waits queued.
       if (!code && !(await this.#browserOrWait(run, held, signal))) return;
@@ -226,6 +241,8 @@ export class RunWorker {
         await this.#endTurnBrowser(run, held, stop); // stopped before the run reads completed
       } else {
         result = await runBrowserAgent({ ...loop, browser: await this.#openBrowser(run, held, signal), diskFiles: [...manifest.keys()], maxModelFailures: this.#d.limits.maxModelFailures });
+        // Released before the run reads completed, so a follow-up sent at once finds the browser free.
+        released = await this.#releaseKept(run, held);
       }
       if (await repo.finish(run.id, ['running'], 'completed', { result })) await events.append(run.id, 'run.completed', { result });
     } catch (err) {
@@ -260,11 +277,8 @@ export class RunWorker {
         if (status === 'stopped') {
           // Its browser ends with it, also one StopRun did not know yet (the run was stopped while it started).
           await this.#d.capacity.stopForStoppedRun(run, browserId);
-        } else {
-          // The session keeps its browser for follow-ups; releasing saves the profile.
-          await clients.browserPool.api.releaseBrowser({ projectId: run.projectId, browserId, runId: run.id }).catch((err: Error) => log.warn({ err: err.message }, 'could not release the browser'));
-          // Idle now, so a run waiting for a slot may take it.
-          await this.#d.capacity.slotMayBeFree(run.projectId);
+        } else if (!released) {
+          await this.#releaseKept(run, held);
         }
       }
     }

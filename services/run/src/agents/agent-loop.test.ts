@@ -106,9 +106,9 @@ describe('browser-agent recovery with an OpenAI-compatible model', () => {
       if (n === 1)
         return {
           tools: [
-            { tool: 'type', args: { index: elementIndex(req, /name="first"/), text: 'Ada', memory: 'signing up Ada Lovelace' } },
-            { tool: 'type', args: { index: elementIndex(req, /name="last"/), text: 'Lovelace' } },
-            { tool: 'click', args: { index: elementIndex(req, /<button.*Sign up/) } },
+            { tool: 'type', args: { index: elementIndex(req, /textbox "First name"/), text: 'Ada', memory: 'signing up Ada Lovelace' } },
+            { tool: 'type', args: { index: elementIndex(req, /textbox "Last name"/), text: 'Lovelace' } },
+            { tool: 'click', args: { index: elementIndex(req, /button "Sign up"/) } },
             { tool: 'click', args: { index: elementIndex(req, /Skip/) } },
           ],
         };

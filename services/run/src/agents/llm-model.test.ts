@@ -67,9 +67,9 @@ describe('an OpenAI-compatible model', () => {
         case 0:
           return { tool: 'navigate', args: { url: site.url('run-form.html') } };
         case 1:
-          return { tool: 'type', args: { index: elementIndex(req, /label="Full name"/), text: 'Grace Hopper' } };
+          return { tool: 'type', args: { index: elementIndex(req, /textbox "Full name"/), text: 'Grace Hopper' } };
         case 2:
-          return { tool: 'click', args: { index: elementIndex(req, /<button.*Place order/) } };
+          return { tool: 'click', args: { index: elementIndex(req, /button "Place order"/) } };
         case 3:
           return { tool: 'wait', args: { text: 'Thank you' } };
         case 4:
@@ -88,7 +88,7 @@ describe('an OpenAI-compatible model', () => {
     assert.ok(first.tools!.some((t) => t.function.name === 'click') && first.tools!.some((t) => t.function.name === 'done'));
     assert.match(userText(first), /Task: Order a red lamp/);
     assert.match(userText(first), /Turn 1 answer: its answer/, 'the earlier turn is in the conversation');
-    assert.match(userText(fake.requests[1]!), /URL: .*run-form\.html[\s\S]*label="Full name"/, 'the page state after navigating');
+    assert.match(userText(fake.requests[1]!), /URL: .*run-form\.html[\s\S]*textbox "Full name"/, 'the page state after navigating');
     assert.match(userText(fake.requests[5]!), /Steps so far:[\s\S]*Step 3: click \[\d+\] button "Place order" → \S*run-thanks\.html\?\S* "Thanks"/, 'the history says what was clicked and where it led');
     assert.match(userText(fake.requests[5]!), /This is step 6 of 20\./);
     const system = first.messages.find((m) => m.role === 'system')!.content as string;

@@ -19,7 +19,7 @@ export function systemPrompt(toolset: 'browser' | 'code', today: string): string
 
 Today is ${today}.
 
-Each turn you get the task, the steps so far with what you noted at each, and the current page: its URL, title, tabs, the interactive elements as "[index] <tag> text", and the text. Refer to elements by their [index]; indexes are only valid for the page you are shown.
+Each turn you get the task, the steps so far with what you noted at each, and the current page: its URL, title, tabs, and the page around the viewport as text in page order, with each interactive element as "[index] role \"name\" state" (*[index] marks one new since the last step). Refer to elements by their [index]; indexes are only valid for the page you are shown. Scroll to see more of a long page.
 
 How to work:
 - First deal with whatever stands in the way: close pop-ups, accept or reject cookie banners, dismiss overlays.
@@ -130,14 +130,8 @@ export function toAction(name: string, args: Record<string, any>, toolset: 'brow
 /** The page as the model reads it. */
 export function describePage(o: Observation | undefined): string {
   if (!o) return '(no browser is open yet; a browser tool such as navigate opens one)';
-  const els = o.elements
-    .map((e) => {
-      const words = [e.text, e.label && `label="${e.label}"`, e.placeholder && `placeholder="${e.placeholder}"`, e.name && `name="${e.name}"`, e.href && `href="${e.href}"`, e.options && `options=${JSON.stringify(e.options)}`].filter(Boolean).join(' ');
-      return `[${e.index}] <${e.tag}${e.type && e.tag === 'input' ? ` type=${e.type}` : ''}> ${words}`;
-    })
-    .join('\n');
   const tabs = o.tabs.map((t) => `${t.active ? '*' : ' '} tab ${t.tab}: ${t.title} — ${t.url}`).join('\n');
-  return `URL: ${o.url}\nTitle: ${o.title}\nTabs:\n${tabs}\nInteractive elements:\n${els || '(none)'}\nVisible text:\n${o.text}`;
+  return `URL: ${o.url}\nTitle: ${o.title}\nTabs:\n${tabs}\nPage (text and [index] role "name" state of interactive elements, in page order; *[index] = new since the last step; about one screen above and below the viewport):\n${o.text}`;
 }
 
 /** Characters of history replayed in full; older steps shrink to one line, then to a count. */
@@ -232,6 +226,8 @@ export interface LlmModelOptions {
   maxRetries: number;
   /** The date the model takes as today (tests pin it). */
   now?: () => Date;
+  /** The model reads images: each call carries a JPEG of the viewport. */
+  vision?: boolean;
 }
 
 export class LlmModel implements AgentModel {
@@ -244,6 +240,9 @@ export class LlmModel implements AgentModel {
   }
 
   async decide(input: DecideInput, signal: AbortSignal): Promise<Decision> {
+    // The provider reports the image's tokens in the input tokens, so its cost is counted with them.
+    const prompt = buildPrompt(input);
+    const image = this.#o.vision ? await input.observation?.screenshot?.() : undefined;
     const timeout = AbortSignal.timeout(this.#o.timeoutMs);
     const tools = input.loop?.finalCall ? { done: TOOLS.done } : input.toolset === 'code' ? CODE_TOOLS : TOOLS;
     let result;
@@ -251,7 +250,7 @@ export class LlmModel implements AgentModel {
       result = await generateText({
         model: this.#o.model,
         system: systemPrompt(input.toolset, (this.#o.now?.() ?? new Date()).toISOString().slice(0, 10)),
-        prompt: buildPrompt(input),
+        ...(image ? { messages: [{ role: 'user' as const, content: [{ type: 'text' as const, text: prompt }, { type: 'image' as const, image, mediaType: 'image/jpeg' }] }] } : { prompt }),
         tools,
         toolChoice: 'required',
         maxRetries: this.#o.maxRetries,

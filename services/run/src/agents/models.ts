@@ -22,6 +22,8 @@ export interface ModelsConfig {
   /** Model names routed to Anthropic; empty = names starting with "claude". */
   anthropicModels: string[];
   defaultModel?: string | undefined;
+  /** Model names that read images: each step sends them a screenshot of the viewport. */
+  visionModels?: string[];
   prices: PriceTable;
   timeoutMs: number;
   maxRetries: number;
@@ -59,7 +61,7 @@ export function createModelRegistry(c: ModelsConfig): ModelRegistry {
     create(name, task, toolset = 'browser') {
       if (name === 'builtin') return new BuiltinModel(task, toolset);
       const model = isAnthropic(name) ? anthropic!(name) : openai!.chatModel(name);
-      return new LlmModel({ name, model, timeoutMs: c.timeoutMs, maxRetries: c.maxRetries });
+      return new LlmModel({ name, model, timeoutMs: c.timeoutMs, maxRetries: c.maxRetries, vision: c.visionModels?.includes(name) ?? false });
     },
     price(name, usage) {
       const p = c.prices[name];

@@ -8,29 +8,10 @@ import path from 'node:path';
 import type { Browser, ElementHandle, Page } from 'puppeteer-core';
 import { InvalidArgumentError } from '../../../common/src/errors.js';
 import type { Action, ExtractWhat } from './actions.js';
+import { findIndexed, observePage, settlePage, type Observation } from './observe.js';
 import { insideDisk } from './shell.js';
 
-export interface PageElement {
-  index: number;
-  tag: string;
-  role: string;
-  type: string;
-  text: string;
-  label: string;
-  placeholder: string;
-  name: string;
-  id: string;
-  href: string;
-  options?: string[];
-}
-
-export interface Observation {
-  url: string;
-  title: string;
-  elements: PageElement[];
-  text: string;
-  tabs: { tab: number; url: string; title: string; active: boolean }[];
-}
+export type { Observation, PageElement } from './observe.js';
 
 /** An action's failure the agent can report (element gone, timeout, …), not a service bug. */
 export class ActionError extends Error {
@@ -38,40 +19,6 @@ export class ActionError extends Error {
     super(message);
     this.name = this.constructor.name;
   }
-}
-
-const SELECTOR = 'a[href], button, input:not([type=hidden]), select, textarea, summary, [role=button], [role=link], [role=checkbox], [role=tab], [role=menuitem], [contenteditable=true], [onclick]';
-
-/* Runs in the page: indexes visible interactive elements and reads the visible text. */
-function collect(selector: string, maxText: number) {
-  const root = document.documentElement as HTMLElement;
-  let next = Number(root.dataset.atsNext ?? '1');
-  const elements = [];
-  for (const node of Array.from(document.querySelectorAll(selector))) {
-    const el = node as HTMLElement & { value?: string; placeholder?: string; type?: string; href?: string; labels?: NodeListOf<HTMLLabelElement>; options?: HTMLOptionsCollection };
-    const rect = el.getBoundingClientRect();
-    const style = getComputedStyle(el);
-    const fileInput = el.tagName === 'INPUT' && el.type === 'file';
-    if (!fileInput && (style.display === 'none' || style.visibility === 'hidden' || (rect.width === 0 && rect.height === 0))) continue;
-    if (!el.dataset.atsIdx) el.dataset.atsIdx = String(next++);
-    const label = (el.labels && el.labels[0]?.innerText) || el.getAttribute('aria-label') || el.getAttribute('title') || '';
-    const text = (el.innerText || (el.tagName === 'INPUT' && ['submit', 'button', 'reset'].includes(el.type ?? '') ? el.value : '') || '').trim();
-    elements.push({
-      index: Number(el.dataset.atsIdx),
-      tag: el.tagName.toLowerCase(),
-      role: el.getAttribute('role') ?? '',
-      type: el.type ?? '',
-      text: text.replace(/\s+/g, ' ').slice(0, 120),
-      label: label.trim().replace(/\s+/g, ' ').slice(0, 120),
-      placeholder: el.placeholder ?? '',
-      name: el.getAttribute('name') ?? '',
-      id: el.id,
-      href: el.tagName === 'A' ? (el.href ?? '') : '',
-      ...(el.tagName === 'SELECT' && el.options ? { options: Array.from(el.options).map((o) => o.text.trim()) } : {}),
-    });
-  }
-  root.dataset.atsNext = String(next);
-  return { elements, text: (document.body?.innerText ?? '').slice(0, maxText) };
 }
 
 /** The page the agent works in: the visible tab, else the last one. */
@@ -83,22 +30,20 @@ export async function activePage(browser: Browser): Promise<Page> {
   return pages[pages.length - 1] ?? (await browser.newPage());
 }
 
-export async function observe(browser: Browser, page: Page, maxText = 6000): Promise<Observation> {
-  const { elements, text } = await page.evaluate(collect, SELECTOR, maxText);
-  const pages = (await browser.pages()).filter((p) => !p.isClosed());
-  const tabs = await Promise.all(pages.map(async (p, tab) => ({ tab, url: p.url(), title: await p.title().catch(() => ''), active: p === page })));
-  return { url: page.url(), title: await page.title(), elements, text, tabs };
+/** What the model sees of the tab `page` (see observe.ts). */
+export async function observe(browser: Browser, page: Page): Promise<Observation> {
+  return observePage(browser, page);
 }
 
 async function element(page: Page, index: number): Promise<ElementHandle<Element>> {
-  const handle = await page.$(`[data-ats-idx="${index}"]`);
+  const handle = await findIndexed(page, index);
   if (!handle) throw new ActionError(`There is no element [${index}] on the page any more`);
   return handle;
 }
 
-/** Waits until the page has had no network traffic briefly (after a click, a key, a submit). */
+/** Waits until the page has settled after a click, a key, a submit: network idle and a quiet DOM, both bounded. */
 async function settle(page: Page, timeoutMs: number): Promise<void> {
-  await page.waitForNetworkIdle({ idleTime: 150, timeout: timeoutMs }).catch(() => undefined);
+  await settlePage(page, timeoutMs);
 }
 
 function tableAsJson(): unknown {
@@ -199,10 +144,8 @@ export async function act(browser: Browser, page: Page, action: Action, opts: Ac
         else (node as HTMLElement).textContent = '';
       });
       await el.type(action.text);
-      if (action.submit) {
-        await page.keyboard.press('Enter');
-        await settle(page, t);
-      }
+      if (action.submit) await page.keyboard.press('Enter');
+      await settle(page, t);
       return { page };
     }
     case 'select': {
@@ -215,6 +158,7 @@ export async function act(browser: Browser, page: Page, action: Action, opts: Ac
       }, action.option);
       if (value === null) throw new ActionError(`[${action.index}] has no option ${JSON.stringify(action.option)}`);
       await el.select(value);
+      await settle(page, t);
       return { page };
     }
     case 'press':
