@@ -6,6 +6,7 @@
 import type { Browser, Page } from 'puppeteer-core';
 import { describeAction, type Action } from './actions.js';
 import { ElementNotFound, ModelError, turnResult, type AgentModel, type StepMemory, type Usage } from './model.js';
+import { pageAsker } from './page-question.js';
 import { ActionError, act, activePage, observe } from './page-tools.js';
 
 /** The run was stopped by its client. */
@@ -95,7 +96,7 @@ export async function runBrowserAgent(input: BrowserAgentInput): Promise<string>
     const actionStarted = Date.now();
     const memory: StepMemory = { thought: decision.thought, action };
     try {
-      const r = await act(browser, page, action, { diskDir: input.diskDir, timeoutMs: input.actionTimeoutMs, signal: input.signal });
+      const r = await act(browser, page, action, { diskDir: input.diskDir, timeoutMs: input.actionTimeoutMs, signal: input.signal, ask: pageAsker(model, input.signal, input.recordUsage) });
       page = r.page;
       if (r.extracted !== undefined) memory.extracted = r.extracted;
     } catch (err) {

@@ -13,6 +13,7 @@ import type { Browser, Page } from 'puppeteer-core';
 import { isCodeAction, type Action, type CodeAction } from './actions.js';
 import { check, recordBrowserStep, RunStopped, waitForText, type RecordedStep } from './browser-agent.js';
 import { ElementNotFound, ModelError, NeedsBrowser, turnResult, type AgentModel, type Decision, type StepMemory, type Usage } from './model.js';
+import { pageAsker } from './page-question.js';
 import { ActionError, act, activePage, observe, type Observation } from './page-tools.js';
 import { giveTo, insideDisk, listDisk, runShell, type Terminal } from './shell.js';
 
@@ -108,7 +109,7 @@ export async function runBrowsercode(input: BrowsercodeInput): Promise<string> {
       const p = await ensureBrowser();
       const actionStarted = Date.now();
       try {
-        const r = await act(browser!, p, action, { diskDir: input.diskDir, timeoutMs: input.actionTimeoutMs, signal: input.signal });
+        const r = await act(browser!, p, action, { diskDir: input.diskDir, timeoutMs: input.actionTimeoutMs, signal: input.signal, ask: pageAsker(model, input.signal, input.recordUsage) });
         page = r.page;
         outcome = r.extracted !== undefined ? { output: r.extracted } : {};
       } catch (err) {

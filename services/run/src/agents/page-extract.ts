@@ -144,6 +144,8 @@ function readPage(a: { what: ExtractWhat; index?: number | undefined; selector?:
         if (/^H[1-6]$/.test(tag)) return void out.push(`${'#'.repeat(Number(tag[1]))} ${clean(el.innerText)}`);
         if (tag === 'PRE') return void out.push('```\n' + el.innerText.replace(/\n+$/, '') + '\n```');
         if (tag === 'TABLE') {
+          const caption = clean((el as HTMLTableElement).caption?.innerText);
+          if (caption) out.push(`Table: ${caption}`);
           const rows = Array.from((el as HTMLTableElement).rows).map((r) => Array.from(r.cells).map((c) => clean(c.innerText).replace(/\|/g, '\\|')));
           if (rows.length) {
             const width = Math.max(...rows.map((r) => r.length));
