@@ -224,6 +224,9 @@ export class RunWorker {
         await this.#endTurnBrowser(run, held, stop); // stopped before the run reads completed
       } else {
         result = await runBrowserAgent({ ...loop, browser: await this.#openBrowser(run, held, signal), diskFiles: [...manifest.keys()] });
+        // Extractions too long for the answer were saved on the disk (the result names them): they are output files.
+        const notStored = await this.#syncOutputs(run, workDir, manifest);
+        if (notStored.length) result = [result, ...notStored].join('\n');
       }
       if (await repo.finish(run.id, ['running'], 'completed', { result })) await events.append(run.id, 'run.completed', { result });
     } catch (err) {
