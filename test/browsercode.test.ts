@@ -169,8 +169,20 @@ describe('a terminal on the run disk', () => {
     const { run: cut, events } = await follow(loud.id);
     assert.equal(cut.status, 'completed', cut.error);
     assert.equal(terminal(events).length, 4096);
-    assert.match(cut.result, /output cut at 4096 bytes/);
+    assert.match(cut.result, /^\(output cut at 4096 bytes: only its first 4096 bytes follow; redirect it to a file to keep all of it\)\ny\ny\n/);
     assert.equal(ofType(events, 'tool.result')[0]!.truncated, true);
+  });
+
+  test('when a file is larger than a read returns, then the answer says it was cut first and how to read the rest', async () => {
+    const created = await start({ task: 'Run `yes a | head -c 300000 > big.txt`, then read file big.txt' });
+    const { run, events } = await follow(created.id);
+    assert.equal(run.status, 'completed', run.error);
+    const notice = '(file cut: big.txt is 300000 bytes and only its first 262144 follow; read the rest with a command such as `tail -c +262145 big.txt`)\n';
+    assert.ok(run.result.startsWith(notice), run.result.slice(0, 200));
+    assert.equal(run.result.length, notice.length + 262144);
+    const read = ofType(events, 'tool.result').find((d) => d.tool === 'read_file')!;
+    assert.equal(read.truncated, true);
+    assert.equal(read.sizeBytes, 300000);
   });
 
   test('when the commands print nothing, then the completed run still says what it did', async () => {
