@@ -133,5 +133,12 @@ describe('browser-agent with the builtin model', () => {
     const missing = await run(`Open ${site.url('extract-long.html')}. Find 'Atlantis'.`);
     assert.equal(missing.result, '"Atlantis" does not occur on the page');
   });
+
+  test('when the task is a question about a page, then it opens the page and answers; "the first link" is followed', async () => {
+    assert.equal((await run(`What is the title of ${site.url('extract-tables.html')}?`)).result, 'Shop ledger');
+    const { result, steps } = await run(`Open ${site.url('extract-tables.html')}, click the first link and tell me the heading`);
+    assert.equal(result, 'Lighthouse log');
+    assert.deepEqual(steps.map((s) => s.action.split(' ')[0]), ['navigate', 'click', 'extract']);
+  });
 });
 

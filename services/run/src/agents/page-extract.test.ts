@@ -1,0 +1,65 @@
+/** Reading pages for the agent in real Chromium: markdown, questions in parts, and their limits. */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { serveSite, type TestSite } from '../../../../test/support/site.js';
+import { ActionError, act } from './page-tools.js';
+import { chunkMarkdown, type PageQuestion } from './page-extract.js';
+
+let site: TestSite;
+let browser: Browser;
+let page: Page;
+before(async () => {
+  site = await serveSite();
+  browser = await puppeteer.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'] });
+  page = (await browser.pages())[0] ?? (await browser.newPage());
+});
+after(async () => {
+  await browser.close();
+  await site.close();
+});
+
+const extracted = async (action: Parameters<typeof act>[2], ask?: (q: PageQuestion) => Promise<string>) => (await act(browser, page, action, { timeoutMs: 5000, ask })).extracted;
+
+describe('reading a page', () => {
+  test('when a page is read as markdown, then headings, table captions and rows and links keep their shape', async () => {
+    await page.goto(site.url('extract-tables.html'));
+    assert.equal(
+      await extracted({ name: 'extract', what: 'markdown' }),
+      [
+        '# Ledger',
+        '## Orders',
+        '| Order | Total |\n| --- | --- |\n| A-1 | 25 |\n| A-2 | 140 |',
+        `[All orders](${site.url('extract-long.html')})`,
+        'Table: Refunds',
+        '| Order | Refunded | Reason |\n| --- | --- | --- |\n| A-2 | 40 | Scratched desk |',
+        `[Refund policy](${site.url('run-article.html')})`,
+      ].join('\n\n'),
+    );
+    assert.equal(await extracted({ name: 'extract', what: 'heading', selector: '#orders' }), 'Orders');
+  });
+
+  test('when a question spans parts of a long page, then each part is asked and the answers are combined in one more call', async () => {
+    await page.goto(site.url('extract-long.html'));
+    const asked: PageQuestion[] = [];
+    const answer = await extracted({ name: 'extract', question: 'When was the lamp lit, and who kept it in the storm?' }, async (q) => {
+      asked.push(q);
+      if (q.partials) return q.partials.join(' / ');
+      return q.part!.n === 1 ? /lamp was lit at (\w+)/.exec(q.markdown!)![1]! : /great storm was ([A-Z]\w+ [A-Z]\w+)/.exec(q.markdown!)![1]!;
+    });
+    assert.equal(answer, 'dusk / Grace Darling');
+    assert.deepEqual(asked.map((q) => (q.partials ? 'combine' : `${q.part!.n}/${q.part!.of}`)), ['1/2', '2/2', 'combine']);
+    assert.ok(asked.every((q) => q.url === site.url('extract-long.html') && (q.markdown ?? '').length <= 24000));
+  });
+
+  test('when no part of the page answers, then the extraction says so; a model without question calls is told what it can extract', async () => {
+    await page.goto(site.url('extract-tables.html'));
+    assert.equal(await extracted({ name: 'extract', question: 'What is the VAT number?' }, async () => 'NOT_FOUND'), 'The page does not answer "What is the VAT number?"');
+    await assert.rejects(extracted({ name: 'extract', question: 'What is the VAT number?' }), (err: unknown) => err instanceof ActionError && /cannot answer questions about a page; extract the title, heading/.test(err.message));
+  });
+
+  test('when markdown is split into parts, then parts break at blank lines and a block longer than a part is cut across parts', () => {
+    assert.deepEqual(chunkMarkdown('aaaa\n\nbbbb\n\ncccc', 10), ['aaaa\n\nbbbb', 'cccc']);
+    assert.deepEqual(chunkMarkdown('x'.repeat(25), 10), ['x'.repeat(10), 'x'.repeat(10), 'x'.repeat(5)]);
+  });
+});
