@@ -22,7 +22,7 @@ after(async () => {
 const extracted = async (action: Parameters<typeof act>[2], ask?: (q: PageQuestion) => Promise<string>) => (await act(browser, page, action, { timeoutMs: 5000, ask })).extracted;
 
 describe('reading a page', () => {
-  test('when a page is read as markdown, then headings, table captions and rows and links keep their shape', async () => {
+  test('when a page is read as markdown, then headings, table captions and rows and links keep their shape; other modes take a selector, or a table number sent as text', async () => {
     await page.goto(site.url('extract-tables.html'));
     assert.equal(
       await extracted({ name: 'extract', what: 'markdown' }),
@@ -37,6 +37,7 @@ describe('reading a page', () => {
       ].join('\n\n'),
     );
     assert.equal(await extracted({ name: 'extract', what: 'heading', selector: '#orders' }), 'Orders');
+    assert.deepEqual(JSON.parse((await extracted({ name: 'extract', what: 'table', table: '2' }))!), [{ Order: 'A-2', Refunded: '40', Reason: 'Scratched desk' }]);
   });
 
   test('when a question spans parts of a long page, then each part is asked and the answers are combined in one more call', async () => {

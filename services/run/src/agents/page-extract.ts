@@ -282,7 +282,9 @@ export async function extract(page: Page, a: Extract<Action, { name: 'extract' }
     return { text: await answerQuestion(page, a, ask), kind: 'answer' };
   }
   const what = a.what ?? 'text';
-  return { text: await read(page, { what, index: a.index, selector: a.selector, table: a.table }), kind: what };
+  // A model may send the table's number as text ("2").
+  const table = typeof a.table === 'string' && /^\s*-?\d+\s*$/.test(a.table) ? Number(a.table) : a.table;
+  return { text: await read(page, { what, index: a.index, selector: a.selector, table }), kind: what };
 }
 
 const EXT: Record<string, string> = { links: 'json', table: 'json', markdown: 'md' };
