@@ -72,7 +72,7 @@ const VERBS = new Set(
 const CLAUSE_JOIN = /^(?:\s*,\s*(?:and\s+then\s+|and\s+|then\s+)?|\s+and\s+then\s+|\s+then\s+|\s+and\s+)/i;
 
 /** Splits one sentence at ", ", " and ", " then " where the next words begin an instruction (never inside quotes or a URL). */
-export function splitClauses(sentence: string): string[] {
+export function splitClauses(sentence: string, atAnyWord = false): string[] {
   const free = unquoted(sentence);
   const out: string[] = [];
   let start = 0;
@@ -82,7 +82,7 @@ export function splitClauses(sentence: string): string[] {
     if (!m) continue;
     const rest = sentence.slice(i + m[0].length);
     const word = rest.match(/^(?:please\s+)?([a-z']+)/i)?.[1]?.toLowerCase();
-    if (!word || !VERBS.has(word) || !free[i + m[0].length]) continue;
+    if (!word || (!atAnyWord && !VERBS.has(word)) || !free[i + m[0].length]) continue;
     out.push(sentence.slice(start, i));
     start = i + m[0].length;
     i = start - 1;
@@ -201,9 +201,11 @@ export function parseTask(task: string, toolset: Toolset = 'browser'): Instructi
   return steps.flatMap((source, i) => {
     const intents = parseClause(source);
     if (!intents) {
+      // A clause that did not start with a known verb stayed joined to the one before it: quote the part that fails.
+      const failing = splitClauses(source, true).find((part) => !parseClause(part.trim())) ?? source;
       const which = steps.length > 1 ? ` (step ${i + 1} of ${steps.length})` : '';
       throw new ModelError(
-        `The builtin model cannot follow this step: "${source}"${which}. It follows explicit instructions, one per sentence or joined by "and", "then" or commas; rephrase the step as one of: ${UNDERSTOOD}${toolset === 'code' ? UNDERSTOOD_CODE : ''}. ${LLM_HINT}.`,
+        `The builtin model cannot follow this step: "${failing.trim()}"${which}. It follows explicit instructions, one per sentence or joined by "and", "then" or commas; rephrase the step as one of: ${UNDERSTOOD}${toolset === 'code' ? UNDERSTOOD_CODE : ''}. ${LLM_HINT}.`,
       );
     }
     const code = intents.find((it) => CODE_INTENTS.includes(it.kind));
