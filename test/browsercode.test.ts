@@ -137,6 +137,18 @@ describe('a terminal on the run disk', () => {
     assert.deepEqual([...(await files(created.id, 'output')).entries()], [['count.txt', '3\n']]);
   });
 
+  test("when the builtin runs GET /agents' example task that filters an attached JSON file, then the output file holds only the open entries", async () => {
+    const listed = (await (await json('alpha', 'GET', '/api/v1/agents')).json()) as { agents: { name: string; exampleTasks: string[] }[] };
+    const task = listed.agents.find((a) => a.name === 'browsercode')!.exampleTasks.find((t) => t.startsWith('Read input.json'))!;
+    const add = await json('alpha', 'POST', `${BASE}/files`, { files: [{ name: 'input.json' }] });
+    const [item] = ((await add.json()) as { items: { id: string; upload_url: string }[] }).items;
+    const entries = [{ id: 1, status: 'open' }, { id: 2, status: 'closed' }, { id: 3, status: 'open' }];
+    assert.equal((await fetch(item!.upload_url, { method: 'PUT', body: JSON.stringify(entries) })).status, 200);
+    const { run } = await follow((await start({ task, attached_file_ids: [item!.id] })).id);
+    assert.equal(run.status, 'completed', run.error);
+    assert.deepEqual(JSON.parse((await files(run.id, 'output')).get('open.json')!), [entries[0], entries[2]]);
+  });
+
   test('when a command reads its environment, the service data or the services on this host, then it finds no secret and no access', async () => {
     const env = await start({ task: 'Run `env`.' });
     const { run, events } = await follow(env.id);
