@@ -1,8 +1,15 @@
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, test } from 'node:test';
 import { BuiltinModel, findElement, parseTask, splitInstructions } from './builtin-model.js';
 import { ElementNotFound, ModelError, NeedsBrowser, type DecideInput, type PageElement } from './model.js';
 import { AGENTS } from '../agents.js';
+import { deliverExtract } from './page-extract.js';
+
+const disk = fs.mkdtempSync(path.join(os.tmpdir(), 'ats-builtin-'));
+after(() => fs.rmSync(disk, { recursive: true, force: true }));
 
 const el = (index: number, over: Partial<PageElement>): PageElement => ({ index, tag: 'input', role: '', type: 'text', text: '', label: '', placeholder: '', name: '', id: '', href: '', ...over });
 
@@ -220,4 +227,21 @@ test('when browsercode keeps some entries and saves them, then the file holds on
   input.history.push({ thought: d2.thought, action: d2.action, extracted: 'Wrote open.json' });
   const d3 = await model.decide(input, signal);
   assert.equal((d3.action as { content: string }).content, 'id,status,Status,note\n1,open,,\n3,,Open,"a, ""b"""\n');
+});
+
+test('when a long extraction was saved to the disk and the task saves it, then the builtin reads it back whole before writing', async () => {
+  const model = new BuiltinModel('Extract the table. Save it to table.csv', 'code');
+  const observation = { url: 'http://t/', title: '', text: '', tabs: [], elements: [] };
+  const input: DecideInput = { task: '', toolset: 'code', turns: [], observation, history: [], diskFiles: [] };
+  const signal = new AbortController().signal;
+  const d1 = await model.decide(input, signal);
+  const rows = JSON.stringify(Array.from({ length: 300 }, (_, i) => ({ n: String(i), word: 'lamp' })));
+  input.history.push({ thought: d1.thought, action: d1.action, extracted: await deliverExtract(rows, 'table', disk) });
+  const d2 = await model.decide(input, signal);
+  assert.deepEqual(d2.action, { name: 'read_file', path: 'extracts/table-1.json' });
+  input.history.push({ thought: d2.thought, action: d2.action, extracted: fs.readFileSync(path.join(disk, 'extracts/table-1.json'), 'utf8') });
+  const d3 = await model.decide(input, signal);
+  const csv = (d3.action as { content: string }).content.split('\n');
+  assert.deepEqual([csv[0], csv[1], csv[300], csv.length], ['n,word', '0,lamp', '299,lamp', 302]);
+  assert.equal((await model.decide(input, signal)).action.name, 'done');
 });

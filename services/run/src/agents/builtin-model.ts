@@ -5,6 +5,7 @@
  * An instruction it cannot parse fails the run before any action, quoting it.
  */
 import type { Action, ExtractWhat, ScrollDirection } from './actions.js';
+import { savedExtractPath } from './page-extract.js';
 import { ElementNotFound, ModelError, NeedsBrowser, turnResult, type AgentModel, type DecideInput, type Decision, type PageElement, type Toolset } from './model.js';
 
 type Intent =
@@ -395,6 +396,9 @@ export class BuiltinModel implements AgentModel {
         // What the run found so far: the last extraction (or command output, file read).
         const last = this.#lastFound(input.history);
         if (last === undefined) throw new ModelError(`"${source}": there is nothing to save yet (extract something or run a command first)`);
+        // A long extraction is on the disk, not in the history: read it back whole, then save (this instruction again).
+        const saved = savedExtractPath(last);
+        if (saved) return { thought: `${source} (reading the whole extraction first)`, action: { name: 'read_file', path: saved } };
         const content = /\.csv$/i.test(intent.path) ? (asCsv(last) ?? last) : last;
         action = { name: 'write_file', path: intent.path, content: content.endsWith('\n') ? content : `${content}\n` };
         break;

@@ -313,3 +313,8 @@ export async function deliverExtract(text: string, kind: string, diskDir: string
   const notice = `The extraction is ${text.length} characters, too long to show here: it is saved in full on the run's disk as ${rel}. It begins:\n`;
   return notice + preview(MAX_INLINE_EXTRACT - notice.length - 1);
 }
+
+/** The disk path a long extraction was saved to, read back from what `deliverExtract` returned. */
+export function savedExtractPath(delivered: string): string | undefined {
+  return /^The extraction is \d+ characters, too long to show here: it is saved in full on the run's disk as (extracts\/\S+)\. It begins:\n/.exec(delivered)?.[1];
+}
