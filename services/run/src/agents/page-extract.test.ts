@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { serveSite, type TestSite } from '../../../../test/support/site.js';
-import { ActionError, act } from './page-tools.js';
+import { ActionError, act, observe } from './page-tools.js';
 import { chunkMarkdown, type PageQuestion } from './page-extract.js';
 
 let site: TestSite;
@@ -38,6 +38,14 @@ describe('reading a page', () => {
     );
     assert.equal(await extracted({ name: 'extract', what: 'heading', selector: '#orders' }), 'Orders');
     assert.deepEqual(JSON.parse((await extracted({ name: 'extract', what: 'table', table: '2' }))!), [{ Order: 'A-2', Refunded: '40', Reason: 'Scratched desk' }]);
+  });
+
+  test('when an extraction names an element by its [index], then only that element is read', async () => {
+    await page.goto(site.url('extract-tables.html'));
+    const refund = (await observe(browser, page)).elements.find((e) => e.text === 'Refund policy')!;
+    assert.equal(await extracted({ name: 'extract', what: 'text', index: refund.index }), 'Refund policy');
+    assert.deepEqual(JSON.parse((await extracted({ name: 'extract', what: 'links', index: refund.index }))!), [{ text: 'Refund policy', href: site.url('run-article.html') }]);
+    await assert.rejects(extracted({ name: 'extract', what: 'table', index: refund.index }), (err: unknown) => err instanceof ActionError && err.message === 'There is no table there');
   });
 
   test('when a question spans parts of a long page, then each part is asked and the answers are combined in one more call', async () => {

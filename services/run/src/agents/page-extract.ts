@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { Page } from 'puppeteer-core';
+import type { ElementHandle, Frame, Page } from 'puppeteer-core';
 import type { Action, ExtractWhat } from './actions.js';
 
 /** Longest extraction returned inline; a longer one goes to the run's disk. */
@@ -45,17 +45,18 @@ type Read = { ok: string } | { error: string };
  * transpiler that keeps function names (esbuild, under tsx) wraps the named helpers inside it
  * with a call the page does not define.
  */
-async function inPage<A, R>(page: Page, fn: (arg: A) => R, arg: A): Promise<R> {
+async function inPage<A, R>(page: Page | Frame, fn: (arg: A) => R, arg: A): Promise<R> {
   return page.evaluate(`(() => { const __name = (f) => f; return (${fn.toString()})(${JSON.stringify(arg)}); })()`) as Promise<R>;
 }
 
 /* Runs in the page: one deterministic extraction, within the element [index] or `selector` when given. */
-function readPage(a: { what: ExtractWhat; index?: number | undefined; selector?: string | undefined; table?: number | string | undefined }): Read {
+function readPage(a: { what: ExtractWhat; scope?: string | undefined; selector?: string | undefined; table?: number | string | undefined }): Read {
   const clean = (s: string | null | undefined) => (s ?? '').replace(/\s+/g, ' ').trim();
   let scope: Element | null = document.body ?? document.documentElement;
-  if (a.index !== undefined) {
-    scope = document.querySelector(`[data-ats-idx="${a.index}"]`);
-    if (!scope) return { error: `There is no element [${a.index}] on the page any more` };
+  if (a.scope !== undefined) {
+    scope = document.querySelector(`[data-ats-scope="${a.scope}"]`);
+    if (!scope) return { error: 'That element is not on the page any more' };
+    scope.removeAttribute('data-ats-scope');
   } else if (a.selector) {
     try {
       scope = document.querySelector(a.selector);
@@ -96,7 +97,7 @@ function readPage(a: { what: ExtractWhat; index?: number | undefined; selector?:
       return { ok: location.href };
     case 'heading': {
       const h = root.matches('h1,h2,h3') ? root : (root.querySelector('h1') ?? root.querySelector('h2') ?? root.querySelector('h3'));
-      return h ? { ok: clean((h as HTMLElement).innerText || h.textContent) } : { error: a.index !== undefined || a.selector ? 'That part of the page has no heading' : 'The page has no heading' };
+      return h ? { ok: clean((h as HTMLElement).innerText || h.textContent) } : { error: a.scope !== undefined || a.selector ? 'That part of the page has no heading' : 'The page has no heading' };
     }
     case 'links': {
       const links = root.matches('a[href]') ? [root] : Array.from(root.querySelectorAll('a[href]'));
@@ -105,7 +106,7 @@ function readPage(a: { what: ExtractWhat; index?: number | undefined; selector?:
     case 'table': {
       const own = root.closest('table');
       const tables = (own ? [own] : Array.from(root.querySelectorAll('table'))).filter((t) => visible(t) && !t.parentElement?.closest('table')) as HTMLTableElement[];
-      if (!tables.length) return { error: a.index !== undefined || a.selector ? 'There is no table there' : 'The page has no table' };
+      if (!tables.length) return { error: a.scope !== undefined || a.selector ? 'There is no table there' : 'The page has no table' };
       let table: HTMLTableElement | undefined;
       const list = () => tables.map((t, i) => `${i + 1}: ${JSON.stringify(tableNames(t)[0] ?? '(unnamed)')}`).join(', ');
       if (a.table === undefined) table = tables[0];
@@ -253,11 +254,11 @@ export function chunkMarkdown(md: string, size = QUESTION_CHUNK_CHARS): string[]
 }
 
 /** Answers a question over the page's markdown: each part on its own, then the answers combined. */
-async function answerQuestion(page: Page, a: Extract<Action, { name: 'extract' }>, ask: AskPage): Promise<string> {
-  const md = await read(page, { what: 'markdown', index: a.index, selector: a.selector });
+async function answerQuestion(at: ExtractScope, a: Extract<Action, { name: 'extract' }>, ask: AskPage): Promise<string> {
+  const md = await read(at, { what: 'markdown', selector: a.selector });
   const all = chunkMarkdown(md);
   const parts = all.slice(0, MAX_QUESTION_CHUNKS);
-  const base = { question: a.question!, schema: a.schema, url: page.url() };
+  const base = { question: a.question!, schema: a.schema, url: at.page.url() };
   const answers: string[] = [];
   for (const [i, markdown] of parts.entries()) {
     const answer = (await ask({ ...base, markdown, part: { n: i + 1, of: parts.length } })).trim();
@@ -269,22 +270,36 @@ async function answerQuestion(page: Page, a: Extract<Action, { name: 'extract' }
   return answer + skipped;
 }
 
-async function read(page: Page, a: Parameters<typeof readPage>[0]): Promise<string> {
-  const r = await inPage(page, readPage, a);
+/** What an extraction reads: the whole page, or one element ([index], in whichever frame it is). */
+export interface ExtractScope {
+  page: Page;
+  element?: ElementHandle<Element> | undefined;
+}
+
+async function read(at: ExtractScope, a: Omit<Parameters<typeof readPage>[0], 'scope'>): Promise<string> {
+  let frame: Page | Frame = at.page;
+  let scope: string | undefined;
+  if (at.element) {
+    // The element is marked for the read (one use; readPage removes the mark), and read in its own frame.
+    scope = Math.random().toString(36).slice(2);
+    await at.element.evaluate((el, token) => el.setAttribute('data-ats-scope', token), scope);
+    frame = at.element.frame;
+  }
+  const r = await inPage(frame, readPage, { ...a, scope });
   if ('error' in r) throw new ExtractError(r.error);
   return r.ok;
 }
 
 /** Carries out an `extract`: a question when it has one (needs `ask`), else a deterministic mode. */
-export async function extract(page: Page, a: Extract<Action, { name: 'extract' }>, ask: AskPage | undefined): Promise<{ text: string; kind: ExtractWhat | 'answer' }> {
+export async function extract(at: ExtractScope, a: Extract<Action, { name: 'extract' }>, ask: AskPage | undefined): Promise<{ text: string; kind: ExtractWhat | 'answer' }> {
   if (a.question !== undefined) {
     if (!ask) throw new ExtractError('This model cannot answer questions about a page; extract the title, heading, text, links, a table or the page as markdown instead');
-    return { text: await answerQuestion(page, a, ask), kind: 'answer' };
+    return { text: await answerQuestion(at, a, ask), kind: 'answer' };
   }
   const what = a.what ?? 'text';
   // A model may send the table's number as text ("2").
   const table = typeof a.table === 'string' && /^\s*-?\d+\s*$/.test(a.table) ? Number(a.table) : a.table;
-  return { text: await read(page, { what, index: a.index, selector: a.selector, table }), kind: what };
+  return { text: await read(at, { what, selector: a.selector, table }), kind: what };
 }
 
 const EXT: Record<string, string> = { links: 'json', table: 'json', markdown: 'md' };

@@ -202,7 +202,8 @@ export async function act(browser: Browser, page: Page, action: Action, opts: Ac
       }
       return { page };
     case 'extract': {
-      const r = await extract(page, action, opts.ask).catch((err: unknown) => {
+      const scope = { page, element: action.index !== undefined ? await element(page, action.index) : undefined };
+      const r = await extract(scope, action, opts.ask).catch((err: unknown) => {
         throw err instanceof ExtractError ? new ActionError(err.message) : err;
       });
       return { page, extracted: await deliverExtract(r.text, r.kind, opts.diskDir) };
