@@ -1,10 +1,13 @@
 /** Reading pages for the agent in real Chromium: markdown, questions in parts, and their limits. */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { serveSite, type TestSite } from '../../../../test/support/site.js';
 import { ActionError, act, observe } from './page-tools.js';
-import { chunkMarkdown, type PageQuestion } from './page-extract.js';
+import { chunkMarkdown, deliverExtract, savedExtractPath, type PageQuestion } from './page-extract.js';
 
 let site: TestSite;
 let browser: Browser;
@@ -71,4 +74,22 @@ describe('reading a page', () => {
     assert.deepEqual(chunkMarkdown('aaaa\n\nbbbb\n\ncccc', 10), ['aaaa\n\nbbbb', 'cccc']);
     assert.deepEqual(chunkMarkdown('x'.repeat(25), 10), ['x'.repeat(10), 'x'.repeat(10), 'x'.repeat(5)]);
   });
+
+  test('when long extractions are delivered, then each gets its own file and the notice names it; without a disk the cut is said', async () => {
+    const disk = fs.mkdtempSync(path.join(os.tmpdir(), 'ats-extract-'));
+    try {
+      const long = 'word '.repeat(2000);
+      const first = await deliverExtract(long, 'text', disk);
+      const second = await deliverExtract(long, 'text', disk);
+      assert.deepEqual([savedExtractPath(first), savedExtractPath(second)], ['extracts/text-1.txt', 'extracts/text-2.txt']);
+      assert.ok(first.length <= 4000);
+      assert.equal(fs.readFileSync(path.join(disk, 'extracts/text-2.txt'), 'utf8'), long);
+      assert.equal(await deliverExtract('short', 'text', disk), 'short');
+    } finally {
+      fs.rmSync(disk, { recursive: true, force: true });
+    }
+    const cut = await deliverExtract('x'.repeat(9000), 'text', undefined);
+    assert.match(cut, /^The extraction is 9000 characters; this run has no disk to save it to, so only the first 3800 are shown:\nx{3800}…$/);
+  });
 });
+
