@@ -70,6 +70,19 @@ describe('reading a page', () => {
     await assert.rejects(extracted({ name: 'extract', question: 'What is the VAT number?' }), (err: unknown) => err instanceof ActionError && /cannot answer questions about a page; extract the title, heading/.test(err.message));
   });
 
+  test('when a text is looked for, then it is found in the page, in open shadow roots and in frames, each under its heading', async () => {
+    await page.goto(site.url('extract-find.html'));
+    assert.equal(
+      await extracted({ name: 'find_text', text: 'the museum opens at' }),
+      [
+        '"the museum opens at" occurs 3 times on the page; scrolled to the first.',
+        '1. under "Opening hours": The museum opens at nine on weekdays.',
+        '2. under "Opening hours": On Sundays the museum opens at ten.',
+        '3. under "Holidays": The museum opens at noon on holidays.',
+      ].join('\n'),
+    );
+  });
+
   test('when markdown is split into parts, then parts break at blank lines and a block longer than a part is cut across parts', () => {
     assert.deepEqual(chunkMarkdown('aaaa\n\nbbbb\n\ncccc', 10), ['aaaa\n\nbbbb', 'cccc']);
     assert.deepEqual(chunkMarkdown('x'.repeat(25), 10), ['x'.repeat(10), 'x'.repeat(10), 'x'.repeat(5)]);

@@ -183,48 +183,61 @@ function readPage(a: { what: ExtractWhat; scope?: string | undefined; selector?:
   }
 }
 
-/* Runs in the page: where `text` occurs (case-insensitive), with context and the heading above; scrolls to the first. */
-function findOnPage(text: string): { count: number; matches: { context: string; heading: string }[] } {
-  const want = text.toLowerCase().replace(/\s+/g, ' ').trim();
-  const walker = document.createTreeWalker(document.body ?? document.documentElement, NodeFilter.SHOW_TEXT);
+/* Runs in a frame: where `text` occurs (case-insensitive), in open shadow roots too, with context and the heading above; scrolls to the first when asked. */
+function findOnPage(a: { text: string; scroll: boolean }): { count: number; matches: { context: string; heading: string }[] } {
+  const want = a.text.toLowerCase().replace(/\s+/g, ' ').trim();
   const headings = Array.from(document.querySelectorAll('h1,h2,h3,h4,h5,h6'));
+  const blocks = 'p,li,td,th,h1,h2,h3,h4,h5,h6,pre,blockquote,dd,dt,label,button,a,div,section,article';
   const matches: { context: string; heading: string }[] = [];
+  const seen = new Set<Element>();
   let count = 0;
   let first: Element | null = null;
-  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-    const parent = n.parentElement;
-    if (!parent || ['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE'].includes(parent.tagName)) continue;
-    // The whole block's text, so a phrase split by inline tags (<b>, <a>) is still found.
-    const blocks = 'p,li,td,th,h1,h2,h3,h4,h5,h6,pre,blockquote,dd,dt,label,button,a,div,section,article';
-    const block = parent.closest(blocks) ?? parent;
-    const has = (el: Element) => ((el as HTMLElement).innerText ?? '').replace(/\s+/g, ' ').toLowerCase().includes(want);
-    const hay = (block as HTMLElement).innerText?.replace(/\s+/g, ' ') ?? '';
-    if (!hay.toLowerCase().includes(want) || (block as HTMLElement).dataset.atsFound === '1') continue;
-    // Counted once, in the innermost block that holds it (not again in the section around it).
-    if (Array.from(block.querySelectorAll(blocks)).some(has)) continue;
-    const style = getComputedStyle(block);
-    if (style.display === 'none' || style.visibility === 'hidden') continue;
-    (block as HTMLElement).dataset.atsFound = '1';
-    let at = hay.toLowerCase().indexOf(want);
-    while (at >= 0) {
-      count++;
-      if (matches.length < 5) {
-        const heading = headings.filter((h) => h.compareDocumentPosition(block) & Node.DOCUMENT_POSITION_FOLLOWING).pop();
-        matches.push({ context: `${at > 60 ? '…' : ''}${hay.slice(Math.max(0, at - 60), at + want.length + 60).trim()}${at + want.length + 60 < hay.length ? '…' : ''}`, heading: (heading as HTMLElement | undefined)?.innerText.trim() ?? '' });
+  const has = (el: Element) => ((el as HTMLElement).innerText ?? '').replace(/\s+/g, ' ').toLowerCase().includes(want);
+  const visit = (root: Node) => {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT | NodeFilter.SHOW_ELEMENT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      if (n instanceof Element) {
+        if (n.shadowRoot) visit(n.shadowRoot);
+        continue;
       }
-      at = hay.toLowerCase().indexOf(want, at + want.length);
+      const parent = n.parentElement;
+      if (!parent || ['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE'].includes(parent.tagName)) continue;
+      // The whole block's text, so a phrase split by inline tags (<b>, <a>) is still found; counted once, in the innermost block.
+      const block = parent.closest(blocks) ?? parent;
+      if (seen.has(block) || !has(block) || Array.from(block.querySelectorAll(blocks)).some(has)) continue;
+      const style = getComputedStyle(block);
+      if (style.display === 'none' || style.visibility === 'hidden') continue;
+      seen.add(block);
+      const hay = (block as HTMLElement).innerText.replace(/\s+/g, ' ');
+      for (let at = hay.toLowerCase().indexOf(want); at >= 0; at = hay.toLowerCase().indexOf(want, at + want.length)) {
+        count++;
+        if (matches.length < 5) {
+          // Inside a shadow root, the heading above is the one above its host.
+          let anchor: Node = block;
+          while (anchor.getRootNode() instanceof ShadowRoot) anchor = (anchor.getRootNode() as ShadowRoot).host;
+          const heading = headings.filter((h) => h.compareDocumentPosition(anchor) & Node.DOCUMENT_POSITION_FOLLOWING).pop();
+          matches.push({ context: `${at > 60 ? '…' : ''}${hay.slice(Math.max(0, at - 60), at + want.length + 60).trim()}${at + want.length + 60 < hay.length ? '…' : ''}`, heading: (heading as HTMLElement | undefined)?.innerText.trim() ?? '' });
+        }
+      }
+      first ??= block;
     }
-    first ??= block;
-  }
-  for (const el of Array.from(document.querySelectorAll('[data-ats-found]'))) delete (el as HTMLElement).dataset.atsFound;
-  first?.scrollIntoView({ block: 'center' });
+  };
+  visit(document.body ?? document.documentElement);
+  if (a.scroll) (first as Element | null)?.scrollIntoView({ block: 'center' });
   return { count, matches };
 }
 
-/** Reports whether and where `text` occurs on the page, and scrolls to its first occurrence. */
+/** Reports whether and where `text` occurs on the page (its frames and open shadow roots too), and scrolls to its first occurrence. */
 export async function findText(page: Page, text: string): Promise<string> {
   if (!text.trim()) throw new ExtractError('find_text needs a text to look for');
-  const { count, matches } = await inPage(page, findOnPage, text);
+  let count = 0;
+  const matches: { context: string; heading: string }[] = [];
+  for (const frame of page.frames()) {
+    // A frame that is going away has nothing to find.
+    const r = await inPage(frame, findOnPage, { text, scroll: count === 0 }).catch(() => ({ count: 0, matches: [] }));
+    count += r.count;
+    matches.push(...r.matches.slice(0, 5 - matches.length));
+  }
   if (!count) return `${JSON.stringify(text)} does not occur on the page`;
   const where = matches.map((m, i) => `${i + 1}. ${m.heading ? `under "${m.heading}": ` : ''}${m.context}`).join('\n');
   return `${JSON.stringify(text)} occurs ${count} time${count === 1 ? '' : 's'} on the page; scrolled to the first.\n${where}${count > matches.length ? `\n(and ${count - matches.length} more)` : ''}`;
