@@ -137,6 +137,18 @@ describe('a terminal on the run disk', () => {
     assert.deepEqual([...(await files(created.id, 'output')).entries()], [['count.txt', '3\n']]);
   });
 
+  test("when the builtin runs GET /agents' example task that filters an attached JSON file, then the output file holds only the open entries", async () => {
+    const listed = (await (await json('alpha', 'GET', '/api/v1/agents')).json()) as { agents: { name: string; exampleTasks: string[] }[] };
+    const task = listed.agents.find((a) => a.name === 'browsercode')!.exampleTasks.find((t) => t.startsWith('Read input.json'))!;
+    const add = await json('alpha', 'POST', `${BASE}/files`, { files: [{ name: 'input.json' }] });
+    const [item] = ((await add.json()) as { items: { id: string; upload_url: string }[] }).items;
+    const entries = [{ id: 1, status: 'open' }, { id: 2, status: 'closed' }, { id: 3, status: 'open' }];
+    assert.equal((await fetch(item!.upload_url, { method: 'PUT', body: JSON.stringify(entries) })).status, 200);
+    const { run } = await follow((await start({ task, attached_file_ids: [item!.id] })).id);
+    assert.equal(run.status, 'completed', run.error);
+    assert.deepEqual(JSON.parse((await files(run.id, 'output')).get('open.json')!), [entries[0], entries[2]]);
+  });
+
   test('when a command reads its environment, the service data or the services on this host, then it finds no secret and no access', async () => {
     const env = await start({ task: 'Run `env`.' });
     const { run, events } = await follow(env.id);
@@ -169,8 +181,20 @@ describe('a terminal on the run disk', () => {
     const { run: cut, events } = await follow(loud.id);
     assert.equal(cut.status, 'completed', cut.error);
     assert.equal(terminal(events).length, 4096);
-    assert.match(cut.result, /output cut at 4096 bytes/);
+    assert.match(cut.result, /^\(output cut at 4096 bytes: only its first 4096 bytes follow; redirect it to a file to keep all of it\)\ny\ny\n/);
     assert.equal(ofType(events, 'tool.result')[0]!.truncated, true);
+  });
+
+  test('when a file is larger than a read returns, then the answer says it was cut first and how to read the rest', async () => {
+    const created = await start({ task: 'Run `yes a | head -c 300000 > big.txt`, then read file big.txt' });
+    const { run, events } = await follow(created.id);
+    assert.equal(run.status, 'completed', run.error);
+    const notice = '(file cut: big.txt is 300000 bytes and only its first 262144 follow; read the rest with a command such as `tail -c +262145 big.txt`)\n';
+    assert.ok(run.result.startsWith(notice), run.result.slice(0, 200));
+    assert.equal(run.result.length, notice.length + 262144);
+    const read = ofType(events, 'tool.result').find((d) => d.tool === 'read_file')!;
+    assert.equal(read.truncated, true);
+    assert.equal(read.sizeBytes, 300000);
   });
 
   test('when the commands print nothing, then the completed run still says what it did', async () => {

@@ -142,6 +142,19 @@ describe('the builtin model end to end', () => {
     assert.match(run.error, /cannot follow this step: "Find the cheapest flight to Lisbon"/);
   });
 
+  test('when an extraction is too long for the answer, then the result says which output file holds it whole', async () => {
+    const { id } = await start('alpha', { task: `Open ${site.url('extract-long.html')} and extract the page as markdown`, model: 'builtin' });
+    const { run, events } = await finished('alpha', id);
+    assert.equal(run.status, 'completed', run.error);
+    assert.match(run.result, /^The extraction is \d+ characters, too long to show here: it is saved in full on the run's disk as extracts\/markdown-1\.md\. It begins:\n# Lighthouse log\n/);
+    assert.deepEqual(events.filter((e) => e.event === 'file.written').map((e) => e.data.data.path), ['extracts/markdown-1.md']);
+    const res = await json('alpha', 'GET', `${BASE}/runs/${id}/files?kind=output`);
+    const { items } = (await res.json()) as { items: { name: string; downloadUrl: string }[] };
+    assert.deepEqual(items.map((i) => i.name), ['extracts/markdown-1.md']);
+    const md = await (await fetch(items[0]!.downloadUrl)).text();
+    assert.match(md, /Entry 300: the lamp was lit[\s\S]*## Appendix\n\nThe keeper on duty in the great storm was Grace Darling\.$/);
+  });
+
   test('when attached file ids are unknown, then 202 lists them as missing', async () => {
     const created = await start('alpha', { task: 'Extract the title', attached_file_ids: ['file_nope00000000000000000000'] });
     assert.deepEqual(created.missingFileIds, ['file_nope00000000000000000000']);

@@ -1,4 +1,8 @@
-/** The agent registry (DESIGN §2 "Agents"): what each agent is for and how it is watched. */
+/**
+ * The agent registry (DESIGN §2 "Agents"): what each agent is for and how it is watched. Every
+ * example task is also one the builtin model follows (a test parses each), so a new user can try
+ * them without an LLM.
+ */
 import { Agent, Capability, SessionKind, WatchVerb, type AgentInfo } from '../../../gen/ats/run/v1/run.js';
 
 export const AGENTS: readonly AgentInfo[] = [
@@ -37,7 +41,7 @@ export const AGENTS: readonly AgentInfo[] = [
     ],
     notFor: ['A quick answer from one page (browser-agent is faster).'],
     exampleTasks: [
-      'Download the table on https://example.com/data, compute the monthly totals and save them to totals.csv.',
+      "Download the table on https://example.com/sales, save it to sales.csv, then run `awk -F, 'NR>1 {s+=$2} END {print s}' sales.csv`.",
       'Read input.json from the disk, keep the entries with status "open" and save them to open.json.',
     ],
   },

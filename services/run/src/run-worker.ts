@@ -241,6 +241,9 @@ export class RunWorker {
         await this.#endTurnBrowser(run, held, stop); // stopped before the run reads completed
       } else {
         result = await runBrowserAgent({ ...loop, browser: await this.#openBrowser(run, held, signal), diskFiles: [...manifest.keys()], maxModelFailures: this.#d.limits.maxModelFailures });
+        // Extractions too long for the answer were saved on the disk (the result names them): they are output files.
+        const notStored = await this.#syncOutputs(run, workDir, manifest);
+        if (notStored.length) result = [result, ...notStored].join('\n');
         // Released before the run reads completed, so a follow-up sent at once finds the browser free.
         released = await this.#releaseKept(run, held);
       }

@@ -4,7 +4,7 @@
  */
 
 export type ScrollDirection = 'down' | 'up' | 'bottom' | 'top';
-export type ExtractWhat = 'title' | 'heading' | 'text' | 'links' | 'table' | 'url';
+export type ExtractWhat = 'title' | 'heading' | 'text' | 'links' | 'table' | 'url' | 'markdown';
 
 export type Action =
   | { name: 'navigate'; url: string }
@@ -15,7 +15,14 @@ export type Action =
   | { name: 'scroll'; direction: ScrollDirection }
   | { name: 'back' }
   | { name: 'wait'; text?: string; seconds?: number }
-  | { name: 'extract'; what: ExtractWhat; index?: number; selector?: string }
+  /**
+   * Reads the page. Deterministic modes (`what`) may be narrowed to an element (`index`) or CSS
+   * `selector`; `table` picks a table by its 1-based number or caption/heading. A `question`
+   * (with an optional JSON `schema` for the answer) is answered by the model over the page as markdown.
+   */
+  | { name: 'extract'; what?: ExtractWhat; index?: number; selector?: string; table?: number | string; question?: string; schema?: Record<string, unknown> }
+  /** Reports whether and where a text occurs on the page, and scrolls to its first occurrence. */
+  | { name: 'find_text'; text: string }
   | { name: 'switch_tab'; tab: number }
   | { name: 'upload'; index: number; path: string }
   | { name: 'shell'; command: string }
@@ -51,7 +58,10 @@ export function describeAction(a: Action): string {
     case 'wait':
       return a.text !== undefined ? `wait for ${JSON.stringify(a.text)}` : `wait ${a.seconds ?? 1}s`;
     case 'extract':
-      return `extract ${a.what}${a.index !== undefined ? ` of [${a.index}]` : a.selector ? ` of ${a.selector}` : ''}`;
+      if (a.question !== undefined) return `extract ${JSON.stringify(a.question.length > 80 ? `${a.question.slice(0, 77)}...` : a.question)}`;
+      return `extract ${a.what ?? 'text'}${a.table !== undefined ? ` ${JSON.stringify(a.table)}` : ''}${a.index !== undefined ? ` of [${a.index}]` : a.selector ? ` of ${a.selector}` : ''}`;
+    case 'find_text':
+      return `find ${JSON.stringify(a.text.length > 60 ? `${a.text.slice(0, 57)}...` : a.text)}`;
     case 'switch_tab':
       return `switch to tab ${a.tab}`;
     case 'upload':

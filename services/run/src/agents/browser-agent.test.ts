@@ -88,4 +88,57 @@ describe('browser-agent with the builtin model', () => {
   test('when the step limit is reached, then the run fails saying so', async () => {
     await assert.rejects(run(`Open ${site.url('run-table.html')}. Scroll down. Scroll up. Extract the title.`, { maxSteps: 2 }), (err: unknown) => err instanceof LimitReached && /Step limit reached: 2 steps/.test(err.message));
   });
+
+  test('when a page has two tables and the second is asked for by caption or number, then the answer is its rows', async () => {
+    const expected = [{ Order: 'A-2', Refunded: '40', Reason: 'Scratched desk' }];
+    assert.deepEqual(JSON.parse((await run(`Open ${site.url('extract-tables.html')} and extract the table 'Refunds'`)).result), expected);
+    assert.deepEqual(JSON.parse((await run(`Open ${site.url('extract-tables.html')}, then get the second table as JSON`)).result), expected);
+    assert.deepEqual(JSON.parse((await run(`Open ${site.url('extract-tables.html')}. Extract the orders table as JSON.`)).result), [
+      { Order: 'A-1', Total: '25' },
+      { Order: 'A-2', Total: '140' },
+    ]);
+  });
+
+  test('when a table that is not there is asked for, then the run fails listing the tables the page has', async () => {
+    await assert.rejects(run(`Open ${site.url('extract-tables.html')}. Extract the table 'Plans'.`), (err: unknown) => /No table is named "Plans": the page has 2 \(1: "Orders", 2: "Refunds"\)/.test((err as Error).message));
+  });
+
+  test('when links are asked for within a selector, then only the links there are listed', async () => {
+    const { result } = await run(`Open ${site.url('extract-tables.html')}. List the links in '#refunds'.`);
+    assert.deepEqual(JSON.parse(result), [{ text: 'Refund policy', href: site.url('run-article.html') }]);
+  });
+
+  test('when an extraction is longer than can be shown, then it is saved whole on the disk and the result says where', async () => {
+    const disk = fs.mkdtempSync(path.join(os.tmpdir(), 'ats-disk-'));
+    try {
+      const { result } = await run(`What is the page text of ${site.url('extract-long.html')}?`, { diskDir: disk });
+      assert.match(result, /^The extraction is \d+ characters, too long to show here: it is saved in full on the run's disk as extracts\/text-1\.txt\. It begins:\nLighthouse log\n+Entry 1:/);
+      assert.ok(result.length <= 4000, `the result is ${result.length} characters`);
+      const saved = fs.readFileSync(path.join(disk, 'extracts/text-1.txt'), 'utf8');
+      assert.match(saved, /Entry 300: .*\n[\s\S]*The keeper on duty in the great storm was Grace Darling\.$/);
+    } finally {
+      fs.rmSync(disk, { recursive: true, force: true });
+    }
+  });
+
+  test('when a text is looked for, then the answer says where it occurs and the page is scrolled to it', async () => {
+    const { result } = await run(`Open ${site.url('extract-long.html')}. Find 'grace darling' on the page.`);
+    assert.equal(result, '"grace darling" occurs 1 time on the page; scrolled to the first.\n1. under "Appendix": The keeper on duty in the great storm was Grace Darling.');
+    const pages = await browser.pages();
+    const scrolled = await pages[pages.length - 1]!.evaluate(() => {
+      const p = Array.from(document.querySelectorAll('p')).at(-1)!.getBoundingClientRect();
+      return p.top >= 0 && p.bottom <= innerHeight && scrollY > 0;
+    });
+    assert.ok(scrolled, 'the appendix is on screen');
+    const missing = await run(`Open ${site.url('extract-long.html')}. Find 'Atlantis'.`);
+    assert.equal(missing.result, '"Atlantis" does not occur on the page');
+  });
+
+  test('when the task is a question about a page, then it opens the page and answers; "the first link" is followed', async () => {
+    assert.equal((await run(`What is the title of ${site.url('extract-tables.html')}?`)).result, 'Shop ledger');
+    const { result, steps } = await run(`Open ${site.url('extract-tables.html')}, click the first link and tell me the heading`);
+    assert.equal(result, 'Lighthouse log');
+    assert.deepEqual(steps.map((s) => s.action.split(' ')[0]), ['navigate', 'click', 'extract']);
+  });
 });
+

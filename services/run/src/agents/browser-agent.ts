@@ -9,6 +9,7 @@ import { describeAction, type Action } from './actions.js';
 import { DialogWatcher } from './dialogs.js';
 import { LoopWatch } from './loop-watch.js';
 import { ElementNotFound, ModelError, turnResult, type AgentModel, type Decision, type LoopState, type StepMemory, type Usage } from './model.js';
+import { pageAsker } from './page-question.js';
 import { ActionError, act, activePage, observe, type Observation } from './page-tools.js';
 import { checkJson, wantsJson } from './structured-answer.js';
 
@@ -214,7 +215,7 @@ export async function runBrowserAgent(input: BrowserAgentInput): Promise<string>
         before.page.on('framenavigated', onNavigated);
         const actionStarted = Date.now();
         try {
-          const r = await act(browser, page, action, { diskDir: input.diskDir, timeoutMs: input.actionTimeoutMs, signal: input.signal });
+          const r = await act(browser, page, action, { diskDir: input.diskDir, timeoutMs: input.actionTimeoutMs, signal: input.signal, ask: pageAsker(model, input.signal, input.recordUsage) });
           page = r.page;
           dialogs.watch(page);
           if (r.extracted !== undefined) memory.extracted = r.extracted;

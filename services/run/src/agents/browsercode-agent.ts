@@ -13,6 +13,7 @@ import type { Browser, Page } from 'puppeteer-core';
 import { isCodeAction, type Action, type CodeAction } from './actions.js';
 import { check, recordBrowserStep, RunStopped, waitForText, type RecordedStep } from './browser-agent.js';
 import { ElementNotFound, ModelError, NeedsBrowser, turnResult, type AgentModel, type Decision, type StepMemory, type Usage } from './model.js';
+import { pageAsker } from './page-question.js';
 import { ActionError, act, activePage, observe, type Observation } from './page-tools.js';
 import { giveTo, insideDisk, listDisk, runShell, type Terminal } from './shell.js';
 
@@ -108,7 +109,7 @@ export async function runBrowsercode(input: BrowsercodeInput): Promise<string> {
       const p = await ensureBrowser();
       const actionStarted = Date.now();
       try {
-        const r = await act(browser!, p, action, { diskDir: input.diskDir, timeoutMs: input.actionTimeoutMs, signal: input.signal });
+        const r = await act(browser!, p, action, { diskDir: input.diskDir, timeoutMs: input.actionTimeoutMs, signal: input.signal, ask: pageAsker(model, input.signal, input.recordUsage) });
         page = r.page;
         outcome = r.extracted !== undefined ? { output: r.extracted } : {};
       } catch (err) {
@@ -185,14 +186,16 @@ async function runCodeAction(input: BrowsercodeInput, a: CodeAction): Promise<To
       await flushing;
       if (input.signal.aborted) throw new RunStopped();
       const data = { exitCode: r.exitCode, timedOut: r.timedOut, truncated: r.truncated, durationMs: r.durationMs, ...(r.diskExceeded !== undefined ? { diskQuotaExceeded: true } : {}) };
-      const tail = r.output.length > 2000 ? `…${r.output.slice(-2000)}` : r.output;
+      const cut = r.truncated ? ` (output cut at ${limits.maxOutputBytes} bytes; redirect it to a file to keep all of it)` : '';
+      const tail = r.output.length > 2000 ? `(last 2000 of ${r.output.length} characters${cut}) …${r.output.slice(-2000)}` : r.output + cut;
       if (r.diskExceeded !== undefined && caps) {
         const mib = (b: number) => (b / (1024 * 1024)).toFixed(1);
         return { error: `The command was stopped: disk quota of ${caps.maxDiskMb} MiB exceeded (the run's disk held ${mib(r.diskExceeded)} MiB); delete files to make room${tail ? `; its output ended with: ${tail.trim()}` : ''}`, data };
       }
       if (r.timedOut) return { error: `The command was stopped after ${Math.round(limits.timeoutMs / 1000)} s (time limit)${tail ? `; its output ended with: ${tail}` : ''}`, data };
       if (r.exitCode !== 0) return { error: `The command exited with code ${r.exitCode ?? r.signal}${tail ? `: ${tail.trim()}` : ''}`, data };
-      return { output: r.output.trim() + (r.truncated ? `\n(output cut at ${limits.maxOutputBytes} bytes)` : ''), data };
+      // The notice comes first, so a reader that keeps only the beginning still learns the output was cut.
+      return { output: (r.truncated ? `(output cut at ${limits.maxOutputBytes} bytes: only its first ${limits.maxOutputBytes} bytes follow; redirect it to a file to keep all of it)\n` : '') + r.output.trim(), data };
     }
     case 'write_file': {
       let full: string;
@@ -223,7 +226,9 @@ async function runCodeAction(input: BrowsercodeInput, a: CodeAction): Promise<To
           const { size } = st;
           const buf = Buffer.alloc(Math.min(size, MAX_READ_BYTES));
           await handle.read(buf, 0, buf.length, 0);
-          return { output: buf.toString('utf8') + (size > MAX_READ_BYTES ? `\n(file cut at ${MAX_READ_BYTES} of ${size} bytes)` : '') };
+          const text = buf.toString('utf8');
+          if (size <= MAX_READ_BYTES) return { output: text };
+          return { output: `(file cut: ${a.path} is ${size} bytes and only its first ${MAX_READ_BYTES} follow; read the rest with a command such as \`tail -c +${MAX_READ_BYTES + 1} ${a.path}\`)\n${text}`, data: { truncated: true, sizeBytes: size } };
         } finally {
           await handle.close();
         }

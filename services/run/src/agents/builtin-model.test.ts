@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, test } from 'node:test';
 import { BuiltinModel, findElement, parseTask, splitInstructions } from './builtin-model.js';
 import { ElementNotFound, ModelError, NeedsBrowser, type DecideInput, type PageElement } from './model.js';
+import { AGENTS } from '../agents.js';
+import { deliverExtract } from './page-extract.js';
+
+const disk = fs.mkdtempSync(path.join(os.tmpdir(), 'ats-builtin-'));
+after(() => fs.rmSync(disk, { recursive: true, force: true }));
 
 const el = (index: number, over: Partial<PageElement>): PageElement => ({ index, tag: 'input', role: '', type: 'text', text: '', label: '', placeholder: '', name: '', id: '', href: '', ...over });
 
@@ -134,4 +142,106 @@ test('when browsercode has no browser yet and an instruction needs a page, then 
   await assert.rejects(model.decide(input, signal), NeedsBrowser);
   input.observation = { url: 'about:blank', title: '', text: '', tabs: [], elements: [el(3, { tag: 'button', text: 'Send' })] };
   assert.deepEqual((await model.decide(input, signal)).action, { name: 'click', index: 3 });
+});
+
+test('when GET /agents lists example tasks, then the builtin model parses every one for its agent', () => {
+  for (const a of AGENTS) {
+    for (const task of a.exampleTasks) {
+      assert.doesNotThrow(() => parseTask(task, a.name === 'browsercode' ? 'code' : 'browser'), `${a.name}: ${task}`);
+    }
+  }
+  assert.deepEqual(
+    parseTask(AGENTS[0]!.exampleTasks[0]!).map((i) => i.intent),
+    [
+      { kind: 'navigate', url: 'https://example.com' },
+      { kind: 'extract', what: 'title' },
+    ],
+  );
+});
+
+test('when clauses are joined by "and", "then" or commas, then each is an instruction; quotes, URLs and names with "and" stay whole', () => {
+  assert.deepEqual(splitInstructions("Open http://x.test/a?b=1,2, type 'Ada, Countess' into 'Name' and then click 'Save and close', then read the heading"), [
+    'Open http://x.test/a?b=1,2',
+    "type 'Ada, Countess' into 'Name'",
+    "click 'Save and close'",
+    'read the heading',
+  ]);
+  assert.deepEqual(splitInstructions('Click Terms and Conditions and extract the text'), ['Click Terms and Conditions', 'extract the text']);
+  assert.deepEqual(splitInstructions("Type 'Ada' into 'Name' and submit"), ["Type 'Ada' into 'Name' and submit"]);
+  assert.deepEqual(splitInstructions('Run `a, and then b; c` then list the files'), ['Run `a, and then b; c`', 'list the files']);
+});
+
+test('when a task asks a question about a page, then it opens the page and extracts the answer', () => {
+  const intents = (t: string) => parseTask(t).map((i) => i.intent);
+  assert.deepEqual(intents('What is the title of https://example.com/a?'), [
+    { kind: 'navigate', url: 'https://example.com/a' },
+    { kind: 'extract', what: 'title' },
+  ]);
+  assert.deepEqual(intents('List the links on example.org/docs'), [
+    { kind: 'navigate', url: 'example.org/docs' },
+    { kind: 'extract', what: 'links' },
+  ]);
+  assert.deepEqual(intents('Tell me the heading'), [{ kind: 'extract', what: 'heading' }]);
+  assert.deepEqual(intents("Search for 'lamps', click the first result and tell me the heading"), [
+    { kind: 'search', value: 'lamps' },
+    { kind: 'click_nth', nth: 1, of: 'result' },
+    { kind: 'extract', what: 'heading' },
+  ]);
+  assert.deepEqual(intents('Click the second link. Extract the second table. Get the table \'Refunds\'. Find \'Lisbon\' on the page'), [
+    { kind: 'click_nth', nth: 2, of: 'link' },
+    { kind: 'extract', what: 'table', table: 2 },
+    { kind: 'extract', what: 'table', table: 'Refunds' },
+    { kind: 'find_text', text: 'Lisbon' },
+  ]);
+});
+
+test('when "the first result" is clicked, then it is the first link with text that leads elsewhere', async () => {
+  const model = new BuiltinModel('Click the first result. Click the last link');
+  const elements = [el(1, { tag: 'a', text: 'Home', href: 'http://t/s?q=x' }), el(2, { tag: 'a', text: '', href: 'http://t/logo' }), el(3, { tag: 'a', text: 'Lamp', href: 'http://t/lamp' }), el(4, { tag: 'a', text: 'Next', href: 'http://t/s?q=x#more' })];
+  const input: DecideInput = { task: '', toolset: 'browser', turns: [], observation: { url: 'http://t/s?q=x', title: '', text: '', tabs: [], elements }, history: [], diskFiles: [] };
+  assert.deepEqual((await model.decide(input, new AbortController().signal)).action, { name: 'click', index: 3 });
+  assert.deepEqual((await model.decide(input, new AbortController().signal)).action, { name: 'click', index: 4 });
+});
+
+test('when a task cannot be parsed, then the error names the clause, its place, how to rephrase it and how to enable an LLM', () => {
+  assert.throws(() => parseTask('Open http://x.test, figure out the cheapest flight to Lisbon and extract the title'), (err: unknown) => {
+    assert.ok(err instanceof ModelError);
+    assert.match(err.message, /cannot follow this step: "figure out the cheapest flight to Lisbon" \(step 1 of 2\)\./);
+    assert.match(err.message, /rephrase the step as one of: open <url>; click 'Text'/);
+    assert.match(err.message, /OPENAI_BASE_URL/);
+    assert.match(err.message, /ANTHROPIC_API_KEY/);
+    return true;
+  });
+});
+
+test('when browsercode keeps some entries and saves them, then the file holds only those; a .csv gets CSV', async () => {
+  const model = new BuiltinModel("Read input.json from the disk, keep the entries with status 'open' and save them to open.json. Save it to open.csv", 'code');
+  const input: DecideInput = { task: '', toolset: 'code', turns: [], observation: undefined, history: [], diskFiles: ['input.json'] };
+  const signal = new AbortController().signal;
+  const d1 = await model.decide(input, signal);
+  assert.deepEqual(d1.action, { name: 'read_file', path: 'input.json' });
+  input.history.push({ thought: d1.thought, action: d1.action, extracted: JSON.stringify([{ id: 1, status: 'open' }, { id: 2, status: 'closed' }, { id: 3, Status: 'Open', note: 'a, "b"' }]) });
+  const d2 = await model.decide(input, signal);
+  assert.equal(d2.action.name, 'write_file');
+  assert.deepEqual(JSON.parse((d2.action as { content: string }).content), [{ id: 1, status: 'open' }, { id: 3, Status: 'Open', note: 'a, "b"' }]);
+  input.history.push({ thought: d2.thought, action: d2.action, extracted: 'Wrote open.json' });
+  const d3 = await model.decide(input, signal);
+  assert.equal((d3.action as { content: string }).content, 'id,status,Status,note\n1,open,,\n3,,Open,"a, ""b"""\n');
+});
+
+test('when a long extraction was saved to the disk and the task saves it, then the builtin reads it back whole before writing', async () => {
+  const model = new BuiltinModel('Extract the table. Save it to table.csv', 'code');
+  const observation = { url: 'http://t/', title: '', text: '', tabs: [], elements: [] };
+  const input: DecideInput = { task: '', toolset: 'code', turns: [], observation, history: [], diskFiles: [] };
+  const signal = new AbortController().signal;
+  const d1 = await model.decide(input, signal);
+  const rows = JSON.stringify(Array.from({ length: 300 }, (_, i) => ({ n: String(i), word: 'lamp' })));
+  input.history.push({ thought: d1.thought, action: d1.action, extracted: await deliverExtract(rows, 'table', disk) });
+  const d2 = await model.decide(input, signal);
+  assert.deepEqual(d2.action, { name: 'read_file', path: 'extracts/table-1.json' });
+  input.history.push({ thought: d2.thought, action: d2.action, extracted: fs.readFileSync(path.join(disk, 'extracts/table-1.json'), 'utf8') });
+  const d3 = await model.decide(input, signal);
+  const csv = (d3.action as { content: string }).content.split('\n');
+  assert.deepEqual([csv[0], csv[1], csv[300], csv.length], ['n,word', '0,lamp', '299,lamp', 302]);
+  assert.equal((await model.decide(input, signal)).action.name, 'done');
 });

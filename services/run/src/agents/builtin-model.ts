@@ -5,18 +5,23 @@
  * An instruction it cannot parse fails the run before any action, quoting it.
  */
 import type { Action, ExtractWhat, ScrollDirection } from './actions.js';
+import { savedExtractPath } from './page-extract.js';
 import { ElementNotFound, ModelError, NeedsBrowser, turnResult, type AgentModel, type DecideInput, type Decision, type PageElement, type Toolset } from './model.js';
 
 type Intent =
   | { kind: 'navigate'; url: string }
   | { kind: 'click'; target: string; hint?: string }
+  | { kind: 'click_nth'; nth: number; of: 'link' | 'result' }
   | { kind: 'type'; value: string; target: string; submit: boolean }
   | { kind: 'select'; value: string; target: string }
+  | { kind: 'search'; value: string }
   | { kind: 'press'; key: string }
   | { kind: 'scroll'; direction: ScrollDirection }
   | { kind: 'back' }
   | { kind: 'wait'; text?: string; seconds?: number }
-  | { kind: 'extract'; what: ExtractWhat; target?: string }
+  | { kind: 'extract'; what: ExtractWhat; target?: string; table?: number | string }
+  | { kind: 'find_text'; text: string }
+  | { kind: 'keep'; field: string; value: string }
   | { kind: 'upload'; file: string; target: string }
   | { kind: 'tab'; tab: number }
   | { kind: 'answer'; text: string }
@@ -38,30 +43,77 @@ const CLOSE = '[\'"”’`]';
 /** A quoted value, or bare words. */
 const Q = `(?:${OPEN}(.+?)${CLOSE}|(.+?))`;
 
-/** Splits a task into instructions: lines, then sentences (quotes are respected). */
-export function splitInstructions(task: string): string[] {
+/** The quote that `c` opens, when it opens one here (after a space, a bracket or a colon). */
+const opensQuote = (c: string, prev: string) => /['"“‘`]/.test(c) && /[\s(:]/.test(prev);
+const closesQuote = (quote: string, c: string, next: string) => (c === quote || (quote === '“' && c === '”') || (quote === '‘' && c === '’')) && /[\s.,;:!?)]/.test(next);
+
+/** For each character of `s`, whether it is outside quotes and backticks. */
+function unquoted(s: string): boolean[] {
+  const out: boolean[] = [];
+  let quote: string | null = null;
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i]!;
+    if (quote) {
+      out.push(false);
+      if (closesQuote(quote, c, s[i + 1] ?? ' ')) quote = null;
+    } else if (opensQuote(c, s[i - 1] ?? ' ')) {
+      out.push(false);
+      quote = c;
+    } else {
+      out.push(true);
+    }
+  }
+  return out;
+}
+
+/** Words that begin an instruction: a clause joined by "and", "then" or a comma starts with one of them. */
+const VERBS = new Set(
+  'open go navigate visit load browse click tap press hit follow type enter write input put fill select choose pick scroll wait upload switch extract get read return report tell find search look download give what what\'s which list show print cat copy answer reply respond say run execute exec save store keep filter is does'.split(' '),
+);
+const CLAUSE_JOIN = /^(?:\s*,\s*(?:and\s+then\s+|and\s+|then\s+)?|\s+and\s+then\s+|\s+then\s+|\s+and\s+)/i;
+
+/** Splits one sentence at ", ", " and ", " then " where the next words begin an instruction (never inside quotes or a URL). */
+export function splitClauses(sentence: string, atAnyWord = false): string[] {
+  const free = unquoted(sentence);
   const out: string[] = [];
+  let start = 0;
+  for (let i = 0; i < sentence.length; i++) {
+    if (!free[i] || !/[\s,]/.test(sentence[i]!)) continue;
+    const m = sentence.slice(i).match(CLAUSE_JOIN);
+    if (!m) continue;
+    const rest = sentence.slice(i + m[0].length);
+    const word = rest.match(/^(?:please\s+)?([a-z']+)/i)?.[1]?.toLowerCase();
+    if (!word || (!atAnyWord && !VERBS.has(word)) || !free[i + m[0].length]) continue;
+    out.push(sentence.slice(start, i));
+    start = i + m[0].length;
+    i = start - 1;
+  }
+  out.push(sentence.slice(start));
+  return out;
+}
+
+/** Splits a task into instructions: lines, then sentences, then clauses joined by "and", "then" or commas (quotes and URLs stay whole). */
+export function splitInstructions(task: string): string[] {
+  const sentences: string[] = [];
   for (const line of task.split(/\r?\n/)) {
+    const free = unquoted(line);
     let cur = '';
-    let quote: string | null = null;
     for (let i = 0; i < line.length; i++) {
       const c = line[i]!;
-      const prev = line[i - 1] ?? ' ';
-      const nextc = line[i + 1] ?? ' ';
       cur += c;
-      if (quote) {
-        if ((c === quote || (quote === '“' && c === '”') || (quote === '‘' && c === '’')) && /[\s.,;:!?)]/.test(nextc)) quote = null;
-      } else if (/['"“‘`]/.test(c) && /[\s(:]/.test(prev)) {
-        quote = c;
-      } else if (/[.!?;]/.test(c) && /\s/.test(nextc) && !/^\s*\d+[.)]$/.test(cur)) {
-        out.push(cur);
+      if (free[i] && /[.!?;]/.test(c) && /\s/.test(line[i + 1] ?? ' ') && !/^\s*\d+[.)]$/.test(cur)) {
+        sentences.push(cur);
         cur = '';
       }
     }
-    out.push(cur);
+    sentences.push(cur);
   }
-  return out
-    .map((s) => s.trim().replace(/^(?:\d+[.)]|[-*•])\s+/, '').replace(/^(?:and\s+)?then,?\s+/i, '').replace(/^(?:and|finally|next),?\s+/i, '').replace(/[.!;]+$/, '').trim())
+  const tidy = (s: string) =>
+    s.trim().replace(/^(?:\d+[.)]|[-*•])\s+/, '').replace(/^(?:and\s+)?then,?\s+/i, '').replace(/^(?:and|finally|next|also|first|please),?\s+/i, '').replace(/^(?:can|could|would) you\s+/i, '').replace(/[.!;?]+$/, '').replace(/,?\s+please$/i, '').trim();
+  return sentences
+    .map(tidy)
+    .flatMap((s) => splitClauses(s))
+    .map(tidy)
     .filter((s) => s.length > 0);
 }
 
@@ -70,7 +122,12 @@ const pick = (m: RegExpMatchArray, i: number) => (m[i] ?? m[i + 1] ?? '').trim()
 const PATH = `(?:${OPEN}([^'"“”‘’\`]*[./][^'"“”‘’\`]*)${CLOSE}|([\\w.-]*[./][\\w./-]*\\w))`;
 const pathOf = (m: RegExpMatchArray, i: number) => (m[i] ?? m[i + 1] ?? '').trim();
 const KEYS: Record<string, string> = { enter: 'Enter', return: 'Enter', tab: 'Tab', escape: 'Escape', esc: 'Escape', space: 'Space', backspace: 'Backspace', 'arrow down': 'ArrowDown', 'arrow up': 'ArrowUp', 'down arrow': 'ArrowDown', 'up arrow': 'ArrowUp', pagedown: 'PageDown', 'page down': 'PageDown', pageup: 'PageUp', 'page up': 'PageUp' };
-const EXTRACT_VERB = '(?:extract|get|read|return|report|tell me|find|give me|what is|what\'s|copy)';
+const EXTRACT_VERB = '(?:extract|get|read|return|report|tell me|find|give me|show me|what is|what are|what\'s|which is|download|copy)';
+const ORDINALS: Record<string, number> = { first: 1, second: 2, third: 3, fourth: 4, fifth: 5, sixth: 6, seventh: 7, eighth: 8, ninth: 9, tenth: 10, last: -1 };
+const ORDINAL = '(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|\\d+(?:st|nd|rd|th))';
+const ordinal = (w: string) => ORDINALS[w.toLowerCase()] ?? parseInt(w, 10);
+/** A web address written in a task: with a scheme, or a bare host with a dot (example.com/path). */
+const URL_RE = '[<\'"“‘`]?([a-z][a-z0-9+.-]*:\\/\\/\\S+?|(?:www\\.)?[\\w-]+(?:\\.[\\w-]+)*\\.[a-z]{2,}(?::\\d+)?(?:\\/\\S*)?|localhost(?::\\d+)?(?:\\/\\S*)?)[>\'"”’`]?'
 
 /** One instruction → an intent, or undefined when it is not understood. */
 export function parseInstruction(s: string): Intent | undefined {
@@ -80,15 +137,19 @@ export function parseInstruction(s: string): Intent | undefined {
   if ((m = t.match(/^(?:run|execute|exec)\s+(?:the\s+)?(?:command\s+|shell\s+command\s+|script\s+)?`([^`]+)`$/i))) return { kind: 'shell', command: m[1]! };
   if ((m = t.match(/^(?:run|execute)\s+(?:the\s+)?(?:command|shell command)\s*:\s*(.+)$/i))) return { kind: 'shell', command: m[1]! };
   if ((m = t.match(new RegExp(`^(?:write|save|put)\\s+${OPEN}([\\s\\S]*?)${CLOSE}\\s+(?:to|into|in|as)\\s+(?:the\\s+)?(?:file\\s+)?${PATH}$`, 'i')))) return { kind: 'write', content: m[1]!, path: pathOf(m, 2) };
-  if ((m = t.match(new RegExp(`^(?:save|write|store|put)\\s+(?:the\\s+|that\\s+|this\\s+|it\\b)?(?:result|results|answer|output|extracted\\s+\\w+|table|links|text|title|heading|data|it|that|this)?\\s*(?:as\\s+json\\s+)?(?:to|into|in|as)\\s+(?:the\\s+|a\\s+)?(?:file\\s+)?${PATH}$`, 'i')))) return { kind: 'save', path: pathOf(m, 1) };
+  if ((m = t.match(new RegExp(`^(?:save|write|store|put)\\s+(?:the\\s+|that\\s+|this\\s+|it\\b)?(?:result|results|answer|output|extracted\\s+\\w+|table|links|text|title|heading|data|entries|rows|it|that|this|them|these|those)?\\s*(?:as\\s+json\\s+)?(?:to|into|in|as)\\s+(?:the\\s+|a\\s+)?(?:file\\s+)?${PATH}$`, 'i')))) return { kind: 'save', path: pathOf(m, 1) };
   if ((m = t.match(new RegExp(`^(?:read|show|print|cat|open)\\s+(?:the\\s+)?file\\s+${PATH}$`, 'i')))) return { kind: 'read_file', path: pathOf(m, 1) };
+  if ((m = t.match(new RegExp(`^(?:read|load|open)\\s+(?:the\\s+)?(?:file\\s+)?${PATH}\\s+(?:from|on)\\s+(?:the\\s+)?disk$`, 'i')))) return { kind: 'read_file', path: pathOf(m, 1) };
   if (/^(?:list|show)\s+(?:all\s+)?(?:the\s+)?files(?:\s+on\s+the\s+disk)?$/i.test(t)) return { kind: 'list_files' };
   if ((m = t.match(/^(?:open|go to|navigate to|visit|load|browse to)\s+(?:the\s+)?(?:page\s+|url\s+|website\s+|site\s+)?[<'"“‘`]?([a-z][a-z0-9+.-]*:\/\/\S+?|[\w-]+(?:\.[\w-]+)+(?:[:/]\S*)?)[>'"”’`]?$/i))) return { kind: 'navigate', url: m[1]! };
+  if ((m = t.match(new RegExp(`^(?:click|tap|open|follow|visit|go\\s+to)(?:\\s+on)?\\s+the\\s+${ORDINAL}\\s+(?:search\\s+)?(link|result|hit)$`, 'i')))) return { kind: 'click_nth', nth: ordinal(m[1]!), of: m[2]!.toLowerCase() === 'link' ? 'link' : 'result' };
+  if ((m = t.match(new RegExp(`^(?:go|navigate)\\s+to\\s+(?:the\\s+)?${Q}\\s+(?:page|section)$`, 'i')))) return { kind: 'click', target: pick(m, 1) };
   if ((m = t.match(new RegExp(`^(?:click|press|tap|hit)(?:\\s+on)?\\s+(?:the\\s+)?(?:(link|button|tab|checkbox)\\s+)?${OPEN}(.+?)${CLOSE}(?:\\s+(link|button|tab|checkbox))?$`, 'i')))) return { kind: 'click', target: m[2]!.trim(), hint: (m[1] ?? m[3])?.toLowerCase() };
   if ((m = t.match(/^(?:click|tap)(?:\s+on)?\s+(?:the\s+)?(.+?)(?:\s+(link|button|tab|checkbox))?$/i))) return { kind: 'click', target: m[1]!.trim(), hint: m[2]?.toLowerCase() };
   if ((m = t.match(/^press\s+(?:the\s+)?([a-z ]+?)(?:\s+key)?$/i)) && KEYS[m[1]!.toLowerCase()]) return { kind: 'press', key: KEYS[m[1]!.toLowerCase()]! };
   if ((m = t.match(new RegExp(`^(?:type|enter|write|input|put)\\s+${Q}\\s+(?:into|in|on)\\s+(?:the\\s+)?${Q}(?:\\s+(?:field|box|input|textbox|area))?(\\s+and\\s+(?:submit|press enter))?$`, 'i'))))
     return { kind: 'type', value: pick(m, 1), target: pick(m, 3), submit: Boolean(m[5]) };
+  if ((m = t.match(new RegExp(`^search\\s+(?:the\\s+site\\s+)?(?:for\\s+)?${OPEN}(.+?)${CLOSE}$`, 'i')))) return { kind: 'search', value: m[1]! };
   if ((m = t.match(new RegExp(`^fill(?:\\s+in|\\s+out)?\\s+(?:the\\s+)?${Q}(?:\\s+(?:field|box|input))?\\s+with\\s+${Q}$`, 'i')))) return { kind: 'type', value: pick(m, 3), target: pick(m, 1), submit: false };
   if ((m = t.match(new RegExp(`^(?:select|choose|pick)\\s+${Q}\\s+(?:from|in|for)\\s+(?:the\\s+)?${Q}(?:\\s+(?:dropdown|menu|list|field|select))?$`, 'i')))) return { kind: 'select', value: pick(m, 1), target: pick(m, 3) };
   if ((m = t.match(/^scroll\s+(down|up)(?:\s+to\s+the\s+(bottom|top))?$/i))) return { kind: 'scroll', direction: (m[2] ?? m[1])!.toLowerCase() as ScrollDirection };
@@ -98,6 +159,14 @@ export function parseInstruction(s: string): Intent | undefined {
   if ((m = t.match(new RegExp(`^wait\\s+(?:for|until)\\s+(?:the\\s+text\\s+)?${OPEN}(.+?)${CLOSE}(?:\\s+(?:appears|is shown|shows up|to appear))?$`, 'i')))) return { kind: 'wait', text: m[1]! };
   if ((m = t.match(new RegExp(`^upload\\s+${Q}\\s+(?:into|to|in|using)\\s+(?:the\\s+)?${Q}(?:\\s+(?:field|input))?$`, 'i')))) return { kind: 'upload', file: pick(m, 1), target: pick(m, 3) };
   if ((m = t.match(/^(?:switch|go)\s+to\s+tab\s+(\d+)$/i))) return { kind: 'tab', tab: Number(m[1]) - 1 };
+  if ((m = t.match(new RegExp(`^(?:find|look\\s+for|locate|scroll\\s+to)\\s+(?:the\\s+)?(?:text\\s+)?${OPEN}(.+?)${CLOSE}(?:\\s+on\\s+the\\s+page)?$`, 'i')))) return { kind: 'find_text', text: m[1]! };
+  if ((m = t.match(new RegExp(`^(?:is|does)\\s+(?:the\\s+text\\s+)?${OPEN}(.+?)${CLOSE}\\s+(?:on|in)\\s+the\\s+page$|^does\\s+the\\s+page\\s+(?:say|contain|mention)\\s+${OPEN}(.+?)${CLOSE}$`, 'i')))) return { kind: 'find_text', text: (m[1] ?? m[2])! };
+  if ((m = t.match(new RegExp(`^(?:keep|filter|keep\\s+only)\\s+(?:only\\s+)?(?:the\\s+)?(?:entries|rows|items|records|objects|ones)\\s+(?:with|where|whose)\\s+(?:the\\s+)?([\\w -]+?)\\s+(?:is\\s+|=\\s*|equal\\s+to\\s+)?${OPEN}(.+?)${CLOSE}$`, 'i')))) return { kind: 'keep', field: m[1]!.trim(), value: m[2]! };
+  if ((m = t.match(new RegExp(`^(?:${EXTRACT_VERB}|list)\\s+(?:me\\s+)?(?:all\\s+)?(?:the\\s+)?(links|table|heading)\\s+(?:of|in|inside|within|under)\\s+(?:the\\s+)?(?:element\\s+)?${OPEN}(.+?)${CLOSE}(?:\\s+as\\s+json)?$`, 'i')))) return { kind: 'extract', what: m[1]!.toLowerCase() as ExtractWhat, target: m[2]! };
+  if ((m = t.match(new RegExp(`^${EXTRACT_VERB}\\s+(?:me\\s+)?(?:the\\s+)?${ORDINAL}\\s+table(?:\\s+as\\s+json)?$`, 'i')))) return { kind: 'extract', what: 'table', table: ordinal(m[1]!) };
+  if ((m = t.match(new RegExp(`^${EXTRACT_VERB}\\s+(?:me\\s+)?(?:the\\s+)?table\\s+(?:number\\s+)?(\\d+)(?:\\s+as\\s+json)?$`, 'i')))) return { kind: 'extract', what: 'table', table: Number(m[1]) };
+  if ((m = t.match(new RegExp(`^${EXTRACT_VERB}\\s+(?:me\\s+)?(?:the\\s+)?table\\s+(?:named\\s+|called\\s+|titled\\s+|under\\s+)?${OPEN}(.+?)${CLOSE}(?:\\s+as\\s+json)?$|^${EXTRACT_VERB}\\s+(?:me\\s+)?(?:the\\s+)?${OPEN}(.+?)${CLOSE}\\s+table(?:\\s+as\\s+json)?$`, 'i')))) return { kind: 'extract', what: 'table', table: (m[1] ?? m[2])! };
+  if ((m = t.match(new RegExp(`^${EXTRACT_VERB}\\s+(?:me\\s+)?(?:the\\s+)?(?:page|text|content)\\s+as\\s+markdown$`, 'i')))) return { kind: 'extract', what: 'markdown' };
   if ((m = t.match(new RegExp(`^${EXTRACT_VERB}\\s+(?:me\\s+)?(?:the\\s+)?(?:page(?:'s)?\\s+)?title(?:\\s+of\\s+the\\s+page)?$`, 'i')))) return { kind: 'extract', what: 'title' };
   if ((m = t.match(new RegExp(`^${EXTRACT_VERB}\\s+(?:me\\s+)?(?:the\\s+)?(?:first\\s+|main\\s+|page\\s+)?heading$`, 'i')))) return { kind: 'extract', what: 'heading' };
   if ((m = t.match(new RegExp(`^${EXTRACT_VERB}\\s+(?:me\\s+)?(?:the\\s+)?(?:current\\s+|page\\s+)?url$`, 'i')))) return { kind: 'extract', what: 'url' };
@@ -105,22 +174,44 @@ export function parseInstruction(s: string): Intent | undefined {
   if ((m = t.match(new RegExp(`^${EXTRACT_VERB}\\s+(?:me\\s+)?(?:the\\s+)?(?:first\\s+)?table(?:\\s+as\\s+json)?$`, 'i')))) return { kind: 'extract', what: 'table' };
   if ((m = t.match(new RegExp(`^${EXTRACT_VERB}\\s+(?:me\\s+)?(?:the\\s+)?text\\s+(?:of|in)\\s+(?:the\\s+)?(?:element\\s+)?${Q}$`, 'i')))) return { kind: 'extract', what: 'text', target: pick(m, 1) };
   if ((m = t.match(new RegExp(`^${EXTRACT_VERB}\\s+(?:me\\s+)?(?:all\\s+)?(?:the\\s+)?(?:page\\s+)?text$`, 'i')))) return { kind: 'extract', what: 'text' };
+  // "Return the plans as JSON: [shape]": the table of that name (a JSON shape after the colon is for LLMs; the builtin gives the rows).
+  if ((m = t.match(new RegExp(`^${EXTRACT_VERB}\\s+(?:me\\s+)?(?:all\\s+)?(?:the\\s+)?([\\w][\\w -]*?)(?:\\s+table)?\\s+as\\s+json(?:\\s*:[\\s\\S]*)?$`, 'i')))) return { kind: 'extract', what: 'table', table: m[1]! };
   if ((m = t.match(new RegExp(`^(?:answer|reply|respond|say)\\s+(?:with\\s+)?${OPEN}(.+?)${CLOSE}$`, 'i')))) return { kind: 'answer', text: m[1]! };
   return undefined;
 }
 
-const UNDERSTOOD = "open <url>; click 'Text'; type 'value' into 'Field'; select 'Option' from 'Field'; press Enter; scroll down; wait for 'text'; upload 'file' into 'Field'; extract the title, heading, text of 'selector', links or table; answer 'text'";
-const UNDERSTOOD_CODE = "; run `command`; write 'text' to file.txt; save the result to out.json; read file notes.txt; list files";
+/** One clause → its intents: an instruction, or a question about a page ("what is the title of URL") that opens it first. */
+export function parseClause(s: string): Intent[] | undefined {
+  const one = parseInstruction(s);
+  if (one) return [one];
+  const m = s.match(new RegExp(`^(.+?)\\s+(?:of|on|from|at|in)\\s+(?:the\\s+)?(?:page\\s+|site\\s+|website\\s+)?${URL_RE}$`, 'i'));
+  if (!m) return undefined;
+  const rest = parseInstruction(m[1]!);
+  return rest && !['navigate', 'shell', 'write', 'save', 'read_file', 'list_files', 'answer'].includes(rest.kind) ? [{ kind: 'navigate', url: m[2]! }, rest] : undefined;
+}
 
-/** Parses a whole task; throws ModelError quoting the first instruction it cannot follow. */
+const UNDERSTOOD = "open <url>; click 'Text'; click the first link (or result); type 'value' into 'Field'; select 'Option' from 'Field'; press Enter; scroll down; wait for 'text'; upload 'file' into 'Field'; search for 'words'; find 'text'; extract the title, heading, text of 'selector', links, the page as markdown, or the table (the second table, the table 'Caption'); questions such as \"what is the title of <url>\" or \"list the links on <url>\"; answer 'text'";
+const UNDERSTOOD_CODE = "; run `command`; write 'text' to file.txt; read input.json from the disk; keep the entries with status 'open'; save the result to out.json; list files";
+/** How to get a model that follows tasks in plain language (names of the run service's settings). */
+export const LLM_HINT = 'Tasks that need judgement need an LLM: the service operator sets OPENAI_BASE_URL (an OpenAI-compatible endpoint, with OPENAI_MODELS) or ANTHROPIC_API_KEY, and the run names that model in "model"';
+
+/** Parses a whole task; throws ModelError saying which clause it cannot follow, how to rephrase it, and how to get an LLM. */
 export function parseTask(task: string, toolset: Toolset = 'browser'): Instruction[] {
   const steps = splitInstructions(task);
-  if (!steps.length) throw new ModelError('The builtin model needs at least one instruction');
-  return steps.map((source) => {
-    const intent = parseInstruction(source);
-    if (!intent) throw new ModelError(`The builtin model cannot follow this step: "${source}". It understands explicit instructions such as: ${UNDERSTOOD}${toolset === 'code' ? UNDERSTOOD_CODE : ''}.`);
-    if (toolset === 'browser' && CODE_INTENTS.includes(intent.kind)) throw new ModelError(`"${source}" needs a terminal or files, which browser-agent does not have; use the browsercode agent`);
-    return { source, intent };
+  if (!steps.length) throw new ModelError(`The builtin model needs at least one instruction, such as: ${UNDERSTOOD}. ${LLM_HINT}.`);
+  return steps.flatMap((source, i) => {
+    const intents = parseClause(source);
+    if (!intents) {
+      // A clause that did not start with a known verb stayed joined to the one before it: quote the part that fails.
+      const failing = splitClauses(source, true).find((part) => !parseClause(part.trim())) ?? source;
+      const which = steps.length > 1 ? ` (step ${i + 1} of ${steps.length})` : '';
+      throw new ModelError(
+        `The builtin model cannot follow this step: "${failing.trim()}"${which}. It follows explicit instructions, one per sentence or joined by "and", "then" or commas; rephrase the step as one of: ${UNDERSTOOD}${toolset === 'code' ? UNDERSTOOD_CODE : ''}. ${LLM_HINT}.`,
+      );
+    }
+    const code = intents.find((it) => CODE_INTENTS.includes(it.kind));
+    if (toolset === 'browser' && code) throw new ModelError(`"${source}" needs a terminal or files, which browser-agent does not have; use the browsercode agent`);
+    return intents.map((intent) => ({ source, intent }));
   });
 }
 
@@ -140,10 +231,56 @@ export function findElement(elements: PageElement[], target: string, want: 'fiel
   return pool.find((e) => keys(e).includes(t)) ?? pool.find((e) => keys(e).some((k) => k.startsWith(t))) ?? pool.find((e) => keys(e).some((k) => k.includes(t)));
 }
 
+/** The page's search box: a search input, else a field named or labelled for searching. */
+export function searchField(elements: PageElement[]): PageElement | undefined {
+  const fields = elements.filter((e) => (e.tag === 'input' && !['checkbox', 'radio', 'submit', 'button', 'file', 'hidden', 'password'].includes(e.type)) || e.role === 'searchbox' || e.role === 'combobox' || e.role === 'textbox');
+  return fields.find((e) => e.type === 'search' || e.role === 'searchbox') ?? fields.find((e) => ['q', 'query', 's', 'search'].includes(e.name.toLowerCase()) || /search/i.test([e.label, e.placeholder, e.name, e.id].join(' ')));
+}
+
+/** The nth link (1-based; -1 the last) with visible text; a "result" also skips links back to this page. */
+export function nthLink(o: { url: string; elements: PageElement[] }, nth: number, of: 'link' | 'result'): PageElement | undefined {
+  const here = o.url.split('#')[0];
+  const links = o.elements.filter((e) => e.tag === 'a' && e.text.trim() && (of === 'link' || (!/^javascript:/i.test(e.href) && e.href.split('#')[0] !== here)));
+  return nth < 0 ? links[links.length + nth] : links[nth - 1];
+}
+
+/** The entries of a JSON list whose `field` equals `value` (case-insensitive), as JSON. */
+function keepEntries(found: string | undefined, k: { field: string; value: string }, source: string): string {
+  let list: unknown;
+  try {
+    list = JSON.parse(found ?? '');
+  } catch {
+    throw new ModelError(`"${source}": the last thing found is not JSON (read a JSON file or extract a table first)`);
+  }
+  if (!Array.isArray(list)) throw new ModelError(`"${source}": the last thing found is not a JSON list`);
+  const want = k.value.toLowerCase();
+  const key = (o: Record<string, unknown>) => Object.keys(o).find((f) => norm(f) === norm(k.field));
+  return JSON.stringify(list.filter((e) => e && typeof e === 'object' && String((e as Record<string, unknown>)[key(e as Record<string, unknown>) ?? k.field] ?? '').toLowerCase() === want), null, 2);
+}
+
+/** A JSON list of objects as CSV (header from the keys), or undefined when it is not one. */
+export function asCsv(text: string): string | undefined {
+  let rows: unknown;
+  try {
+    rows = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(rows) || !rows.length || !rows.every((r) => r && typeof r === 'object' && !Array.isArray(r))) return undefined;
+  const cols = [...new Set(rows.flatMap((r) => Object.keys(r as object)))];
+  const cell = (v: unknown) => {
+    const s = v === undefined || v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v);
+    return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+  };
+  return [cols.map(cell).join(','), ...rows.map((r) => cols.map((c) => cell((r as Record<string, unknown>)[c])).join(','))].join('\n');
+}
+
 export class BuiltinModel implements AgentModel {
   readonly name = 'builtin';
   readonly #instructions: Instruction[];
   #next = 0;
+  /** A result the model derived itself ("keep the entries with …"), and after how many steps. */
+  #found: { text: string; at: number } | undefined;
 
   constructor(task: string, toolset: Toolset = 'browser') {
     this.#instructions = parseTask(task, toolset);
@@ -151,7 +288,15 @@ export class BuiltinModel implements AgentModel {
 
   /** The answer: an explicit `answer`, else what was extracted (one per line), else "Done". */
   #result(input: DecideInput): string {
+    if (this.#found && this.#found.at === input.history.length) return this.#found.text;
     return turnResult('', input.history);
+  }
+
+  /** What the run found last: a kept subset, else the last extraction (or command output, file read). */
+  #lastFound(history: DecideInput['history']): string | undefined {
+    const at = history.findLastIndex((h) => h.extracted !== undefined && h.action.name !== 'write_file');
+    if (this.#found && this.#found.at > at) return this.#found.text;
+    return history[at]?.extracted;
   }
 
   async decide(input: DecideInput, _signal?: AbortSignal): Promise<Decision> {
@@ -176,12 +321,35 @@ export class BuiltinModel implements AgentModel {
       case 'click':
         action = { name: 'click', index: need(intent.target, 'click', intent.hint) };
         break;
+      case 'click_nth': {
+        const o = page();
+        const el = nthLink(o, intent.nth, intent.of);
+        if (!el) throw new ModelError(`"${source}": the page ${o.url} has no such ${intent.of} (${o.elements.filter((e) => e.tag === 'a').length} links)`);
+        action = { name: 'click', index: el.index };
+        break;
+      }
+      case 'find_text':
+        page();
+        action = { name: 'find_text', text: intent.text };
+        break;
+      case 'keep': {
+        this.#found = { text: keepEntries(this.#lastFound(input.history), intent, source), at: input.history.length };
+        this.#next++;
+        return this.decide(input, _signal);
+      }
       case 'type':
         action = { name: 'type', index: need(intent.target, 'field'), text: intent.value, submit: intent.submit };
         break;
       case 'select':
         action = { name: 'select', index: need(intent.target, 'field'), option: intent.value };
         break;
+      case 'search': {
+        const o = page();
+        const el = searchField(o.elements);
+        if (!el) throw new ElementNotFound('search field', o.url);
+        action = { name: 'type', index: el.index, text: intent.value, submit: true };
+        break;
+      }
       case 'press':
         page();
         action = { name: 'press', key: intent.key };
@@ -205,7 +373,7 @@ export class BuiltinModel implements AgentModel {
         } else if (intent.target) {
           action = { name: 'extract', what: intent.what, index: need(intent.target, 'click') };
         } else {
-          action = { name: 'extract', what: intent.what };
+          action = { name: 'extract', what: intent.what, ...(intent.table !== undefined ? { table: intent.table } : {}) };
         }
         break;
       }
@@ -226,10 +394,13 @@ export class BuiltinModel implements AgentModel {
         break;
       case 'save': {
         // What the run found so far: the last extraction (or command output, file read).
-        const found = input.history.filter((h) => h.extracted !== undefined && h.action.name !== 'write_file');
-        if (!found.length) throw new ModelError(`"${source}": there is nothing to save yet (extract something or run a command first)`);
-        const last = found[found.length - 1]!.extracted!;
-        action = { name: 'write_file', path: intent.path, content: last.endsWith('\n') ? last : `${last}\n` };
+        const last = this.#lastFound(input.history);
+        if (last === undefined) throw new ModelError(`"${source}": there is nothing to save yet (extract something or run a command first)`);
+        // A long extraction is on the disk, not in the history: read it back whole, then save (this instruction again).
+        const saved = savedExtractPath(last);
+        if (saved) return { thought: `${source} (reading the whole extraction first)`, action: { name: 'read_file', path: saved } };
+        const content = /\.csv$/i.test(intent.path) ? (asCsv(last) ?? last) : last;
+        action = { name: 'write_file', path: intent.path, content: content.endsWith('\n') ? content : `${content}\n` };
         break;
       }
       case 'read_file':

@@ -7,6 +7,8 @@
 import { APICallError, ToolChoiceViolationError, generateText, jsonSchema, tool, type LanguageModel } from 'ai';
 import { describeAction, type Action } from './actions.js';
 import { ModelError, type AgentModel, type DecideInput, type Decision, type Reasoning, type StepMemory, type Usage } from './model.js';
+import type { PageQuestion } from './page-extract.js';
+import { askModel } from './page-question.js';
 import type { Observation } from './page-tools.js';
 
 /** The browser-agent's instructions; `today` is the date the model should take as now. */
@@ -54,9 +56,18 @@ const TOOLS = {
   go_back: tool({ description: 'Go back in history', inputSchema: obj({}) }),
   wait: tool({ description: 'Wait for a text to appear, or a number of seconds (max 10)', inputSchema: obj({ text: { type: 'string' }, seconds: { type: 'number' } }) }),
   extract: tool({
-    description: 'Read something from the page: title, heading, url, links (JSON), table (JSON), or text (of an element by index or CSS selector, or the whole page)',
-    inputSchema: obj({ what: { type: 'string', enum: ['title', 'heading', 'text', 'links', 'table', 'url'] }, index, selector: { type: 'string' } }, ['what']),
+    description:
+      'Read the page. With "question" (and optionally a JSON "schema" for the answer), the whole page is read as markdown, in parts if long, and the question answered from it. Without, "what" reads exactly: title, heading, url, links (JSON), table (JSON rows; "table" picks one by 1-based number or caption/heading), text or markdown, of the element [index] or CSS selector, or the whole page. Long results are saved to a file on the run\'s disk and the result says where',
+    inputSchema: obj({
+      question: { type: 'string' },
+      schema: { type: 'object', description: 'JSON schema of the answer' },
+      what: { type: 'string', enum: ['title', 'heading', 'text', 'links', 'table', 'url', 'markdown'] },
+      index,
+      selector: { type: 'string' },
+      table: { type: ['integer', 'string'], description: 'Which table: 1-based number or caption/heading text' },
+    }),
   }),
+  find_text: tool({ description: 'Find a text on the page: says whether and where it occurs (with the heading above), and scrolls to it', inputSchema: obj({ text: { type: 'string' } }, ['text']) }),
   switch_tab: tool({ description: 'Switch to a tab by its number (0-based)', inputSchema: obj({ tab: { type: 'integer' } }, ['tab']) }),
   upload: tool({ description: "Put a file from the run's disk into a file input", inputSchema: obj({ index, path: { type: 'string' } }, ['index', 'path']) }),
   done: tool({ description: 'Finish with the answer for the user', inputSchema: obj({ result: { type: 'string' } }, ['result']) }),
@@ -118,6 +129,7 @@ export function toAction(name: string, args: Record<string, any>, toolset: 'brow
     case 'scroll':
     case 'wait':
     case 'extract':
+    case 'find_text':
     case 'switch_tab':
     case 'upload':
     case 'done':
@@ -231,6 +243,11 @@ export interface LlmModelOptions {
 }
 
 export class LlmModel implements AgentModel {
+  /** A question about the page, answered in its own call (extract with a question). */
+  ask(question: PageQuestion, signal: AbortSignal): Promise<{ text: string; usage: Usage }> {
+    return askModel(this.#o, question, signal);
+  }
+
   readonly name: string;
   readonly #o: LlmModelOptions;
 

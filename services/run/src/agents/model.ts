@@ -1,5 +1,6 @@
 /** What an agent model sees and decides each step, whatever is behind it (an LLM or the builtin interpreter). */
 import { describeAction, type Action } from './actions.js';
+import type { PageQuestion } from './page-extract.js';
 import type { Observation, PageElement } from './page-tools.js';
 
 /** One earlier step of this run, as the model remembers it. */
@@ -89,6 +90,8 @@ export interface Decision {
 export interface AgentModel {
   readonly name: string;
   decide(input: DecideInput, signal: AbortSignal): Promise<Decision>;
+  /** Answers a question about (a part of) the page, for `extract` with a question; models without it extract deterministically. */
+  ask?(question: PageQuestion, signal: AbortSignal): Promise<{ text: string; usage?: Usage }>;
 }
 
 /**

@@ -7,8 +7,9 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Browser, ElementHandle, Page } from 'puppeteer-core';
 import { InvalidArgumentError } from '../../../common/src/errors.js';
-import type { Action, ExtractWhat } from './actions.js';
+import type { Action } from './actions.js';
 import { findIndexed, observePage, settlePage, type Observation } from './observe.js';
+import { deliverExtract, extract, ExtractError, findText, type AskPage } from './page-extract.js';
 import { insideDisk } from './shell.js';
 
 export type { Observation, PageElement } from './observe.js';
@@ -46,50 +47,6 @@ async function settle(page: Page, timeoutMs: number): Promise<void> {
   await settlePage(page, timeoutMs);
 }
 
-function tableAsJson(): unknown {
-  const table = document.querySelector('table');
-  if (!table) return null;
-  const rows = Array.from(table.querySelectorAll('tr'));
-  const headerRow = table.querySelector('thead tr') ?? rows[0];
-  if (!headerRow) return [];
-  const headers = Array.from(headerRow.querySelectorAll('th,td')).map((c, i) => (c as HTMLElement).innerText.trim() || `column${i + 1}`);
-  return rows
-    .filter((r) => r !== headerRow)
-    .map((r) => Array.from(r.querySelectorAll('th,td')).map((c) => (c as HTMLElement).innerText.trim()))
-    .filter((cells) => cells.length > 0)
-    .map((cells) => Object.fromEntries(headers.map((h, i) => [h, cells[i] ?? ''])));
-}
-
-async function extract(page: Page, what: ExtractWhat, index?: number, selector?: string): Promise<string> {
-  switch (what) {
-    case 'title':
-      return page.title();
-    case 'url':
-      return page.url();
-    case 'heading': {
-      const h = await page.evaluate(() => (document.querySelector('h1') ?? document.querySelector('h2') ?? document.querySelector('h3'))?.textContent?.trim() ?? null);
-      if (h === null) throw new ActionError('The page has no heading');
-      return h;
-    }
-    case 'links':
-      return JSON.stringify(await page.evaluate(() => Array.from(document.querySelectorAll('a[href]')).map((a) => ({ text: (a as HTMLElement).innerText.trim(), href: (a as HTMLAnchorElement).href }))));
-    case 'table': {
-      const t = await page.evaluate(tableAsJson);
-      if (t === null) throw new ActionError('The page has no table');
-      return JSON.stringify(t);
-    }
-    case 'text': {
-      if (index !== undefined) return (await (await element(page, index)).evaluate((el) => (el as HTMLElement).innerText.trim()));
-      if (selector) {
-        const text = await page.$eval(selector, (el) => (el as HTMLElement).innerText.trim()).catch(() => null);
-        if (text === null) throw new ActionError(`Nothing on the page matches ${selector}`);
-        return text;
-      }
-      return page.evaluate(() => document.body?.innerText ?? '');
-    }
-  }
-}
-
 export interface ActResult {
   /** The page to observe next (switching tabs changes it). */
   page: Page;
@@ -102,6 +59,8 @@ export interface ActOptions {
   diskDir?: string | undefined;
   timeoutMs: number;
   signal?: AbortSignal;
+  /** Answers `extract` questions (an LLM's separate call); without it only deterministic extractions work. */
+  ask?: AskPage | undefined;
 }
 
 /** Carries out one action (not `done`). */
@@ -186,8 +145,20 @@ export async function act(browser: Browser, page: Page, action: Action, opts: Ac
         await new Promise((r) => setTimeout(r, Math.min(10, Math.max(0, action.seconds ?? 1)) * 1000));
       }
       return { page };
-    case 'extract':
-      return { page, extracted: await extract(page, action.what, action.index, action.selector) };
+    case 'extract': {
+      const scope = { page, element: action.index !== undefined ? await element(page, action.index) : undefined };
+      const r = await extract(scope, action, opts.ask).catch((err: unknown) => {
+        throw err instanceof ExtractError ? new ActionError(err.message) : err;
+      });
+      return { page, extracted: await deliverExtract(r.text, r.kind, opts.diskDir) };
+    }
+    case 'find_text':
+      return {
+        page,
+        extracted: await findText(page, action.text).catch((err: unknown) => {
+          throw err instanceof ExtractError ? new ActionError(err.message) : err;
+        }),
+      };
     case 'switch_tab': {
       const pages = (await browser.pages()).filter((p) => !p.isClosed());
       const target = pages[action.tab];
