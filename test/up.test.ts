@@ -117,6 +117,9 @@ describe('the launcher with no NATS_URL', () => {
     await printed(/nats\s+\| restarted/);
     await printed(/run\s+\| restarted/);
 
+    // A service restarted before the nats-server is back may exit again; the launcher keeps restarting it until all are healthy.
+    const until = Date.now() + 60000;
+    while (Date.now() < until && (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => 0)) !== 200) await new Promise((r) => setTimeout(r, 200));
     const now = groups();
     const newRun = now.find((pid) => cmdline(pid).includes('services/run/src/main'));
     const newNats = now.find((pid) => cmdline(pid).startsWith('nats-server'));
