@@ -4,10 +4,10 @@
  * characters of `innerText` plus every matching element of the top document) next to the
  * current one, in the same browser and run. Size in characters and ~tokens (characters / 4).
  */
-import puppeteer, { type Page } from 'puppeteer-core';
+import type { Page } from 'puppeteer-core';
+import { launchTestChromium, runLoop } from '../test/support/agent-loop.js';
 import { startFakeOpenAI } from '../test/support/fake-openai.js';
 import { serveSite } from '../test/support/site.js';
-import { runBrowserAgent } from '../services/run/src/agents/browser-agent.js';
 import { createModelRegistry } from '../services/run/src/agents/models.js';
 import { observePage } from '../services/run/src/agents/observe.js';
 
@@ -75,7 +75,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 export async function observeBench(opts: { rounds: number }): Promise<ObservationFigures[]> {
   const site = await serveSite();
-  const browser = await puppeteer.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'] });
+  const browser = await launchTestChromium();
   const out: ObservationFigures[] = [];
   try {
     const page = (await browser.pages())[0] ?? (await browser.newPage());
@@ -110,23 +110,11 @@ export async function observeBench(opts: { rounds: number }): Promise<Observatio
 export async function promptSizeBench(): Promise<PromptFigures> {
   const site = await serveSite();
   const fake = await startFakeOpenAI();
-  const browser = await puppeteer.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'] });
+  const browser = await launchTestChromium();
   try {
     fake.script = (_req, n) => (n === 0 ? { tool: 'navigate', args: { url: site.url('obs-big.html') } } : n < 29 ? { tool: 'scroll', args: { direction: 'down' } } : { tool: 'done', args: { result: 'end' } });
     const models = createModelRegistry({ openaiBaseUrl: fake.baseUrl, openaiModels: ['fake-gpt'], anthropicModels: [], prices: {}, timeoutMs: 10000, maxRetries: 0 });
-    await runBrowserAgent({
-      browser,
-      model: models.create('fake-gpt', 'Read the directory'),
-      task: 'Read the directory',
-      turns: [],
-      diskFiles: [],
-      maxSteps: 40,
-      deadline: Date.now() + 120000,
-      actionTimeoutMs: 10000,
-      signal: new AbortController().signal,
-      recordStep: async () => {},
-      recordUsage: async () => {},
-    });
+    await runLoop({ browser, model: models.create('fake-gpt', 'Read the directory'), task: 'Read the directory', maxSteps: 40, timeoutMs: 120000 });
     const sizes = fake.requests.map((r) => JSON.stringify(r.messages).length + JSON.stringify(r.tools ?? []).length);
     return { steps: sizes.length, step1Chars: sizes[0]!, step2Chars: sizes[1]!, step30Chars: sizes[29]!, maxChars: Math.max(...sizes) };
   } finally {

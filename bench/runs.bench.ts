@@ -5,11 +5,11 @@
  * measured in the same run (what doing it yourself costs).
  */
 import fs from 'node:fs';
-import puppeteer from 'puppeteer-core';
 import knexFactory from 'knex';
 import { openDatabase } from '../services/common/src/db.js';
 import { migrations as runMigrations } from '../services/run/src/run.repository.js';
 import { newId } from '../services/common/src/ids.js';
+import { launchTestChromium } from '../test/support/agent-loop.js';
 import { postgresUrl, tempDir } from '../test/support/infra.js';
 import { serveSite } from '../test/support/site.js';
 import { readSse } from '../test/support/sse.js';
@@ -70,7 +70,7 @@ export async function runsBench(opts: { loadMs: number; samples: number }): Prom
       await untilEnd(f, steps, id);
       completed.push(Date.now() - t0);
       const t1 = Date.now();
-      const b = await puppeteer.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'] });
+      const b = await launchTestChromium();
       const page = await b.newPage();
       await page.goto(site.url('run-table.html'), { waitUntil: 'load' });
       cold.push(Date.now() - t1);

@@ -5,12 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import puppeteer, { type Browser } from 'puppeteer-core';
+import type { Browser } from 'puppeteer-core';
+import { launchTestChromium, runLoop } from '../../../../test/support/agent-loop.js';
 import { anthropicUserText, startFakeAnthropic, type FakeAnthropic } from '../../../../test/support/fake-anthropic.js';
 import { elementIndex, startFakeOpenAI, userText, type ChatRequest, type FakeOpenAI } from '../../../../test/support/fake-openai.js';
 import { serveSite, type TestSite } from '../../../../test/support/site.js';
-import { LimitReached, runBrowserAgent, type RecordedStep } from './browser-agent.js';
-import type { Usage } from './model.js';
+import { LimitReached } from './browser-agent.js';
 import { createModelRegistry, type ModelRegistry } from './models.js';
 
 let site: TestSite;
@@ -23,7 +23,7 @@ before(async () => {
   site = await serveSite();
   fake = await startFakeOpenAI();
   anthropic = await startFakeAnthropic();
-  browser = await puppeteer.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'] });
+  browser = await launchTestChromium();
   models = createModelRegistry({
     openaiBaseUrl: fake.baseUrl,
     openaiModels: ['fake-gpt'],
@@ -47,22 +47,7 @@ beforeEach(() => {
 });
 
 async function run(task: string, opts: { model?: string; maxSteps?: number } = {}) {
-  const usage: Usage[] = [];
-  const steps: RecordedStep[] = [];
-  const result = await runBrowserAgent({
-    browser,
-    model: models.create(opts.model ?? 'fake-gpt', task),
-    task,
-    turns: [],
-    diskFiles: [],
-    maxSteps: opts.maxSteps ?? 15,
-    deadline: Date.now() + 60000,
-    actionTimeoutMs: 10000,
-    signal: new AbortController().signal,
-    recordStep: async (s) => void steps.push(s),
-    recordUsage: async (u) => void usage.push(u),
-  });
-  return { result, usage, steps };
+  return runLoop({ browser, model: models.create(opts.model ?? 'fake-gpt', task), task, maxSteps: opts.maxSteps ?? 15 });
 }
 
 /** A line of the page text the service sent that matches `pattern` (the policy's only source of answers). */

@@ -4,21 +4,18 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import puppeteer, { type Browser } from 'puppeteer-core';
+import type { Browser } from 'puppeteer-core';
+import { launchTestChromium, runLoop } from '../../../../test/support/agent-loop.js';
 import { serveSite, type TestSite } from '../../../../test/support/site.js';
 import { BuiltinModel } from './builtin-model.js';
-import { LimitReached, runBrowserAgent, type RecordedStep } from './browser-agent.js';
+import { LimitReached } from './browser-agent.js';
 import { ModelError } from './model.js';
 
 let site: TestSite;
 let browser: Browser;
 before(async () => {
   site = await serveSite();
-  browser = await puppeteer.launch({
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
-  });
+  browser = await launchTestChromium();
 });
 after(async () => {
   await browser.close();
@@ -26,21 +23,7 @@ after(async () => {
 });
 
 async function run(task: string, opts: { maxSteps?: number; diskDir?: string; diskFiles?: string[] } = {}) {
-  const steps: RecordedStep[] = [];
-  const result = await runBrowserAgent({
-    browser,
-    model: new BuiltinModel(task),
-    task,
-    turns: [],
-    diskDir: opts.diskDir,
-    diskFiles: opts.diskFiles ?? [],
-    maxSteps: opts.maxSteps ?? 50,
-    deadline: Date.now() + 60000,
-    actionTimeoutMs: 10000,
-    signal: new AbortController().signal,
-    recordStep: async (s) => void steps.push(s),
-    recordUsage: async () => {},
-  });
+  const { result, steps } = await runLoop({ browser, model: new BuiltinModel(task), task, ...opts });
   return { result, steps };
 }
 

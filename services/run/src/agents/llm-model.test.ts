@@ -1,11 +1,11 @@
 /** The LLM model against a fake OpenAI-compatible server, driving real Chromium. */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import puppeteer, { type Browser } from 'puppeteer-core';
+import type { Browser } from 'puppeteer-core';
+import { launchTestChromium, runLoop } from '../../../../test/support/agent-loop.js';
 import { elementIndex, startFakeOpenAI, userText, type FakeOpenAI } from '../../../../test/support/fake-openai.js';
 import { serveSite, type TestSite } from '../../../../test/support/site.js';
-import { LimitReached, runBrowserAgent } from './browser-agent.js';
-import type { Usage } from './model.js';
+import { LimitReached } from './browser-agent.js';
 import { createModelRegistry, type ModelRegistry } from './models.js';
 
 let site: TestSite;
@@ -20,7 +20,7 @@ let noRetry: ModelRegistry;
 before(async () => {
   site = await serveSite();
   fake = await startFakeOpenAI();
-  browser = await puppeteer.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'] });
+  browser = await launchTestChromium();
   models = createModelRegistry({
     openaiBaseUrl: fake.baseUrl,
     openaiApiKey: 'sk-test-not-a-secret',
@@ -43,21 +43,7 @@ beforeEach(() => {
 });
 
 async function run(task: string, registry = models) {
-  const usage: Usage[] = [];
-  const result = await runBrowserAgent({
-    browser,
-    model: registry.create('fake-gpt', task),
-    task,
-    turns: [{ task: 'an earlier turn', result: 'its answer' }],
-    diskFiles: [],
-    maxSteps: 20,
-    deadline: Date.now() + 60000,
-    actionTimeoutMs: 10000,
-    signal: new AbortController().signal,
-    recordStep: async () => {},
-    recordUsage: async (u) => void usage.push(u),
-  });
-  return { result, usage };
+  return runLoop({ browser, model: registry.create('fake-gpt', task), task, turns: [{ task: 'an earlier turn', result: 'its answer' }], maxSteps: 20 });
 }
 
 describe('an OpenAI-compatible model', () => {

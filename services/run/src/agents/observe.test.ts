@@ -5,12 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import puppeteer, { type Browser } from 'puppeteer-core';
+import type { Browser } from 'puppeteer-core';
+import { launchTestChromium, runLoop } from '../../../../test/support/agent-loop.js';
 import { anthropicUserText, startFakeAnthropic, type FakeAnthropic } from '../../../../test/support/fake-anthropic.js';
 import { elementIndex, startFakeOpenAI, userText, type ChatRequest, type FakeOpenAI, type FakeReply } from '../../../../test/support/fake-openai.js';
 import { serveSite, type TestSite } from '../../../../test/support/site.js';
-import { runBrowserAgent } from './browser-agent.js';
-import type { Usage } from './model.js';
 import { createModelRegistry, type ModelRegistry } from './models.js';
 import { observePage } from './observe.js';
 
@@ -24,7 +23,7 @@ before(async () => {
   site = await serveSite();
   fake = await startFakeOpenAI();
   anthropic = await startFakeAnthropic();
-  browser = await puppeteer.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'] });
+  browser = await launchTestChromium();
   models = createModelRegistry({
     openaiBaseUrl: fake.baseUrl,
     openaiModels: ['fake-gpt', 'fake-gpt-vision'],
@@ -49,23 +48,10 @@ beforeEach(() => {
 });
 
 async function run(task: string, model = 'fake-gpt', maxSteps = 12) {
-  const usage: Usage[] = [];
   const page = await browser.newPage();
   try {
     await page.bringToFront();
-    const result = await runBrowserAgent({
-      browser,
-      model: models.create(model, task),
-      task,
-      turns: [],
-      diskFiles: [],
-      maxSteps,
-      deadline: Date.now() + 60000,
-      actionTimeoutMs: 10000,
-      signal: new AbortController().signal,
-      recordStep: async () => {},
-      recordUsage: async (u) => void usage.push(u),
-    });
+    const { result, usage } = await runLoop({ browser, model: models.create(model, task), task, maxSteps });
     return { result, usage };
   } finally {
     await page.close();

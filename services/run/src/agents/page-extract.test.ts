@@ -4,7 +4,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
+import { launchTestChromium } from '../../../../test/support/agent-loop.js';
 import { serveSite, type TestSite } from '../../../../test/support/site.js';
 import { ActionError, act, observe } from './page-tools.js';
 import { chunkMarkdown, deliverExtract, savedExtractPath, type PageQuestion } from './page-extract.js';
@@ -14,7 +15,7 @@ let browser: Browser;
 let page: Page;
 before(async () => {
   site = await serveSite();
-  browser = await puppeteer.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'] });
+  browser = await launchTestChromium();
   page = (await browser.pages())[0] ?? (await browser.newPage());
 });
 after(async () => {
