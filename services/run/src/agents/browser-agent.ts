@@ -111,6 +111,7 @@ export async function runBrowserAgent(input: BrowserAgentInput): Promise<string>
   const maxFailures = input.maxModelFailures ?? 3;
   const structured = llm && wantsJson(input.task);
   const dialogs = new DialogWatcher(browser);
+  const ask = pageAsker(model, input.signal, input.recordUsage);
   const watch = new LoopWatch();
   const history: StepMemory[] = [];
   let page = await activePage(browser);
@@ -215,7 +216,7 @@ export async function runBrowserAgent(input: BrowserAgentInput): Promise<string>
         before.page.on('framenavigated', onNavigated);
         const actionStarted = Date.now();
         try {
-          const r = await act(browser, page, action, { diskDir: input.diskDir, timeoutMs: input.actionTimeoutMs, signal: input.signal, ask: pageAsker(model, input.signal, input.recordUsage) });
+          const r = await act(browser, page, action, { diskDir: input.diskDir, timeoutMs: input.actionTimeoutMs, signal: input.signal, ask });
           page = r.page;
           dialogs.watch(page);
           if (r.extracted !== undefined) memory.extracted = r.extracted;

@@ -82,7 +82,9 @@ const CODE_TOOLS = {
   list_files: tool({ description: "List the files of the run's disk with their sizes", inputSchema: obj({}) }),
 };
 
-type SchemaProps = Record<string, { type?: string; enum?: string[] }>;
+type SchemaProps = Record<string, { type?: string | string[]; enum?: string[] }>;
+
+const fitsType = (type: string, v: unknown) => (type === 'integer' ? Number.isInteger(v) : type === 'number' ? typeof v === 'number' : typeof v === type);
 
 /** Why a tool's input does not fit its schema (the SDK parses the JSON but does not check it), else undefined. */
 function inputProblem(name: string, input: Record<string, unknown>): string | undefined {
@@ -93,8 +95,9 @@ function inputProblem(name: string, input: Record<string, unknown>): string | un
   for (const [k, v] of Object.entries(input)) {
     const p = schema.properties[k];
     if (!p) return `there is no "${k}"`;
-    const ok = p.type === 'integer' ? Number.isInteger(v) : p.type === 'number' ? typeof v === 'number' : p.type === undefined || typeof v === p.type;
-    if (!ok || (p.enum && !p.enum.includes(v as string))) return `"${k}" must be ${p.enum ? `one of ${p.enum.join(', ')}` : `a${p.type === 'integer' ? 'n' : ''} ${p.type}`}, not ${JSON.stringify(v)?.slice(0, 60)}`;
+    const types = p.type === undefined ? [] : [p.type].flat();
+    const ok = !types.length || types.some((t) => fitsType(t, v));
+    if (!ok || (p.enum && !p.enum.includes(v as string))) return `"${k}" must be ${p.enum ? `one of ${p.enum.join(', ')}` : types.map((t) => `a${t === 'integer' ? 'n' : ''} ${t}`).join(' or ')}, not ${JSON.stringify(v)?.slice(0, 60)}`;
   }
   return undefined;
 }

@@ -44,7 +44,7 @@ const tabState = (page: Page): TabState => {
 };
 
 /** Runs a self-contained function in a frame from its source text (tsx's `__name` helper shimmed). */
-function inFrame<A, R>(frame: Frame, fn: (a: A) => R, arg: A): Promise<Awaited<R>> {
+export function inFrame<A, R>(frame: Page | Frame, fn: (a: A) => R, arg: A): Promise<Awaited<R>> {
   return frame.evaluate(`(() => { const __name = (f) => f; return (${fn.toString()})(${JSON.stringify(arg)}); })()`) as Promise<Awaited<R>>;
 }
 

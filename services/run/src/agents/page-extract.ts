@@ -6,8 +6,9 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { ElementHandle, Frame, Page } from 'puppeteer-core';
+import type { ElementHandle, Page } from 'puppeteer-core';
 import type { Action, ExtractWhat } from './actions.js';
+import { inFrame } from './observe.js';
 
 /** Longest extraction returned inline; a longer one goes to the run's disk. */
 export const MAX_INLINE_EXTRACT = 4000;
@@ -40,24 +41,11 @@ export class ExtractError extends Error {
 
 type Read = { ok: string } | { error: string };
 
-/**
- * Runs `fn(arg)` in the page. The function goes as source text with a no-op `__name`, because a
- * transpiler that keeps function names (esbuild, under tsx) wraps the named helpers inside it
- * with a call the page does not define.
- */
-async function inPage<A, R>(page: Page | Frame, fn: (arg: A) => R, arg: A): Promise<R> {
-  return page.evaluate(`(() => { const __name = (f) => f; return (${fn.toString()})(${JSON.stringify(arg)}); })()`) as Promise<R>;
-}
-
-/* Runs in the page: one deterministic extraction, within the element [index] or `selector` when given. */
-function readPage(a: { what: ExtractWhat; scope?: string | undefined; selector?: string | undefined; table?: number | string | undefined }): Read {
+/* Runs in the page: one deterministic extraction, within `root` (the element [index]) or `selector` when given. */
+function readPage(a: { what: ExtractWhat; selector?: string | undefined; table?: number | string | undefined }, element?: Element): Read {
   const clean = (s: string | null | undefined) => (s ?? '').replace(/\s+/g, ' ').trim();
-  let scope: Element | null = document.body ?? document.documentElement;
-  if (a.scope !== undefined) {
-    scope = document.querySelector(`[data-ats-scope="${a.scope}"]`);
-    if (!scope) return { error: 'That element is not on the page any more' };
-    scope.removeAttribute('data-ats-scope');
-  } else if (a.selector) {
+  let scope: Element | null = element ?? document.body ?? document.documentElement;
+  if (!element && a.selector) {
     try {
       scope = document.querySelector(a.selector);
     } catch {
@@ -97,7 +85,7 @@ function readPage(a: { what: ExtractWhat; scope?: string | undefined; selector?:
       return { ok: location.href };
     case 'heading': {
       const h = root.matches('h1,h2,h3') ? root : (root.querySelector('h1') ?? root.querySelector('h2') ?? root.querySelector('h3'));
-      return h ? { ok: clean((h as HTMLElement).innerText || h.textContent) } : { error: a.scope !== undefined || a.selector ? 'That part of the page has no heading' : 'The page has no heading' };
+      return h ? { ok: clean((h as HTMLElement).innerText || h.textContent) } : { error: element || a.selector ? 'That part of the page has no heading' : 'The page has no heading' };
     }
     case 'links': {
       const links = root.matches('a[href]') ? [root] : Array.from(root.querySelectorAll('a[href]'));
@@ -106,7 +94,7 @@ function readPage(a: { what: ExtractWhat; scope?: string | undefined; selector?:
     case 'table': {
       const own = root.closest('table');
       const tables = (own ? [own] : Array.from(root.querySelectorAll('table'))).filter((t) => visible(t) && !t.parentElement?.closest('table')) as HTMLTableElement[];
-      if (!tables.length) return { error: a.scope !== undefined || a.selector ? 'There is no table there' : 'The page has no table' };
+      if (!tables.length) return { error: element || a.selector ? 'There is no table there' : 'The page has no table' };
       let table: HTMLTableElement | undefined;
       const list = () => tables.map((t, i) => `${i + 1}: ${JSON.stringify(tableNames(t)[0] ?? '(unnamed)')}`).join(', ');
       if (a.table === undefined) table = tables[0];
@@ -234,7 +222,7 @@ export async function findText(page: Page, text: string): Promise<string> {
   const matches: { context: string; heading: string }[] = [];
   for (const frame of page.frames()) {
     // A frame that is going away has nothing to find.
-    const r = await inPage(frame, findOnPage, { text, scroll: count === 0 }).catch(() => ({ count: 0, matches: [] }));
+    const r = await inFrame(frame, findOnPage, { text, scroll: count === 0 }).catch(() => ({ count: 0, matches: [] }));
     count += r.count;
     matches.push(...r.matches.slice(0, 5 - matches.length));
   }
@@ -289,16 +277,11 @@ export interface ExtractScope {
   element?: ElementHandle<Element> | undefined;
 }
 
-async function read(at: ExtractScope, a: Omit<Parameters<typeof readPage>[0], 'scope'>): Promise<string> {
-  let frame: Page | Frame = at.page;
-  let scope: string | undefined;
-  if (at.element) {
-    // The element is marked for the read (one use; readPage removes the mark), and read in its own frame.
-    scope = Math.random().toString(36).slice(2);
-    await at.element.evaluate((el, token) => el.setAttribute('data-ats-scope', token), scope);
-    frame = at.element.frame;
-  }
-  const r = await inPage(frame, readPage, { ...a, scope });
+async function read(at: ExtractScope, a: Parameters<typeof readPage>[0]): Promise<string> {
+  // Within an element: read from its handle, in its own frame and shadow root (as source text, like inFrame).
+  const r = at.element
+    ? ((await at.element.evaluate(new Function('element', `const __name = (f) => f; return (${readPage.toString()})(${JSON.stringify(a)}, element);`) as (element: Element) => Read)) as Read)
+    : await inFrame(at.page, readPage, a);
   if ('error' in r) throw new ExtractError(r.error);
   return r.ok;
 }

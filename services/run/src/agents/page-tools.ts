@@ -147,9 +147,11 @@ export async function act(browser: Browser, page: Page, action: Action, opts: Ac
       return { page };
     case 'extract': {
       const scope = { page, element: action.index !== undefined ? await element(page, action.index) : undefined };
-      const r = await extract(scope, action, opts.ask).catch((err: unknown) => {
-        throw err instanceof ExtractError ? new ActionError(err.message) : err;
-      });
+      const r = await extract(scope, action, opts.ask)
+        .catch((err: unknown) => {
+          throw err instanceof ExtractError ? new ActionError(err.message) : err;
+        })
+        .finally(() => scope.element?.dispose().catch(() => undefined));
       return { page, extracted: await deliverExtract(r.text, r.kind, opts.diskDir) };
     }
     case 'find_text':
