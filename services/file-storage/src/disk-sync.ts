@@ -82,6 +82,8 @@ export async function materializeDisk(client: FileStorageClient, projectId: stri
   const manifest: DiskManifest = new Map();
   for (const e of entries) {
     const target = await safeTarget(dir, e.path);
+    // O_NOFOLLOW: a symlink planted at the target is refused, never written through.
+    const handle = await fsp.open(target, NOFOLLOW_WRITE, 0o644);
     const call = client.api.readDiskFile({ projectId, diskId, path: e.path }, { deadlineMs: STREAM_DEADLINE_MS });
     const messages = call[Symbol.asyncIterator]();
     const bytes = Readable.from(
@@ -100,9 +102,11 @@ export async function materializeDisk(client: FileStorageClient, projectId: stri
         }
       })(),
     );
-    // O_NOFOLLOW: a symlink planted at the target is refused, never written through.
-    const handle = await fsp.open(target, NOFOLLOW_WRITE, 0o644);
-    await pipeline(bytes, handle.createWriteStream({ highWaterMark: 1 << 20 }));
+    try {
+      await pipeline(bytes, handle.createWriteStream({ highWaterMark: 1 << 20 }));
+    } finally {
+      call.cancel(); // a write that failed does not leave the stream open to its deadline (no-op once it ended)
+    }
     const mtime = new Date(e.modifiedAt);
     await fsp.utimes(target, mtime, mtime);
     manifest.set(e.path, e.sha256);

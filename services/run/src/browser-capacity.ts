@@ -12,14 +12,14 @@
  * starting, and a browser that arrives for a run stopped meanwhile is stopped at once.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
-import { BrowserStatus, StopReason } from '../../../gen/ats/browserpool/v1/browser_pool.js';
+import { BrowserStatus } from '../../../gen/ats/browserpool/v1/browser_pool.js';
 import { RemoteError, Status } from '../../common/src/errors.js';
 import type { Logger } from '../../common/src/logger.js';
 import { RunStopped } from './agents/browser-agent.js';
 import type { RunClients } from './clients.js';
 import type { RunEvents } from './run-events.js';
 import type { RunRepository, RunRow } from './run.repository.js';
-import { poolAgent, WAKEUP_SUBJECT } from './runs.js';
+import { poolAgent, stopBrowserOfStoppedRun, WAKEUP_SUBJECT } from './runs.js';
 
 /** Every browser of the run's project is in real use (a run in progress, or handed out over CDP). */
 export class BrowserLimitReached extends Error {
@@ -42,11 +42,11 @@ export interface BrowserCapacityDeps {
   clients: RunClients;
   nc: NatsConnection;
   logger: Logger;
-  /** Longest a waiting run sleeps before it tries again without being woken (ms). */
-  maxWaitMs?: number;
 }
 
 const CREATE_DEADLINE_MS = 60000;
+/** Longest a waiting run sleeps before it tries again without being woken. */
+const MAX_WAIT_MS = 5000;
 /** How long a follow-up waits for the session's previous run to give its browser back. */
 const KEPT_HANDOVER_MS = 15000;
 
@@ -79,17 +79,11 @@ export class BrowserCapacity {
     this.#d = deps;
   }
 
-  get #maxWaitMs(): number {
-    return this.#d.maxWaitMs ?? 5000;
-  }
-
   /** Stops a browser a stopped run got (idempotent at the pool; errors are logged, the pool reaps anyway). */
   async stopForStoppedRun(run: RunRow, browserId: string): Promise<void> {
-    await this.#d.clients.browserPool.api
-      .stopBrowser({ projectId: run.projectId, browserId, reason: StopReason.STOP_REASON_RUN_STOPPED }, { deadlineMs: 30000 })
-      .then(() => this.#d.logger.info({ runId: run.id, browserId }, 'browser of a stopped run stopped'))
-      .catch((err: Error) => this.#d.logger.warn({ runId: run.id, browserId, err: err.message }, 'could not stop the browser of a stopped run'));
+    await stopBrowserOfStoppedRun(this.#d, run, browserId);
   }
+
 
   /**
    * Creates the run's browser. Throws BrowserLimitReached when every browser of the project is in
@@ -141,7 +135,7 @@ export class BrowserCapacity {
           told = true;
           await this.#d.events.append(run.id, 'browser.waiting', { reason: 'browser_limit', message: `Waiting for a browser slot: ${err.message}` });
         }
-        await sleep(Math.min(250 * 2 ** attempt, this.#maxWaitMs, Math.max(0, deadline - Date.now())), signal);
+        await sleep(Math.min(250 * 2 ** attempt, MAX_WAIT_MS, Math.max(0, deadline - Date.now())), signal);
         if (signal.aborted) throw new RunStopped();
       }
     }
@@ -176,7 +170,7 @@ export class BrowserCapacity {
    */
   async requeue(run: RunRow, limit: BrowserLimitReached): Promise<boolean> {
     const { repo, events, logger } = this.#d;
-    const waitMs = Math.min(Math.max(limit.retryAfterSeconds * 1000, 250), this.#maxWaitMs);
+    const waitMs = Math.min(Math.max(limit.retryAfterSeconds * 1000, 250), MAX_WAIT_MS);
     if (!run.leaseOwner || !(await repo.requeue(run.id, run.leaseOwner, new Date(Date.now() + waitMs)))) return false;
     if ((await repo.lastEvent(run.id))?.type !== 'run.waiting') {
       await events.append(run.id, 'run.waiting', { reason: 'browser_limit', message: `Waiting for a browser slot: ${limit.message}` });
@@ -192,20 +186,5 @@ export class BrowserCapacity {
     } catch (err) {
       this.#d.logger.warn({ projectId, err: (err as Error).message }, 'could not wake runs waiting for a browser (they retry after their back-off)');
     }
-  }
-
-  /** Wakes a project's waiting runs whenever one of its browsers stops. Returns the subscription. */
-  wakeOnBrowserStops(): { unsubscribe(): void } {
-    return this.#d.nc.subscribe('ats.browser.*.stopped', {
-      callback: (_err, msg) => {
-        let projectId: unknown;
-        try {
-          projectId = (JSON.parse(new TextDecoder().decode(msg.data)) as { projectId?: unknown }).projectId;
-        } catch {
-          return;
-        }
-        if (typeof projectId === 'string' && projectId) void this.slotMayBeFree(projectId);
-      },
-    });
   }
 }

@@ -70,11 +70,11 @@ runMain('run', async () => {
     );
   }
   const runs = new Runs({ repo, events, clients, models, nc: bus.nc, logger });
-  const browserStops = runs.closeSessionsOnBrowserStop();
   // A run outlives a restart of the pool (it waits for it), within a bound.
   const workerClients = withPoolRetries(clients, { budgetMs: config.browserPoolRetryMs, logger });
   const capacity = new BrowserCapacity({ repo, events, clients: workerClients, nc: bus.nc, logger });
-  const slotWakes = capacity.wakeOnBrowserStops();
+  // A browser that stops closes its sessions and frees a slot a waiting run may take.
+  const browserStops = runs.closeSessionsOnBrowserStop((projectId) => void capacity.slotMayBeFree(projectId));
   const worker = new RunWorker({
     repo,
     events,
@@ -116,7 +116,6 @@ runMain('run', async () => {
     stops: [
       { name: 'scheduler', stop: () => scheduler.stop(Math.floor(config.shutdownTimeoutMs / 4)) },
       { name: 'browser-stops', stop: () => browserStops.unsubscribe() },
-      { name: 'browser-slot-wakes', stop: () => slotWakes.unsubscribe() },
       { name: 'grpc-clients', stop: () => closeRunClients(clients) },
       { name: 'nats', stop: () => bus.stop() },
       { name: 'database', stop: () => db.stop() },

@@ -1,19 +1,22 @@
 /**
  * The browser-pool client as the workers use it: a call that finds the pool unavailable (it is
  * restarting, or its channel is reconnecting) is tried again with backoff for a bounded time
- * instead of failing the run at once. UNAVAILABLE means the call never reached a handler, so
- * trying again does not repeat it.
+ * instead of failing the run at once. Only UNAVAILABLE is tried again: either the call never
+ * reached the pool, or the pool refused it before changing anything (its handlers clean up before
+ * they answer UNAVAILABLE), so trying again does not repeat an action.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { RemoteError, Status, UnavailableError } from '../../common/src/errors.js';
 import type { Logger } from '../../common/src/logger.js';
 import type { RunClients } from './clients.js';
 
+const MAX_DELAY_MS = 4000;
+
 export interface RetryOptions {
   /** How long to keep trying, from the first attempt. */
   budgetMs: number;
-  /** First pause; it doubles up to `maxDelayMs`. */
+  /** First pause; it doubles up to MAX_DELAY_MS. */
   firstDelayMs?: number;
-  maxDelayMs?: number;
   logger?: Logger;
 }
 
@@ -31,8 +34,8 @@ export async function retryWhileUnavailable<T>(what: string, call: () => Promise
         throw new UnavailableError(`The browser service was unavailable for ${Math.round(o.budgetMs / 1000)} s; try again later`, { cause: err });
       }
       o.logger?.warn({ call: what, attempt, retryInMs: Math.min(delay, left) }, 'browser service unavailable; trying again');
-      await new Promise((r) => setTimeout(r, Math.min(delay, left)));
-      delay = Math.min(delay * 2, o.maxDelayMs ?? 4000);
+      await sleep(Math.min(delay, left));
+      delay = Math.min(delay * 2, MAX_DELAY_MS);
     }
   }
 }

@@ -191,7 +191,8 @@ export class RunWorker {
     let workDir = path.join(this.#d.workDir, run.id);
     const code = run.agent === 'browsercode';
     // The run's work ends when it is stopped, at its time limit (whatever a step is doing) or when its browser is lost.
-    const guard = new RunGuard(stop, Date.parse(run.startedAt ?? new Date().toISOString()) + this.#d.limits.maxRunMs, {
+    const deadline = this.#deadline(run);
+    const guard = new RunGuard(stop, deadline, {
       graceMs: this.#d.limits.stopGraceMs,
       // A step that ignores the abort: the run still ends at its limit (its lease, then its slot, follow).
       overdue: () => void this.#failStuck(run, TIME_LIMIT_ERROR).catch((err: Error) => log.warn({ err: err.message }, 'could not fail a stuck run')),
@@ -219,7 +220,7 @@ export class RunWorker {
         turns: await repo.turns(run.sessionId, run.id),
         diskDir: workDir,
         maxSteps: this.#d.limits.maxSteps,
-        deadline: this.#deadline(run),
+        deadline,
         actionTimeoutMs: this.#d.limits.actionTimeoutMs,
         signal,
         recordStep: (step: RecordedStep) => this.#recordStep(run, step, signal),

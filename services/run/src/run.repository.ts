@@ -461,12 +461,14 @@ export class RunRepository {
     return this.knex.transaction(async (trx) => {
       await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [runId]);
       const r = await trx.raw(
-        `insert into events (run_id, id, ts, type, data)
-         select ?, coalesce((select max(id) from events where run_id = ?), 0) + 1, ?, ?, ?
-          where not exists (select 1 from events where run_id = ? and type in (${TERMINAL_EVENT_TYPES.map(() => '?').join(', ')}))
+        // Nothing follows a terminal event, so only the newest event (found by the key) can be one.
+        `with newest as (select id, type from events where run_id = ? order by id desc limit 1)
+         insert into events (run_id, id, ts, type, data)
+         select ?, coalesce((select id from newest), 0) + 1, ?, ?, ?
+          where coalesce((select type from newest), '') not in (${TERMINAL_EVENT_TYPES.map(() => '?').join(', ')})
             and (? or exists (select 1 from runs where id = ? and status in ('queued', 'running')))
          returning id`,
-        [runId, runId, ts, type, JSON.stringify(data), runId, ...TERMINAL_EVENT_TYPES, terminal, runId],
+        [runId, runId, ts, type, JSON.stringify(data), ...TERMINAL_EVENT_TYPES, terminal, runId],
       );
       const row = r.rows[0];
       return row ? { runId, id: Number(row.id), ts, type, data } : undefined;

@@ -135,31 +135,31 @@ export class Runs {
     return (await this.#d.repo.run(runId))!;
   }
 
-  /** Closes a browser-agent session and stops its browser (errors are logged; the pool reaps anyway). */
+  /** Closes a browser-agent session (an already closed one keeps its reason) and stops its browser. */
   async closeSession(run: RunRow, reason: string): Promise<void> {
     const session = await this.#d.repo.session(run.projectId, run.agent, run.sessionId);
-    await this.#d.repo.updateSession(run.sessionId, { status: 'closed', closed_reason: reason });
+    await this.#d.repo.closeSession(run.sessionId, reason);
     const browserId = session?.browserId ?? run.browserId;
-    if (!browserId) return;
-    await this.#d.clients.browserPool.api
-      .stopBrowser({ projectId: run.projectId, browserId, reason: StopReason.STOP_REASON_RUN_STOPPED }, { deadlineMs: 30000 })
-      .catch((err: Error) => this.#d.logger.warn({ runId: run.id, browserId, err: err.message }, 'could not stop the browser of a stopped run'));
+    if (browserId) await stopBrowserOfStoppedRun(this.#d, run, browserId);
   }
 
   /**
-   * Closes browser-agent sessions whose browser stopped (reaped, timed out or stopped directly):
-   * a session shares its browser's lifetime. Returns the subscription.
+   * Closes browser-agent sessions whose browser stopped (reaped, timed out, reclaimed or stopped
+   * directly): a session shares its browser's lifetime. `stopped` hears of each stop too (its
+   * project has a free browser slot). Returns the subscription.
    */
-  closeSessionsOnBrowserStop(): { unsubscribe(): void } {
+  closeSessionsOnBrowserStop(stopped?: (projectId: string) => void): { unsubscribe(): void } {
     return this.#d.nc.subscribe('ats.browser.*.stopped', {
       callback: (_err, msg) => {
         const browserId = msg.subject.split('.')[2]!;
-        let reason: unknown;
+        let event: { reason?: unknown; projectId?: unknown } = {};
         try {
-          reason = (JSON.parse(new TextDecoder().decode(msg.data)) as { reason?: unknown }).reason;
+          event = JSON.parse(new TextDecoder().decode(msg.data)) as typeof event;
         } catch {
-          reason = undefined;
+          // closed all the same, with the plain reason
         }
+        if (stopped && typeof event.projectId === 'string' && event.projectId) stopped(event.projectId);
+        const reason = event.reason;
         this.#d.repo.closeSessionsOfBrowser(browserId, reason === 'reclaimed' ? SESSION_RECLAIMED_REASON : 'browser stopped').then(
           (ids) => ids.length && this.#d.logger.info({ browserId, sessions: ids }, 'sessions closed with their browser'),
           (err: Error) => this.#d.logger.warn({ browserId, err: err.message }, 'closing sessions of a stopped browser failed'),
@@ -213,3 +213,10 @@ export class Runs {
   }
 }
 
+/** Stops the browser of a stopped run (errors are logged; the pool reaps it anyway). */
+export async function stopBrowserOfStoppedRun(d: { clients: RunClients; logger: Logger }, run: RunRow, browserId: string): Promise<void> {
+  await d.clients.browserPool.api
+    .stopBrowser({ projectId: run.projectId, browserId, reason: StopReason.STOP_REASON_RUN_STOPPED }, { deadlineMs: 30000 })
+    .then(() => d.logger.info({ runId: run.id, browserId }, 'browser of a stopped run stopped'))
+    .catch((err: Error) => d.logger.warn({ runId: run.id, browserId, err: err.message }, 'could not stop the browser of a stopped run'));
+}

@@ -27,8 +27,8 @@ export interface SchedulerOptions {
   leaseMs: number;
   maxRunningPerProject: number;
   pollMs: number;
-  /** After a run is aborted, how long its work may take to wind down before its slot is freed anyway (default 30 s). */
-  stopGraceMs?: number;
+  /** After a run is aborted, how long its work may take to wind down before its slot is freed anyway. */
+  stopGraceMs: number;
 }
 
 export class RunScheduler {
@@ -104,8 +104,8 @@ export class RunScheduler {
     settleWithin(
       work,
       ctl.signal,
-      this.#o.stopGraceMs ?? 30000,
-      () => this.#o.logger.error({ runId: run.id, graceMs: this.#o.stopGraceMs ?? 30000 }, 'stopped run is still busy after the grace; its slot is freed and the stuck work left to end'),
+      this.#o.stopGraceMs,
+      () => this.#o.logger.error({ runId: run.id, graceMs: this.#o.stopGraceMs }, 'stopped run is still busy after the grace; its slot is freed and the stuck work left to end'),
       () => this.#o.logger.warn({ runId: run.id }, 'stuck work of a stopped run ended'),
     )
       .then(() => this.#o.repo.releaseLease(run.id, this.owner))
