@@ -117,7 +117,12 @@ export async function startNats(storeDir: string, onLine: (line: string) => void
     child.once('error', (err) => reject(new Error(`cannot start nats-server (${err.message}); install it (apt-get install nats-server) or set NATS_URL`))),
   );
   for (const s of [child.stdout!, child.stderr!]) readline.createInterface({ input: s }).on('line', onLine);
-  await Promise.race([failed, waitFor('nats-server', () => canConnect('127.0.0.1', port), 15000, child)]);
+  try {
+    await Promise.race([failed, waitFor('nats-server', () => canConnect('127.0.0.1', port), 15000, child)]);
+  } catch (err) {
+    killGroup(child.pid, 'SIGKILL'); // a server that never answered is not left holding the port
+    throw err;
+  }
   return { url: `nats://127.0.0.1:${port}`, token, child };
 }
 
@@ -179,8 +184,6 @@ export class Stack {
   #policy: RestartPolicy | undefined;
   readonly #crashes = new Map<ServiceName | 'nats', { inARow: number; startedAt: number }>();
   readonly #restartTimers = new Set<NodeJS.Timeout>();
-  /** Called when a service exits while the stack is not stopping. */
-  onExit: ((service: ServiceName, code: number | null, signal: NodeJS.Signals | null) => void) | undefined;
 
   constructor(opts: StackOptions) {
     this.opts = opts;
@@ -257,7 +260,6 @@ export class Stack {
     this.#markStarted(service);
     child.once('exit', (code, signal) => {
       if (this.#stopping || this.children.get(service) !== child) return;
-      this.onExit?.(service, code, signal);
       this.#scheduleRestart(service, `exited (code ${code}, signal ${signal})`);
     });
     const port = service === 'gateway' ? this.gatewayPort : this.ports.get(service)!;

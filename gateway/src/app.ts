@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { RemoteError, Status } from '../../services/common/src/errors.js';
+import { INVALID_CURSOR_MESSAGE, RemoteError, Status } from '../../services/common/src/errors.js';
 import { redactUrl, type Logger } from '../../services/common/src/logger.js';
 import type { ApiKeyAuthenticator } from './auth.js';
 import type { Clients } from './clients.js';
@@ -119,9 +119,9 @@ export function createApp(deps: GatewayDeps): express.Express {
           res,
         })
         .catch((err: unknown) => {
-          // A list refuses only its cursor as an invalid argument: a 422 at the cursor, like any bad query.
+          // A service that refused the cursor: a 422 at the cursor, like any bad query.
           const cursor = (query as { cursor?: unknown }).cursor;
-          if (cursor && err instanceof RemoteError && err.code === Status.INVALID_ARGUMENT && err.publicMessage) {
+          if (cursor && err instanceof RemoteError && err.code === Status.INVALID_ARGUMENT && err.publicMessage === INVALID_CURSOR_MESSAGE) {
             throw new RequestValidationError([{ type: 'value_error', loc: ['query', 'cursor'], msg: `Value error, ${err.publicMessage}`, input: cursor }]);
           }
           throw err;

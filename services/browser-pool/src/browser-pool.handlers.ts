@@ -133,12 +133,13 @@ export function inputOf(req: DispatchInputRequest): BrowserInput {
 
 /** The BrowserPoolService handlers over the pool and the profiles. */
 export function browserPoolHandlers(pool: BrowserPool, profiles: Profiles): Handlers<typeof BrowserPoolServiceService> {
-  const browserOut = (b: BrowserRow): Browser => ({
+  /** A browser as callers see it; `withAccess: false` leaves out the ways in (no CDP token is signed). */
+  const browserOut = (b: BrowserRow, withAccess = true): Browser => ({
     id: b.id,
     projectId: b.projectId,
     status: b.status === 'active' ? BrowserStatus.BROWSER_STATUS_ACTIVE : BrowserStatus.BROWSER_STATUS_STOPPED,
-    cdpUrl: pool.cdpUrlFor(b),
-    liveViewUrl: b.liveViewUrl ?? '',
+    cdpUrl: withAccess ? pool.cdpUrlFor(b) : '',
+    liveViewUrl: withAccess ? (b.liveViewUrl ?? '') : '',
     profileId: b.profileId ?? undefined,
     sessionId: b.sessionId ?? undefined,
     runId: b.runId ?? undefined,
@@ -172,12 +173,12 @@ export function browserPoolHandlers(pool: BrowserPool, profiles: Profiles): Hand
     async listBrowsers(req) {
       const status = req.status === BrowserStatus.BROWSER_STATUS_ACTIVE ? 'active' : req.status === BrowserStatus.BROWSER_STATUS_STOPPED ? 'stopped' : undefined;
       const page = await pool.list(req.projectId, { ...(status ? { status } : {}), sessionId: req.sessionId, limit: req.limit, cursor: req.cursor });
-      return { items: page.items.map(browserOut), nextCursor: page.nextCursor, hasMore: page.hasMore };
+      return { items: page.items.map((b) => browserOut(b)), nextCursor: page.nextCursor, hasMore: page.hasMore };
     },
     async listRecordableBrowsers(req) {
       const page = await pool.listRecordable({ stoppedSince: req.stoppedSince, limit: req.limit, cursor: req.cursor });
       // The recorder needs neither way in: no CDP or live view URL leaves the pool here.
-      return { items: page.items.map((b) => ({ ...browserOut(b), cdpUrl: '', liveViewUrl: '' })), nextCursor: page.nextCursor };
+      return { items: page.items.map((b) => browserOut(b, false)), nextCursor: page.nextCursor };
     },
     async stopBrowser(req) {
       return { browser: browserOut(await pool.stop(req.projectId, req.browserId, reasonName(req.reason))) };

@@ -14,7 +14,7 @@ import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../../common/src/logger.js';
 import { CdpConnection } from './cdp-connection.js';
-import { NAMESPACE_SCRIPT, namespaceArgs, releaseUid, takeUid, type BrowserConfinement } from './confinement.js';
+import { egressSocketPath, NAMESPACE_SCRIPT, namespaceArgs, releaseUid, takeUid, type BrowserConfinement } from './confinement.js';
 import { killGroup, processesUsing, waitGroupGone } from './process-groups.js';
 
 /** How to launch one browser. */
@@ -114,10 +114,6 @@ function smallDevShm(): boolean {
   return devShmSmall;
 }
 
-/** Where a browser in a network namespace reaches its egress proxy: a Unix socket in its own folder. */
-export function egressSocketPath(rootDir: string, id: string): string {
-  return path.join(rootDir, id, 'egress.sock');
-}
 
 /** The environment of a browser: nothing of the service's own (no secret can leak into it). */
 function chromiumEnv(home: string, tmpDir: string): NodeJS.ProcessEnv {

@@ -135,6 +135,11 @@ export function namespaceArgs(c: { userns: boolean; pidNamespace: boolean; netNa
   return [...user, '--mount', '--propagation', 'private', ...(c.netNamespace ? ['--net'] : []), ...(c.pidNamespace ? ['--pid', '--fork', '--kill-child', '--mount-proc'] : [])];
 }
 
+/** Where a browser in a network namespace reaches its egress proxy: a Unix socket in its own folder. */
+export function egressSocketPath(rootDir: string, id: string): string {
+  return path.join(rootDir, id, 'egress.sock');
+}
+
 /** The port of the forwarder on a namespaced browser's own loopback (`--proxy-server`). */
 export const FORWARDER_PORT = 3128;
 
@@ -143,7 +148,7 @@ export const FORWARDER_PORT = 3128;
  * egress socket, they go without the network namespace (said once, at start).
  */
 export function fitToRoot(c: BrowserConfinement, rootDir: string, logger: Logger): BrowserConfinement {
-  const longest = path.join(path.resolve(rootDir), `brw_${'x'.repeat(24)}`, 'egress.sock');
+  const longest = egressSocketPath(path.resolve(rootDir), `brw_${'x'.repeat(24)}`);
   if (!c.netNamespace || Buffer.byteLength(longest) < 104) return c;
   logger.warn({ rootDir }, 'browser folders lie too deep for a Unix socket path: browsers go without a network namespace (set DATA_DIR to a shorter path)');
   return { ...c, netNamespace: false };
@@ -195,12 +200,12 @@ mount --bind /run/.fonts /var/cache/fontconfig
 if [ -n "$policy" ]; then mount --bind /run/.policy /etc/chromium; mount -o remount,bind,ro /etc/chromium; umount /run/.policy; fi
 umount /run/.dir /run/.fonts
 rm -rf /run/.dir /run/.fonts /run/.policy
-drop() { if [ -n "$uid" ]; then setpriv --reuid="$uid" --regid="$uid" --clear-groups --no-new-privs -- "$@"; else setpriv --inh-caps=-all --ambient-caps=-all --no-new-privs -- "$@"; fi; }
+# What the forwarder and the browser drop to: the browser's own uid, else no capabilities (uid is a number: no quoting needed).
+if [ -n "$uid" ]; then priv="--reuid=$uid --regid=$uid --clear-groups"; else priv="--inh-caps=-all --ambient-caps=-all"; fi
 if [ -n "$egress" ]; then
   ip link set lo up
-  drop socat TCP-LISTEN:3128,bind=127.0.0.1,fork,reuseaddr "UNIX-CONNECT:$egress" </dev/null 2>/dev/null &
-  i=0; until ss -ltnH 'sport = :3128' | grep -q . || [ $i -ge 200 ]; do sleep 0.01; i=$((i + 1)); done
+  setpriv $priv --no-new-privs -- socat TCP-LISTEN:${FORWARDER_PORT},bind=127.0.0.1,fork,reuseaddr "UNIX-CONNECT:$egress" </dev/null 2>/dev/null &
+  i=0; until ss -ltnH 'sport = :${FORWARDER_PORT}' | grep -q . || [ $i -ge 200 ]; do sleep 0.01; i=$((i + 1)); done
 fi
-if [ -n "$uid" ]; then exec setpriv --reuid="$uid" --regid="$uid" --clear-groups --no-new-privs -- "$@"; fi
-exec setpriv --inh-caps=-all --ambient-caps=-all --no-new-privs -- "$@"
+exec setpriv $priv --no-new-privs -- "$@"
 `;

@@ -8,8 +8,8 @@ import path from 'node:path';
 import type { WebSocket } from 'ws';
 import type { Logger } from '../../common/src/logger.js';
 import type { BrowserRow } from './browser.repository.js';
-import { Chromium, egressSocketPath, type LaunchOptions } from './chromium.js';
-import { FORWARDER_PORT } from './confinement.js';
+import { Chromium, type LaunchOptions } from './chromium.js';
+import { egressSocketPath, FORWARDER_PORT } from './confinement.js';
 import { EgressProxy, type EgressPolicy } from './egress-proxy.js';
 import { Screencast, type ScreencastOptions } from './screencast.js';
 import { Tabs } from './tabs.js';
@@ -101,6 +101,8 @@ export class LiveBrowser {
       });
     } catch (err) {
       await egress.stop();
+      // A launch refused before Chromium made its folder its own (its own cleanup covers the rest).
+      if (socketPath) fs.rmSync(path.dirname(socketPath), { recursive: true, force: true });
       throw err;
     }
     const b = new LiveBrowser(chromium, egress, o, proxyCountryCode);

@@ -62,4 +62,14 @@ export const migrations: Migration[] = [
       });
     },
   },
+  {
+    // The recorder's look every few seconds (active, or stopped lately, by id) without a scan of every browser ever made.
+    name: '20261125040000_browsers_recordable',
+    async up(knex) {
+      await knex.schema.alterTable('browsers', (t) => {
+        t.index(['status', 'id']);
+        t.index(['stopped_at']);
+      });
+    },
+  },
 ];

@@ -25,9 +25,10 @@ export class InvalidArgumentError extends AppError {
   override readonly code = Status.INVALID_ARGUMENT;
 }
 /** A list cursor that no page handed out (malformed, or naming nothing of the project's). */
+export const INVALID_CURSOR_MESSAGE = 'Invalid cursor: pass the nextCursor of the previous page';
 export class InvalidCursorError extends InvalidArgumentError {
   constructor() {
-    super('Invalid cursor: pass the nextCursor of the previous page');
+    super(INVALID_CURSOR_MESSAGE);
   }
 }
 export class NotFoundError extends AppError {

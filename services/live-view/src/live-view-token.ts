@@ -33,9 +33,13 @@ const TOKEN = /^[A-Za-z0-9_-]{40,200}$/;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
-/** The token key: the signing secret's MAC of a fixed label (the secret itself never leaves the Signer). */
+const keys = new WeakMap<Signer, Buffer>();
+
+/** The token key: the signing secret's MAC of a fixed label (the secret itself never leaves the Signer), derived once per Signer. */
 function key(signer: Signer): Buffer {
-  return Buffer.from(signer.sign(['live-view', 'token-key', 'v1'], 0), 'base64url');
+  let k = keys.get(signer);
+  if (!k) keys.set(signer, (k = Buffer.from(signer.sign(['live-view', 'token-key', 'v1'], 0), 'base64url')));
+  return k;
 }
 
 const aad = (browserId: string) => Buffer.from(`live-view|${browserId}`);

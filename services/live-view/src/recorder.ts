@@ -113,7 +113,7 @@ export class Recorder {
 
   async #reconcileLoop(): Promise<void> {
     try {
-      await this.reconcile();
+      await this.#reconcile();
     } catch (err) {
       this.#o.logger.warn({ code: err instanceof RemoteError ? err.code : undefined, err: err instanceof RemoteError ? err.message : err }, 'browser pool not listed; trying again later');
     }
@@ -125,16 +125,17 @@ export class Recorder {
   }
 
   /** Takes on every browser the pool has active, or stopped since the last look, that has no recording yet. */
-  async reconcile(): Promise<void> {
+  async #reconcile(): Promise<void> {
     const began = this.#now();
     // A margin for the two clocks and for browsers stopping while the last look ran.
     const since = this.#reconciledAt === undefined ? began - (this.#o.lookbackMs ?? 24 * 3600_000) : this.#reconciledAt - 60_000;
     let cursor = '';
     do {
       const page = await this.#o.source.listRecordable(new Date(since).toISOString(), cursor);
-      const known = await this.#o.repo.existing(page.items.map((b) => b.id));
-      for (const b of page.items) {
-        if (!known.has(b.id) && !this.#active.has(b.id)) void this.#lane(b.id, () => this.#adopt(b));
+      const unseen = page.items.filter((b) => !this.#active.has(b.id));
+      const known = unseen.length ? await this.#o.repo.existing(unseen.map((b) => b.id)) : new Set<string>();
+      for (const b of unseen) {
+        if (!known.has(b.id)) void this.#lane(b.id, () => this.#adopt(b));
       }
       cursor = page.nextCursor;
     } while (cursor && !this.#stopping);
