@@ -15,7 +15,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { BrowserStatus } from '../../../gen/ats/browserpool/v1/browser_pool.js';
 import { RemoteError, Status } from '../../common/src/errors.js';
 import type { Logger } from '../../common/src/logger.js';
-import { RunStopped } from './agents/browser-agent.js';
+import { RunStopped } from './agents/run-errors.js';
 import type { RunClients } from './clients.js';
 import type { RunEvents } from './run-events.js';
 import type { RunRepository, RunRow } from './run.repository.js';

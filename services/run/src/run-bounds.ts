@@ -3,7 +3,7 @@
  * its browser, and a grace after which work that ignores its abort is let go (its worker slot
  * freed) instead of holding the slot forever.
  */
-import { LimitReached } from './agents/browser-agent.js';
+import { LimitReached } from './agents/run-errors.js';
 
 /** Why a run failed when its browser vanished under it (a pool restart or a browser crash). */
 export const BROWSER_LOST_ERROR = 'The browser stopped unexpectedly (the browser service restarted or the browser crashed), so the run could not go on';

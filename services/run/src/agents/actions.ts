@@ -1,80 +1,319 @@
 /**
- * The actions an agent can take, as models (and the builtin interpreter) name them: browser
- * actions for both agents; shell and file actions for browsercode only.
+ * The one table of actions an agent can take. Each entry declares an action once: its name, the
+ * tool name and description an LLM sees, its input schema (and TypeScript type), how it reads in
+ * a step, the words and example instructions the builtin interpreter understands for it, and
+ * how it acts. The LLM tools (llm-model.ts), the builtin's vocabulary (builtin-model.ts), the
+ * dispatcher (`runBrowserAction` / `runCodeAction`) and the `Action` type are derived from it,
+ * so adding an action is one entry here.
+ *
+ * Kinds: `browser` actions work in the run's browser (both agents); `code` actions work on the
+ * run's disk and terminal (browsercode only); `answer` ends the turn.
  */
+import type { Browser, Page } from 'puppeteer-core';
+import { listDiskFiles, readDiskFile, runShellTool, writeDiskFile, type CodeToolContext, type ToolOutcome } from './code-tools.js';
+import { settlePage } from './observe.js';
+import { deliverExtract, extract, ExtractError, findText, type AskPage, type ExtractInput, type ExtractWhat } from './page-extract.js';
+import { ActionError, clickElement, element, openUrl, selectOption, typeInto, uploadFile, waitOn } from './page-tools.js';
 
+export type { ExtractWhat } from './page-extract.js';
 export type ScrollDirection = 'down' | 'up' | 'bottom' | 'top';
-export type ExtractWhat = 'title' | 'heading' | 'text' | 'links' | 'table' | 'url' | 'markdown';
 
-export type Action =
-  | { name: 'navigate'; url: string }
-  | { name: 'click'; index: number }
-  | { name: 'type'; index: number; text: string; submit?: boolean }
-  | { name: 'select'; index: number; option: string }
-  | { name: 'press'; key: string }
-  | { name: 'scroll'; direction: ScrollDirection }
-  | { name: 'back' }
-  | { name: 'wait'; text?: string; seconds?: number }
-  /**
-   * Reads the page. Deterministic modes (`what`) may be narrowed to an element (`index`) or CSS
-   * `selector`; `table` picks a table by its 1-based number or caption/heading. A `question`
-   * (with an optional JSON `schema` for the answer) is answered by the model over the page as markdown.
-   */
-  | { name: 'extract'; what?: ExtractWhat; index?: number; selector?: string; table?: number | string; question?: string; schema?: Record<string, unknown> }
-  /** Reports whether and where a text occurs on the page, and scrolls to its first occurrence. */
-  | { name: 'find_text'; text: string }
-  | { name: 'switch_tab'; tab: number }
-  | { name: 'upload'; index: number; path: string }
-  | { name: 'shell'; command: string }
-  | { name: 'write_file'; path: string; content: string }
-  | { name: 'read_file'; path: string }
-  | { name: 'list_files' }
-  | { name: 'done'; result: string };
+/** A JSON Schema property of a tool's input. */
+export interface Prop {
+  type?: string | string[];
+  enum?: string[];
+  description?: string;
+}
 
+type RequiredKeys<I> = { [K in keyof I]-?: object extends Pick<I, K> ? never : K }[keyof I] & string;
+
+/** An action's input: a JSON Schema property for every field of `I`, and which are required. */
+export interface InputSchema<I> {
+  properties: { [K in keyof I]-?: Prop };
+  required: RequiredKeys<I>[];
+}
+
+/** The input schema of an action whose input type is `I`. */
+const input = <I = Record<never, never>>(properties: { [K in keyof I]-?: Prop }, required: RequiredKeys<I>[] = []): InputSchema<I> => ({ properties, required });
+
+/** What browser actions work with. */
+export interface BrowserActionContext {
+  browser: Browser;
+  page: Page;
+  /** Where disk files live (uploads, long extractions); paths never leave it. */
+  diskDir?: string | undefined;
+  timeoutMs: number;
+  signal: AbortSignal;
+  /** Answers `extract` questions (an LLM's separate call); without it only deterministic extractions work. */
+  ask?: AskPage | undefined;
+}
+
+/** What a browser action gave: the page to observe next (switching tabs changes it) and what it read. */
+export interface BrowserOutcome {
+  page?: Page;
+  output?: string;
+}
+
+interface Common<I> {
+  /** The tool an LLM calls. */
+  tool: string;
+  description: string;
+  input: InputSchema<I>;
+  /** The action in a few words, as a step's `action` and the history show it. */
+  describe(a: I): string;
+  /** The builtin interpreter: words that begin such an instruction, and example instructions (each parses; see builtin-model.test.ts). */
+  builtin?: { verbs: string[]; examples: string[] };
+}
+interface BrowserSpec<I> extends Common<I> {
+  kind: 'browser';
+  run(a: I, c: BrowserActionContext): Promise<BrowserOutcome>;
+}
+interface CodeSpec<I> extends Common<I> {
+  kind: 'code';
+  run(a: I, c: CodeToolContext): Promise<ToolOutcome>;
+}
+interface AnswerSpec<I> extends Common<I> {
+  kind: 'answer';
+}
+
+const browser = <I>(s: Omit<BrowserSpec<I>, 'kind'>): BrowserSpec<I> => ({ kind: 'browser', ...s });
+const code = <I>(s: Omit<CodeSpec<I>, 'kind'>): CodeSpec<I> => ({ kind: 'code', ...s });
+
+const short = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 3)}...` : s);
+const index: Prop = { type: 'integer', description: 'The [index] of the element' };
+const text: Prop = { type: 'string' };
+
+export const ACTIONS = {
+  navigate: browser({
+    tool: 'navigate',
+    description: 'Open a URL in the current tab',
+    input: input<{ url: string }>({ url: text }, ['url']),
+    describe: (a) => `navigate ${a.url}`,
+    builtin: { verbs: ['open', 'go', 'navigate', 'visit', 'load', 'browse'], examples: ['open <url>'] },
+    run: async (a, c) => {
+      await openUrl(c.page, a.url, c.timeoutMs);
+      return {};
+    },
+  }),
+  click: browser({
+    tool: 'click',
+    description: 'Click an element',
+    input: input<{ index: number }>({ index }, ['index']),
+    describe: (a) => `click [${a.index}]`,
+    builtin: { verbs: ['click', 'tap', 'hit', 'follow'], examples: ["click 'Text'", 'click the first link'] },
+    run: async (a, c) => ({ page: await clickElement(c.browser, c.page, a.index, c.timeoutMs) }),
+  }),
+  type: browser({
+    tool: 'type',
+    description: 'Replace the text of a field; submit=true presses Enter after',
+    input: input<{ index: number; text: string; submit?: boolean }>({ index, text, submit: { type: 'boolean' } }, ['index', 'text']),
+    describe: (a) => `type ${JSON.stringify(short(a.text, 60))} into [${a.index}]${a.submit ? ' and submit' : ''}`,
+    builtin: { verbs: ['type', 'enter', 'input', 'put', 'fill', 'search'], examples: ["type 'value' into 'Field'", "search for 'words'"] },
+    run: async (a, c) => {
+      await typeInto(c.page, a.index, a.text, !!a.submit, c.timeoutMs);
+      return {};
+    },
+  }),
+  select: browser({
+    tool: 'select',
+    description: 'Choose an option of a <select> by its text',
+    input: input<{ index: number; option: string }>({ index, option: text }, ['index', 'option']),
+    describe: (a) => `select ${JSON.stringify(a.option)} in [${a.index}]`,
+    builtin: { verbs: ['select', 'choose', 'pick'], examples: ["select 'Option' from 'Field'"] },
+    run: async (a, c) => {
+      await selectOption(c.page, a.index, a.option, c.timeoutMs);
+      return {};
+    },
+  }),
+  press: browser({
+    tool: 'press',
+    description: 'Press a key (Enter, Tab, Escape, ArrowDown, …)',
+    input: input<{ key: string }>({ key: text }, ['key']),
+    describe: (a) => `press ${a.key}`,
+    builtin: { verbs: ['press'], examples: ['press Enter'] },
+    run: async (a, c) => {
+      await c.page.keyboard.press(a.key as Parameters<Page['keyboard']['press']>[0]).catch(() => {
+        throw new ActionError(`Unknown key ${a.key}`);
+      });
+      await settlePage(c.page, c.timeoutMs);
+      return {};
+    },
+  }),
+  scroll: browser({
+    tool: 'scroll',
+    description: 'Scroll the page',
+    input: input<{ direction: ScrollDirection }>({ direction: { type: 'string', enum: ['down', 'up', 'bottom', 'top'] } }, ['direction']),
+    describe: (a) => `scroll ${a.direction}`,
+    builtin: { verbs: ['scroll'], examples: ['scroll down', 'scroll to the bottom'] },
+    run: async (a, c) => {
+      await c.page.evaluate((d) => {
+        if (d === 'bottom') window.scrollTo(0, document.body.scrollHeight);
+        else if (d === 'top') window.scrollTo(0, 0);
+        else window.scrollBy(0, (d === 'down' ? 1 : -1) * window.innerHeight * 0.8);
+      }, a.direction);
+      return {};
+    },
+  }),
+  back: browser({
+    tool: 'go_back',
+    description: 'Go back in history',
+    input: input({}),
+    describe: () => 'go back',
+    builtin: { verbs: ['go'], examples: ['go back'] },
+    run: async (_a, c) => {
+      await c.page.goBack({ waitUntil: 'load', timeout: c.timeoutMs });
+      return {};
+    },
+  }),
+  wait: browser({
+    tool: 'wait',
+    description: 'Wait for a text to appear, or a number of seconds (max 10)',
+    input: input<{ text?: string; seconds?: number }>({ text, seconds: { type: 'number' } }),
+    describe: (a) => (a.text !== undefined ? `wait for ${JSON.stringify(a.text)}` : `wait ${a.seconds ?? 1}s`),
+    builtin: { verbs: ['wait'], examples: ["wait for 'text'", 'wait 2 seconds'] },
+    run: async (a, c) => {
+      await waitOn(c.page, a, c.timeoutMs, c.signal);
+      return {};
+    },
+  }),
+  extract: browser<ExtractInput>({
+    tool: 'extract',
+    description:
+      'Read the page. With "question" (and optionally a JSON "schema" for the answer), the whole page is read as markdown, in parts if long, and the question answered from it. Without, "what" reads exactly: title, heading, url, links (JSON), table (JSON rows; "table" picks one by 1-based number or caption/heading), text or markdown, of the element [index] or CSS selector, or the whole page. Long results are saved to a file on the run\'s disk and the result says where',
+    input: input<ExtractInput>({
+      question: text,
+      schema: { type: 'object', description: 'JSON schema of the answer' },
+      what: { type: 'string', enum: ['title', 'heading', 'text', 'links', 'table', 'url', 'markdown'] satisfies ExtractWhat[] },
+      index,
+      selector: text,
+      table: { type: ['integer', 'string'], description: 'Which table: 1-based number or caption/heading text' },
+    }),
+    describe: (a) =>
+      a.question !== undefined
+        ? `extract ${JSON.stringify(short(a.question, 80))}`
+        : `extract ${a.what ?? 'text'}${a.table !== undefined ? ` ${JSON.stringify(a.table)}` : ''}${a.index !== undefined ? ` of [${a.index}]` : a.selector ? ` of ${a.selector}` : ''}`,
+    builtin: {
+      verbs: ['extract', 'get', 'read', 'return', 'report', 'tell', 'give', 'show', 'list', 'what', "what's", 'which', 'download', 'copy'],
+      examples: ['extract the title', 'extract the heading', "extract the text of '#main'", 'extract the links', 'extract the page as markdown', 'extract the table', 'extract the second table', "extract the table 'Prices'"],
+    },
+    run: async (a, c) => {
+      const scope = { page: c.page, element: a.index !== undefined ? await element(c.page, a.index) : undefined };
+      const r = await extract(scope, a, c.ask)
+        .catch((err: unknown) => {
+          throw err instanceof ExtractError ? new ActionError(err.message) : err;
+        })
+        .finally(() => scope.element?.dispose().catch(() => undefined));
+      return { output: await deliverExtract(r.text, r.kind, c.diskDir) };
+    },
+  }),
+  find_text: browser({
+    tool: 'find_text',
+    description: 'Find a text on the page: says whether and where it occurs (with the heading above), and scrolls to it',
+    input: input<{ text: string }>({ text }, ['text']),
+    describe: (a) => `find ${JSON.stringify(short(a.text, 60))}`,
+    builtin: { verbs: ['find', 'look', 'locate', 'is', 'does'], examples: ["find 'text'", "is 'text' on the page"] },
+    run: async (a, c) => ({
+      output: await findText(c.page, a.text).catch((err: unknown) => {
+        throw err instanceof ExtractError ? new ActionError(err.message) : err;
+      }),
+    }),
+  }),
+  switch_tab: browser({
+    tool: 'switch_tab',
+    description: 'Switch to a tab by its number (0-based)',
+    input: input<{ tab: number }>({ tab: { type: 'integer' } }, ['tab']),
+    describe: (a) => `switch to tab ${a.tab}`,
+    builtin: { verbs: ['switch'], examples: ['switch to tab 2'] },
+    run: async (a, c) => {
+      const target = (await c.browser.pages()).filter((p) => !p.isClosed())[a.tab];
+      if (!target) throw new ActionError(`There is no tab ${a.tab}`);
+      await target.bringToFront();
+      return { page: target };
+    },
+  }),
+  upload: browser({
+    tool: 'upload',
+    description: "Put a file from the run's disk into a file input",
+    input: input<{ index: number; path: string }>({ index, path: text }, ['index', 'path']),
+    describe: (a) => `upload ${a.path} into [${a.index}]`,
+    builtin: { verbs: ['upload'], examples: ["upload 'file.txt' into 'Field'"] },
+    run: async (a, c) => {
+      await uploadFile(c.page, a.index, c.diskDir, a.path);
+      return {};
+    },
+  }),
+  shell: code({
+    tool: 'shell',
+    description: "Run one bash command in the run's disk directory; returns its output and exit code",
+    input: input<{ command: string }>({ command: text }, ['command']),
+    describe: (a) => `run ${short(a.command, 80)}`,
+    builtin: { verbs: ['run', 'execute', 'exec'], examples: ['run `command`'] },
+    run: (a, c) => runShellTool(a.command, c),
+  }),
+  write_file: code({
+    tool: 'write_file',
+    description: "Write a text file on the run's disk (relative path; replaces it)",
+    input: input<{ path: string; content: string }>({ path: text, content: text }, ['path', 'content']),
+    describe: (a) => `write ${a.path}`,
+    builtin: { verbs: ['write', 'save', 'store', 'put'], examples: ["write 'text' to file.txt", 'save the result to out.json'] },
+    run: (a, c) => writeDiskFile(c.diskDir, a.path, a.content),
+  }),
+  read_file: code({
+    tool: 'read_file',
+    description: "Read a text file of the run's disk",
+    input: input<{ path: string }>({ path: text }, ['path']),
+    describe: (a) => `read ${a.path}`,
+    builtin: { verbs: ['read', 'print', 'cat', 'open', 'show'], examples: ['read file input.json'] },
+    run: (a, c) => readDiskFile(c.diskDir, a.path),
+  }),
+  list_files: code({
+    tool: 'list_files',
+    description: "List the files of the run's disk with their sizes",
+    input: input({}),
+    describe: () => 'list files',
+    builtin: { verbs: ['list', 'show'], examples: ['list files'] },
+    run: (_a, c) => listDiskFiles(c.diskDir),
+  }),
+  done: {
+    kind: 'answer',
+    tool: 'done',
+    description: 'Finish with the answer for the user',
+    input: input<{ result: string }>({ result: text }, ['result']),
+    describe: () => 'done',
+    builtin: { verbs: ['answer', 'reply', 'respond', 'say'], examples: ["answer 'text'"] },
+  } satisfies AnswerSpec<{ result: string }>,
+};
+
+type Table = typeof ACTIONS;
+export type ActionName = keyof Table;
+type InputOf<S> = S extends { input: InputSchema<infer I> } ? I : never;
+
+/** An action as a model decided it: its name and its input. */
+export type Action = { [N in ActionName]: { name: N } & InputOf<Table[N]> }[ActionName];
 /** Actions that work on the run's disk and terminal rather than in a browser. */
-export type CodeAction = Extract<Action, { name: 'shell' | 'write_file' | 'read_file' | 'list_files' }>;
+export type CodeAction = Extract<Action, { name: { [N in ActionName]: Table[N]['kind'] extends 'code' ? N : never }[ActionName] }>;
+
+/** Every action's spec, by name (the table, seen through one type). */
+export type ActionSpec = Common<any> & { kind: 'browser' | 'code' | 'answer'; run?: (a: any, c: any) => Promise<BrowserOutcome | ToolOutcome> };
+export const SPECS = ACTIONS as unknown as Record<ActionName, ActionSpec>;
 
 export function isCodeAction(a: Action): a is CodeAction {
-  return a.name === 'shell' || a.name === 'write_file' || a.name === 'read_file' || a.name === 'list_files';
+  return SPECS[a.name].kind === 'code';
 }
 
 /** One line describing an action, as stored in a step's `action`. */
 export function describeAction(a: Action): string {
-  switch (a.name) {
-    case 'navigate':
-      return `navigate ${a.url}`;
-    case 'click':
-      return `click [${a.index}]`;
-    case 'type':
-      return `type ${JSON.stringify(a.text.length > 60 ? `${a.text.slice(0, 57)}...` : a.text)} into [${a.index}]${a.submit ? ' and submit' : ''}`;
-    case 'select':
-      return `select ${JSON.stringify(a.option)} in [${a.index}]`;
-    case 'press':
-      return `press ${a.key}`;
-    case 'scroll':
-      return `scroll ${a.direction}`;
-    case 'back':
-      return 'go back';
-    case 'wait':
-      return a.text !== undefined ? `wait for ${JSON.stringify(a.text)}` : `wait ${a.seconds ?? 1}s`;
-    case 'extract':
-      if (a.question !== undefined) return `extract ${JSON.stringify(a.question.length > 80 ? `${a.question.slice(0, 77)}...` : a.question)}`;
-      return `extract ${a.what ?? 'text'}${a.table !== undefined ? ` ${JSON.stringify(a.table)}` : ''}${a.index !== undefined ? ` of [${a.index}]` : a.selector ? ` of ${a.selector}` : ''}`;
-    case 'find_text':
-      return `find ${JSON.stringify(a.text.length > 60 ? `${a.text.slice(0, 57)}...` : a.text)}`;
-    case 'switch_tab':
-      return `switch to tab ${a.tab}`;
-    case 'upload':
-      return `upload ${a.path} into [${a.index}]`;
-    case 'shell':
-      return `run ${a.command.length > 80 ? `${a.command.slice(0, 77)}...` : a.command}`;
-    case 'write_file':
-      return `write ${a.path}`;
-    case 'read_file':
-      return `read ${a.path}`;
-    case 'list_files':
-      return 'list files';
-    case 'done':
-      return 'done';
-  }
+  return SPECS[a.name].describe(a);
+}
+
+/** Carries out a browser action (not a code action or done); failures the agent can report are ActionErrors. */
+export function runBrowserAction(a: Action, c: BrowserActionContext): Promise<BrowserOutcome> {
+  const spec = SPECS[a.name];
+  if (spec.kind !== 'browser') throw new ActionError(`${a.name} is not a browser action`);
+  return spec.run!(a, c) as Promise<BrowserOutcome>;
+}
+
+/** Carries out a code action on the run's disk and terminal. */
+export function runCodeAction(a: CodeAction, c: CodeToolContext): Promise<ToolOutcome> {
+  return SPECS[a.name].run!(a, c) as Promise<ToolOutcome>;
 }

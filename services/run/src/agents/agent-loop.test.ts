@@ -10,7 +10,12 @@ import { launchTestChromium, runLoop } from '../../../../test/support/agent-loop
 import { anthropicUserText, startFakeAnthropic, type FakeAnthropic } from '../../../../test/support/fake-anthropic.js';
 import { elementIndex, startFakeOpenAI, userText, type ChatRequest, type FakeOpenAI } from '../../../../test/support/fake-openai.js';
 import { serveSite, type TestSite } from '../../../../test/support/site.js';
-import { LimitReached } from './browser-agent.js';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { runBrowsercode } from './browsercode-agent.js';
+import { LimitReached } from './run-errors.js';
+import { shellUser } from './shell.js';
 import { createModelRegistry, type ModelRegistry } from './models.js';
 
 let site: TestSite;
@@ -169,5 +174,78 @@ describe('browser-agent recovery with Anthropic', () => {
     assert.equal(result, 'Floor lamp: 89 EUR');
     assert.equal(usage.length, 3, `the malformed call is billed too: ${JSON.stringify(usage)}`);
     assert.equal(usage[2]!.cachedInputTokens, 900);
+  });
+});
+
+describe('browser-agent recovery with Anthropic, as with OpenAI', () => {
+  test('when Claude answers in prose, the API is overloaded and a click raises an alert, then each is reported; at the step limit a last call offers only done and its answer is kept', async () => {
+    anthropic.script = (req, n) => {
+      const text = anthropicUserText(req);
+      if (req.body.tools!.length === 1) return { tool: 'done', input: { result: `Partial: ${read(text, /Saved as draft #\d+/)}; not deleted yet` } };
+      if (n === 0) return { text: 'I will open the drafts page.' };
+      if (n === 1) return { status: 529, type: 'overloaded_error', message: 'Overloaded' };
+      if (n === 2) return { tool: 'navigate', input: { url: site.url('loop-dialogs.html') } };
+      return { tool: 'click', input: { index: Number(/\[(\d+)\][^\n]*Save draft/.exec(text)![1]) } };
+    };
+    await assert.rejects(run('Save the draft, then delete it', { model: 'fake-claude', maxSteps: 3 }), (err: unknown) => {
+      assert.ok(err instanceof LimitReached);
+      assert.match(err.message, /Step limit reached: 3 steps/);
+      assert.equal(err.partial, 'Partial: Saved as draft #27; not deleted yet');
+      return true;
+    });
+    const said = anthropic.requests.map((r) => anthropicUserText(r));
+    assert.match(said[1]!, /could not be used: The reply had no tool call/);
+    assert.match(said[2]!, /could not be used: The model provider failed: HTTP 529/);
+    assert.match(said[4]!, /The page showed an alert: "Draft saved"; it was closed with OK/);
+    assert.match(said.at(-1)!, /This is your last call: only done is available/);
+  });
+});
+
+describe('browsercode recovery with an OpenAI-compatible model', () => {
+  test('when the model makes a malformed call, meets a dialog, sends several calls in one reply and answers JSON in prose, then each is handled as in browser-agent and the run completes', async () => {
+    const disk = await fs.mkdtemp(path.join(os.tmpdir(), 'ats-code-loop-'));
+    const events: { type: string; data: Record<string, unknown> }[] = [];
+    fake.script = (req, n) => {
+      const text = userText(req);
+      if (n === 0) return { tool: 'shell', args: { command: 42 } };
+      if (n === 1) return { tool: 'navigate', args: { url: site.url('loop-dialogs.html') } };
+      if (n === 2) return { tool: 'click', args: { index: elementIndex(req, /Save draft/) } };
+      if (n === 3) {
+        const draft = read(req, /draft #\d+/);
+        return { tools: [{ tool: 'write_file', args: { path: 'draft.txt', content: draft } }, { tool: 'shell', args: { command: 'wc -c < draft.txt' } }, { tool: 'list_files', args: {} }] };
+      }
+      const bytes = /Step 4: run wc[^\n]*\n(?:  [^\n]*\n)*?  result → (\d+)/.exec(text)?.[1];
+      if (!/not valid JSON/.test(text)) return { tool: 'done', args: { result: `The draft note has ${bytes} bytes` } };
+      return { tool: 'done', args: { result: `{"bytes": ${bytes}}` } };
+    };
+    try {
+      const result = await runBrowsercode({
+        model: models.create('fake-gpt', 'x'),
+        task: 'Save the draft, write its name to draft.txt, and give me the file size as JSON like {"bytes": 0}',
+        turns: [],
+        diskDir: disk,
+        maxSteps: 15,
+        deadline: Date.now() + 60000,
+        actionTimeoutMs: 10000,
+        signal: new AbortController().signal,
+        terminal: { limits: { timeoutMs: 10000, maxOutputBytes: 1 << 20 }, user: shellUser(), sandbox: undefined },
+        openBrowser: async () => browser,
+        emit: async (type, data) => void events.push({ type, data }),
+        syncOutputs: async () => [],
+        recordStep: async () => {},
+        recordUsage: async () => {},
+      });
+      assert.deepEqual(JSON.parse(result), { bytes: 9 }, 'the file holds "draft #27"');
+      assert.match(userText(fake.requests[1]!), /could not be used: The model made a malformed tool call to "shell": "command" must be a string/);
+      assert.match(userText(fake.requests[3]!), /The page showed an alert: "Draft saved"; it was closed with OK/);
+      assert.match(userText(fake.requests[3]!), /This is step 3 of 15\./);
+      assert.deepEqual(events.filter((e) => e.type === 'tool.call').map((e) => e.data.tool), ['navigate', 'click', 'write_file', 'shell', 'list_files']);
+      assert.equal(await fs.readFile(path.join(disk, 'draft.txt'), 'utf8'), 'draft #27');
+      assert.equal(fake.requests.length, 6, 'the prose answer was sent back once as not JSON');
+    } finally {
+      await fs.rm(disk, { recursive: true, force: true });
+      const pages = await browser.pages();
+      await Promise.all(pages.slice(1).map((p) => p.close()));
+    }
   });
 });

@@ -8,7 +8,7 @@ import type { Browser } from 'puppeteer-core';
 import { launchTestChromium, runLoop } from '../../../../test/support/agent-loop.js';
 import { serveSite, type TestSite } from '../../../../test/support/site.js';
 import { BuiltinModel } from './builtin-model.js';
-import { LimitReached } from './browser-agent.js';
+import { LimitReached } from './run-errors.js';
 import { ModelError } from './model.js';
 
 let site: TestSite;

@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { BuiltinModel, findElement, parseTask, splitInstructions } from './builtin-model.js';
+import { SPECS, type ActionName } from './actions.js';
+import { BuiltinModel, findElement, parseClause, parseTask, splitClauses, splitInstructions } from './builtin-model.js';
 import { ElementNotFound, ModelError, NeedsBrowser, type DecideInput, type PageElement } from './model.js';
 import { AGENTS } from '../agents.js';
 import { deliverExtract } from './page-extract.js';
@@ -244,4 +245,23 @@ test('when a long extraction was saved to the disk and the task saves it, then t
   const csv = (d3.action as { content: string }).content.split('\n');
   assert.deepEqual([csv[0], csv[1], csv[300], csv.length], ['n,word', '0,lamp', '299,lamp', 302]);
   assert.equal((await model.decide(input, signal)).action.name, 'done');
+});
+
+/** The builtin's intents that produce another action than their own name. */
+const INTENT_ACTION: Record<string, ActionName> = { click_nth: 'click', search: 'type', write: 'write_file', save: 'write_file', answer: 'done', tab: 'switch_tab' };
+
+test('when an action of the table gives example instructions, then each parses to that action and its verb begins a clause', () => {
+  let checked = 0;
+  for (const [name, spec] of Object.entries(SPECS)) {
+    for (const example of spec.builtin?.examples ?? []) {
+      const clause = example.replace('<url>', 'https://example.com/a');
+      const intents = parseClause(clause);
+      assert.ok(intents, `${name}: "${example}" does not parse`);
+      const kind = intents.at(-1)!.kind;
+      assert.equal(INTENT_ACTION[kind] ?? kind, name, `"${example}" parses to ${kind}, not ${name}`);
+      assert.equal(splitClauses(`open https://example.com/b and ${clause}`).length, 2, `"${example}" does not begin a clause`);
+      checked++;
+    }
+  }
+  assert.ok(checked >= Object.keys(SPECS).length, 'every action has an example');
 });

@@ -4,7 +4,7 @@
  * also "Run `cmd`. Save the result to out.json. Read file notes.txt."). It needs no provider.
  * An instruction it cannot parse fails the run before any action, quoting it.
  */
-import type { Action, ExtractWhat, ScrollDirection } from './actions.js';
+import { SPECS, type Action, type ActionSpec, type ExtractWhat, type ScrollDirection } from './actions.js';
 import { savedExtractPath } from './page-extract.js';
 import { ElementNotFound, ModelError, NeedsBrowser, turnResult, type AgentModel, type DecideInput, type Decision, type PageElement, type Toolset } from './model.js';
 
@@ -66,10 +66,8 @@ function unquoted(s: string): boolean[] {
   return out;
 }
 
-/** Words that begin an instruction: a clause joined by "and", "then" or a comma starts with one of them. */
-const VERBS = new Set(
-  'open go navigate visit load browse click tap press hit follow type enter write input put fill select choose pick scroll wait upload switch extract get read return report tell find search look download give what what\'s which list show print cat copy answer reply respond say run execute exec save store keep filter is does'.split(' '),
-);
+/** Words that begin an instruction (from the table of actions, and the builtin's own "keep"): a clause joined by "and", "then" or a comma starts with one of them. */
+const VERBS = new Set([...Object.values(SPECS).flatMap((s) => s.builtin?.verbs ?? []), 'keep', 'filter']);
 const CLAUSE_JOIN = /^(?:\s*,\s*(?:and\s+then\s+|and\s+|then\s+)?|\s+and\s+then\s+|\s+then\s+|\s+and\s+)/i;
 
 /** Splits one sentence at ", ", " and ", " then " where the next words begin an instruction (never inside quotes or a URL). */
@@ -190,8 +188,10 @@ export function parseClause(s: string): Intent[] | undefined {
   return rest && !['navigate', 'shell', 'write', 'save', 'read_file', 'list_files', 'answer'].includes(rest.kind) ? [{ kind: 'navigate', url: m[2]! }, rest] : undefined;
 }
 
-const UNDERSTOOD = "open <url>; click 'Text'; click the first link (or result); type 'value' into 'Field'; select 'Option' from 'Field'; press Enter; scroll down; wait for 'text'; upload 'file' into 'Field'; search for 'words'; find 'text'; extract the title, heading, text of 'selector', links, the page as markdown, or the table (the second table, the table 'Caption'); questions such as \"what is the title of <url>\" or \"list the links on <url>\"; answer 'text'";
-const UNDERSTOOD_CODE = "; run `command`; write 'text' to file.txt; read input.json from the disk; keep the entries with status 'open'; save the result to out.json; list files";
+/** Example instructions, from the table of actions: browser ones (and done) for every agent, code ones for browsercode. */
+const examples = (kinds: ActionSpec['kind'][]) => Object.values(SPECS).filter((s) => kinds.includes(s.kind)).flatMap((s) => s.builtin?.examples ?? []);
+const UNDERSTOOD = [...examples(['browser', 'answer']), 'questions such as "what is the title of <url>" or "list the links on <url>"'].join('; ');
+const UNDERSTOOD_CODE = `; ${[...examples(['code']), "keep the entries with status 'open'"].join('; ')}`;
 /** How to get a model that follows tasks in plain language (names of the run service's settings). */
 export const LLM_HINT = 'Tasks that need judgement need an LLM: the service operator sets OPENAI_BASE_URL (an OpenAI-compatible endpoint, with OPENAI_MODELS) or ANTHROPIC_API_KEY, and the run names that model in "model"';
 

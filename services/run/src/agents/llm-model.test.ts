@@ -5,7 +5,9 @@ import type { Browser } from 'puppeteer-core';
 import { launchTestChromium, runLoop } from '../../../../test/support/agent-loop.js';
 import { elementIndex, startFakeOpenAI, userText, type FakeOpenAI } from '../../../../test/support/fake-openai.js';
 import { serveSite, type TestSite } from '../../../../test/support/site.js';
-import { LimitReached } from './browser-agent.js';
+import { LimitReached } from './run-errors.js';
+import { SPECS } from './actions.js';
+import { toAction } from './llm-model.js';
 import { createModelRegistry, type ModelRegistry } from './models.js';
 
 let site: TestSite;
@@ -156,3 +158,14 @@ describe('an OpenAI-compatible model', () => {
   });
 });
 
+
+test('when a model calls any tool of the table of actions with its required input, then it becomes that action; a code tool is unknown to browser-agent', () => {
+  const sample: Record<string, unknown> = { string: 'x', integer: 1, number: 1, boolean: true, object: {} };
+  for (const [name, spec] of Object.entries(SPECS)) {
+    const props = spec.input.properties as Record<string, { type?: string | string[]; enum?: string[] }>;
+    const args = Object.fromEntries(spec.input.required.map((k) => [k, props[k]!.enum?.[0] ?? sample[[props[k]!.type].flat()[0]!]]));
+    assert.deepEqual(toAction(spec.tool, { ...args, memory: 'noted' }, 'code'), { ...args, name });
+    if (spec.kind === 'code') assert.throws(() => toAction(spec.tool, args, 'browser'), /unknown tool/);
+  }
+  assert.throws(() => toAction('click', { index: 'three' }), /malformed tool call to "click": "index" must be an integer/);
+});

@@ -5,7 +5,7 @@
  * page state. Failures become ModelErrors the loop reports back; a call never outlives its timeout.
  */
 import { APICallError, ToolChoiceViolationError, generateText, jsonSchema, tool, type LanguageModel } from 'ai';
-import { describeAction, type Action } from './actions.js';
+import { describeAction, SPECS, type Action, type ActionName, type ActionSpec, type Prop } from './actions.js';
 import { ModelError, type AgentModel, type DecideInput, type Decision, type Reasoning, type StepMemory, type Usage } from './model.js';
 import type { PageQuestion } from './page-extract.js';
 import { askModel } from './page-question.js';
@@ -34,66 +34,38 @@ How to work:
 - When the task is complete, or cannot be completed, call done with the answer for the user: plain text with the facts found; if the task asks for JSON, only the JSON text. If you could not finish, say what you found and what is missing.`;
 }
 
-const obj = (properties: Record<string, unknown>, required: string[] = []) => jsonSchema<any>({ type: 'object', properties: { ...properties, ...REASONING }, required, additionalProperties: false });
-const index = { type: 'integer', description: 'The [index] of the element' };
-
 /** Every tool also carries the model's account of the step (optional, so a terse model's calls still work). */
-const REASONING = {
+const REASONING: Record<string, Prop> = {
   evaluation_previous_goal: { type: 'string', description: 'Did the previous step achieve its goal? Judge from the current page: success, failure or unknown, in one sentence' },
   memory: { type: 'string', description: 'What to remember for the next steps: facts found so far, progress, what is left' },
   next_goal: { type: 'string', description: 'What this call is meant to achieve, in one sentence' },
 };
 const REASONING_KEYS = Object.keys(REASONING);
 
-/** The tools, one per action; their inputs are validated by the SDK against these schemas. */
-const TOOLS = {
-  navigate: tool({ description: 'Open a URL in the current tab', inputSchema: obj({ url: { type: 'string' } }, ['url']) }),
-  click: tool({ description: 'Click an element', inputSchema: obj({ index }, ['index']) }),
-  type: tool({ description: 'Replace the text of a field; submit=true presses Enter after', inputSchema: obj({ index, text: { type: 'string' }, submit: { type: 'boolean' } }, ['index', 'text']) }),
-  select: tool({ description: 'Choose an option of a <select> by its text', inputSchema: obj({ index, option: { type: 'string' } }, ['index', 'option']) }),
-  press: tool({ description: 'Press a key (Enter, Tab, Escape, ArrowDown, …)', inputSchema: obj({ key: { type: 'string' } }, ['key']) }),
-  scroll: tool({ description: 'Scroll the page', inputSchema: obj({ direction: { type: 'string', enum: ['down', 'up', 'bottom', 'top'] } }, ['direction']) }),
-  go_back: tool({ description: 'Go back in history', inputSchema: obj({}) }),
-  wait: tool({ description: 'Wait for a text to appear, or a number of seconds (max 10)', inputSchema: obj({ text: { type: 'string' }, seconds: { type: 'number' } }) }),
-  extract: tool({
-    description:
-      'Read the page. With "question" (and optionally a JSON "schema" for the answer), the whole page is read as markdown, in parts if long, and the question answered from it. Without, "what" reads exactly: title, heading, url, links (JSON), table (JSON rows; "table" picks one by 1-based number or caption/heading), text or markdown, of the element [index] or CSS selector, or the whole page. Long results are saved to a file on the run\'s disk and the result says where',
-    inputSchema: obj({
-      question: { type: 'string' },
-      schema: { type: 'object', description: 'JSON schema of the answer' },
-      what: { type: 'string', enum: ['title', 'heading', 'text', 'links', 'table', 'url', 'markdown'] },
-      index,
-      selector: { type: 'string' },
-      table: { type: ['integer', 'string'], description: 'Which table: 1-based number or caption/heading text' },
-    }),
-  }),
-  find_text: tool({ description: 'Find a text on the page: says whether and where it occurs (with the heading above), and scrolls to it', inputSchema: obj({ text: { type: 'string' } }, ['text']) }),
-  switch_tab: tool({ description: 'Switch to a tab by its number (0-based)', inputSchema: obj({ tab: { type: 'integer' } }, ['tab']) }),
-  upload: tool({ description: "Put a file from the run's disk into a file input", inputSchema: obj({ index, path: { type: 'string' } }, ['index', 'path']) }),
-  done: tool({ description: 'Finish with the answer for the user', inputSchema: obj({ result: { type: 'string' } }, ['result']) }),
-};
+/** The tool an action is called by, and back. */
+const BY_TOOL = new Map(Object.entries(SPECS).map(([name, spec]) => [spec.tool, { name: name as ActionName, spec }]));
 
+/** The LLM tools of a toolset, from the table of actions; their inputs are validated against these schemas. */
+function toolsOf(kinds: ActionSpec['kind'][]) {
+  return Object.fromEntries(
+    [...BY_TOOL].filter(([, { spec }]) => kinds.includes(spec.kind)).map(([name, { spec }]) => [
+      name,
+      tool({ description: spec.description, inputSchema: jsonSchema<any>({ type: 'object', properties: { ...spec.input.properties, ...REASONING }, required: spec.input.required, additionalProperties: false }) }),
+    ]),
+  );
+}
+const TOOLS = toolsOf(['browser', 'answer']);
 /** browsercode's tools: the browser's plus a terminal and files. */
-const CODE_TOOLS = {
-  ...TOOLS,
-  shell: tool({ description: "Run one bash command in the run's disk directory; returns its output and exit code", inputSchema: obj({ command: { type: 'string' } }, ['command']) }),
-  write_file: tool({ description: "Write a text file on the run's disk (relative path; replaces it)", inputSchema: obj({ path: { type: 'string' }, content: { type: 'string' } }, ['path', 'content']) }),
-  read_file: tool({ description: "Read a text file of the run's disk", inputSchema: obj({ path: { type: 'string' } }, ['path']) }),
-  list_files: tool({ description: "List the files of the run's disk with their sizes", inputSchema: obj({}) }),
-};
-
-type SchemaProps = Record<string, { type?: string | string[]; enum?: string[] }>;
+const CODE_TOOLS = toolsOf(['browser', 'code', 'answer']);
+const FINAL_TOOLS = toolsOf(['answer']);
 
 const fitsType = (type: string, v: unknown) => (type === 'integer' ? Number.isInteger(v) : type === 'number' ? typeof v === 'number' : typeof v === type);
 
 /** Why a tool's input does not fit its schema (the SDK parses the JSON but does not check it), else undefined. */
-function inputProblem(name: string, input: Record<string, unknown>): string | undefined {
-  const t = (CODE_TOOLS as Record<string, { inputSchema: unknown }>)[name];
-  const schema = (t?.inputSchema as { jsonSchema?: { properties: SchemaProps; required: string[] } } | undefined)?.jsonSchema;
-  if (!schema) return undefined;
-  for (const r of schema.required) if (input[r] === undefined) return `"${r}" is missing`;
+function inputProblem(spec: ActionSpec, input: Record<string, unknown>): string | undefined {
+  for (const r of spec.input.required) if (input[r] === undefined) return `"${r}" is missing`;
   for (const [k, v] of Object.entries(input)) {
-    const p = schema.properties[k];
+    const p = (spec.input.properties as Record<string, Prop>)[k] ?? REASONING[k];
     if (!p) return `there is no "${k}"`;
     const types = p.type === undefined ? [] : [p.type].flat();
     const ok = !types.length || types.some((t) => fitsType(t, v));
@@ -104,42 +76,12 @@ function inputProblem(name: string, input: Record<string, unknown>): string | un
 
 /** The tool call the model made → an action (code tools only for browsercode). */
 export function toAction(name: string, args: Record<string, any>, toolset: 'browser' | 'code' = 'browser'): Action {
-  const problem = inputProblem(name, args ?? {});
+  const found = BY_TOOL.get(name);
+  if (!found || (found.spec.kind === 'code' && toolset !== 'code')) throw new ModelError(`The model called an unknown tool "${name}"`);
+  const problem = inputProblem(found.spec, args ?? {});
   if (problem) throw new ModelError(`The model made a malformed tool call to "${name}": ${problem}`);
   const input = Object.fromEntries(Object.entries(args ?? {}).filter(([k]) => !REASONING_KEYS.includes(k)));
-  switch (name) {
-    case 'shell':
-    case 'write_file':
-    case 'read_file':
-    case 'list_files': {
-      if (toolset !== 'code') throw new ModelError(`The model called an unknown tool "${name}"`);
-      const text = (field: string) => {
-        if (typeof input[field] !== 'string') throw new ModelError(`The model called "${name}" without a text "${field}"`);
-        return input[field] as string;
-      };
-      if (name === 'shell') return { name, command: text('command') };
-      if (name === 'write_file') return { name, path: text('path'), content: text('content') };
-      if (name === 'read_file') return { name, path: text('path') };
-      return { name };
-    }
-    case 'go_back':
-      return { name: 'back' };
-    case 'navigate':
-    case 'click':
-    case 'type':
-    case 'select':
-    case 'press':
-    case 'scroll':
-    case 'wait':
-    case 'extract':
-    case 'find_text':
-    case 'switch_tab':
-    case 'upload':
-    case 'done':
-      return { ...input, name } as Action;
-    default:
-      throw new ModelError(`The model called an unknown tool "${name}"`);
-  }
+  return { ...input, name: found.name } as Action;
 }
 
 /** The page as the model reads it. */
@@ -264,7 +206,7 @@ export class LlmModel implements AgentModel {
     const prompt = buildPrompt(input);
     const image = this.#o.vision ? await input.observation?.screenshot?.() : undefined;
     const timeout = AbortSignal.timeout(this.#o.timeoutMs);
-    const tools = input.loop?.finalCall ? { done: TOOLS.done } : input.toolset === 'code' ? CODE_TOOLS : TOOLS;
+    const tools = input.loop?.finalCall ? FINAL_TOOLS : input.toolset === 'code' ? CODE_TOOLS : TOOLS;
     let result;
     try {
       result = await generateText({

@@ -7,7 +7,8 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'puppeteer-core';
 import { launchTestChromium } from '../../../../test/support/agent-loop.js';
 import { serveSite, type TestSite } from '../../../../test/support/site.js';
-import { ActionError, act, observe } from './page-tools.js';
+import { runBrowserAction, type Action } from './actions.js';
+import { ActionError, observe } from './page-tools.js';
 import { chunkMarkdown, deliverExtract, savedExtractPath, type PageQuestion } from './page-extract.js';
 
 let site: TestSite;
@@ -23,7 +24,7 @@ after(async () => {
   await site.close();
 });
 
-const extracted = async (action: Parameters<typeof act>[2], ask?: (q: PageQuestion) => Promise<string>) => (await act(browser, page, action, { timeoutMs: 5000, ask })).extracted;
+const extracted = async (action: Action, ask?: (q: PageQuestion) => Promise<string>) => (await runBrowserAction(action, { browser, page, timeoutMs: 5000, signal: new AbortController().signal, ask })).output;
 
 describe('reading a page', () => {
   test('when a page is read as markdown, then headings, table captions and rows and links keep their shape; other modes take a selector, or a table number sent as text', async () => {

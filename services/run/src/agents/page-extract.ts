@@ -7,8 +7,24 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { ElementHandle, Page } from 'puppeteer-core';
-import type { Action, ExtractWhat } from './actions.js';
 import { inFrame } from './observe.js';
+
+/** The deterministic readings of a page. */
+export type ExtractWhat = 'title' | 'heading' | 'text' | 'links' | 'table' | 'url' | 'markdown';
+
+/**
+ * What an `extract` asks. Deterministic modes (`what`) may be narrowed to an element (`index`) or
+ * CSS `selector`; `table` picks a table by its 1-based number or caption/heading. A `question`
+ * (with an optional JSON `schema` for the answer) is answered by the model over the page as markdown.
+ */
+export interface ExtractInput {
+  what?: ExtractWhat;
+  index?: number;
+  selector?: string;
+  table?: number | string;
+  question?: string;
+  schema?: Record<string, unknown>;
+}
 
 /** Longest extraction returned inline; a longer one goes to the run's disk. */
 export const MAX_INLINE_EXTRACT = 4000;
@@ -255,7 +271,7 @@ export function chunkMarkdown(md: string, size = QUESTION_CHUNK_CHARS): string[]
 }
 
 /** Answers a question over the page's markdown: each part on its own, then the answers combined. */
-async function answerQuestion(at: ExtractScope, a: Extract<Action, { name: 'extract' }>, ask: AskPage): Promise<string> {
+async function answerQuestion(at: ExtractScope, a: ExtractInput, ask: AskPage): Promise<string> {
   const md = await read(at, { what: 'markdown', selector: a.selector });
   const all = chunkMarkdown(md);
   const parts = all.slice(0, MAX_QUESTION_CHUNKS);
@@ -287,7 +303,7 @@ async function read(at: ExtractScope, a: Parameters<typeof readPage>[0]): Promis
 }
 
 /** Carries out an `extract`: a question when it has one (needs `ask`), else a deterministic mode. */
-export async function extract(at: ExtractScope, a: Extract<Action, { name: 'extract' }>, ask: AskPage | undefined): Promise<{ text: string; kind: ExtractWhat | 'answer' }> {
+export async function extract(at: ExtractScope, a: ExtractInput, ask: AskPage | undefined): Promise<{ text: string; kind: ExtractWhat | 'answer' }> {
   if (a.question !== undefined) {
     if (!ask) throw new ExtractError('This model cannot answer questions about a page; extract the title, heading, text, links, a table or the page as markdown instead');
     return { text: await answerQuestion(at, a, ask), kind: 'answer' };
