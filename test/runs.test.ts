@@ -188,6 +188,23 @@ describe('an OpenAI-compatible model end to end', () => {
     assert.match(run.error, /The model provider failed: HTTP 500/);
   });
 
+  test('when the model keeps making malformed calls, then the run fails saying so and keeps the answer of its last done-only call in result', async () => {
+    fake.script = (req, n) => {
+      if (req.tools!.length === 1) {
+        const link = /\[\d+\] link "([^"]*engine[^"]*)"/i.exec(userText(req))?.[1];
+        return { tool: 'done', args: { result: `Partial: found the link "${link}" but could not open it` } };
+      }
+      if (n === 0) return { tool: 'navigate', args: { url: site.url('run-links.html') } };
+      return { tool: 'click', args: { index: 'the engine one' } };
+    };
+    const { id } = await start('alpha', { task: 'Open the engine article', model: 'fake-gpt' });
+    const { run, events } = await finished('alpha', id);
+    assert.equal(run.status, 'failed');
+    assert.match(run.error, /The model failed 3 times in a row; the last time: The model made a malformed tool call to "click"/);
+    assert.match(run.result, /^Partial: found the link "The engine[^"]*" but could not open it$/);
+    assert.equal(events.at(-1)!.event, 'run.failed');
+  });
+
   test('when an unknown model is named, then 400 lists the models offered', async () => {
     const res = await json('alpha', 'POST', `${BASE}/runs`, { task: 'x', model: 'gpt-99' });
     assert.equal(res.status, 400);
