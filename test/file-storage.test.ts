@@ -13,7 +13,7 @@ import { after, before, describe, test } from 'node:test';
 import { Agent, FileKind, FileStorageServiceService } from '../gen/ats/filestorage/v1/file_storage.js';
 import { RemoteError, Status } from '../services/common/src/errors.js';
 import { createServiceClient } from '../services/common/src/grpc.js';
-import { materializeDisk, syncDisk, type FileStorageClient } from '../services/file-storage/src/disk-sync.js';
+import { materializeDisk, syncDisk, type FileStorageClient } from '../services/file-storage/src/client/disk-sync.js';
 import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
 
 const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');

@@ -12,7 +12,7 @@ import puppeteer, { type Browser } from 'puppeteer-core';
 import { StopReason } from '../../../gen/ats/browserpool/v1/browser_pool.js';
 import { AppError, RemoteError } from '../../common/src/errors.js';
 import type { Logger } from '../../common/src/logger.js';
-import { materializeDisk, syncDisk, type DiskManifest } from '../../file-storage/src/disk-sync.js';
+import { materializeDisk, syncDisk, type DiskManifest } from '../../file-storage/src/client/disk-sync.js';
 import { LimitReached, RunStopped, runBrowserAgent, type RecordedStep } from './agents/browser-agent.js';
 import { runBrowsercode } from './agents/browsercode-agent.js';
 import { ModelError, type Usage } from './agents/model.js';
