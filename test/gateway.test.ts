@@ -96,7 +96,8 @@ describe('validation (422, FastAPI-style)', () => {
     const first = (await (await f.api('/api/v1/browser-profiles?limit=1')).json()) as { items: { id: string }[]; nextCursor: string };
     const second = (await (await f.api(`/api/v1/browser-profiles?limit=1&cursor=${first.nextCursor}`)).json()) as { items: { id: string }[] };
     assert.notEqual(second.items[0]!.id, first.items[0]!.id);
-    for (const path of ['/api/v1/browser-profiles?cursor=prf_nothing', '/api/v1/browsers?cursor=junk', '/api/v1/agent-workspaces?cursor=junk', '/api/v1/agents/browser-agent/runs?cursor=junk', '/api/v1/agents/browsercode/sessions?cursor=not-a-date%7Cses_1']) {
+    const ws = (await (await post('/api/v1/agent-workspaces', JSON.stringify({ name: 'paged' }))).json()) as { id: string };
+    for (const path of ['/api/v1/browser-profiles?cursor=prf_nothing', '/api/v1/browsers?cursor=junk', '/api/v1/agent-workspaces?cursor=junk', `/api/v1/agent-workspaces/${ws.id}/files?cursor=a.txt`, '/api/v1/agents/browser-agent/runs?cursor=junk', '/api/v1/agents/browsercode/sessions?cursor=not-a-date%7Cses_1']) {
       const res = await f.api(path);
       assert.equal(res.status, 422, path);
       const [issue] = ((await res.json()) as { detail: { type: string; loc: unknown[]; msg: string }[] }).detail;

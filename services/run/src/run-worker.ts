@@ -105,7 +105,7 @@ export class RunWorker {
     }
     if (run.agent !== 'browser-agent') return capacity.createWaiting(run, signal, this.#deadline(run));
     const browser = await capacity.create(run, signal);
-    await repo.updateSession(run.sessionId, { browser_id: browser.id });
+    await repo.attachBrowser(run.sessionId, browser.id);
     return browser;
   }
 
