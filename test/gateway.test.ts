@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { processExists, startStackFixture, type StackFixture } from './support/stack-fixture.js';
+import { until } from './support/until.js';
 
 let f: StackFixture;
 before(async () => {
@@ -192,12 +193,7 @@ describe('health and failure of a service', () => {
     assert.equal(other.status, 201);
 
     await f.stack.startService('run');
-    let status = 0;
-    for (let i = 0; i < 50 && status !== 200; i++) {
-      status = (await f.api('/api/v1/agents')).status;
-      if (status !== 200) await new Promise((r) => setTimeout(r, 100));
-    }
-    assert.equal(status, 200, f.logs('run'));
+    await until(async () => (await f.api('/api/v1/agents')).status === 200, { timeoutMs: 10000, intervalMs: 100, what: `the run service back\n${f.logs('run')}` });
     assert.equal((await fetch(`${f.stack.baseUrl}/healthz`)).status, 200);
   });
 });

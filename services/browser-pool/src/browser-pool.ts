@@ -487,7 +487,7 @@ export class BrowserPool implements CdpProxyBackend {
     const b = this.#active.get(id);
     if (!b || row.status !== 'active' || this.#ending.has(id)) return row;
     return b.serialize(async () => {
-      const updated = (await this.#o.browsers.releaseRun(id, runId)) ?? row;
+      const updated = (await this.#o.browsers.releaseRun(id, runId, new Date(this.#now()))) ?? row;
       b.row = updated;
       b.touch();
       if (updated.profileId && b.chromium.alive) await this.#saveProfile(b).catch((err) => this.#logger.warn({ err, browserId: id }, 'profile not saved at release'));

@@ -153,9 +153,9 @@ export class BrowserRepository {
     await this.#knex('browsers').where({ id }).update({ live_view_url: url });
   }
 
-  /** Clears the run id when it is `runId` (the browser is idle from now); returns the record either way. */
-  async releaseRun(id: string, runId: string): Promise<BrowserRow | undefined> {
-    if (runId) await this.#knex('browsers').where({ id, run_id: runId }).update({ run_id: null, idle_since: new Date() });
+  /** Clears the run id when it is `runId` (the browser is idle from `at`); returns the record either way. */
+  async releaseRun(id: string, runId: string, at: Date): Promise<BrowserRow | undefined> {
+    if (runId) await this.#knex('browsers').where({ id, run_id: runId }).update({ run_id: null, idle_since: at });
     return this.byId(id);
   }
 
