@@ -17,6 +17,7 @@ import { strayTempDirs } from '../services/browser-pool/src/chromium.js';
 import { processesUsing } from '../services/browser-pool/src/process-groups.js';
 import { SITE_DIR, startFixtureSite, type FixtureSite } from '../services/browser-pool/src/testing/fixture-site.js';
 import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
+import { until } from './support/until.js';
 
 interface BrowserJson {
   id: string;
@@ -230,13 +231,13 @@ describe('downloads', () => {
     await page.goto(`${site.origin}/download.html`);
     await page.click('#report');
     const expected = fs.readFileSync(path.join(SITE_DIR, 'report.csv'));
-    let items: { name: string; sizeBytes: number; lastModified: string; downloadUrl: string }[] = [];
-    for (let i = 0; i < 100 && !items.length; i++) {
-      if (i) await new Promise((r) => setTimeout(r, 50)); // until Chromium has moved the finished file into place
+    // Listed once Chromium has moved the finished file into place.
+    const items = await until(async () => {
       const res = await call(alpha().key, 'GET', `/api/v1/browsers/${b.id}/downloads`);
       assert.equal(res.status, 200);
-      items = ((await res.json()) as { items: typeof items }).items;
-    }
+      const { items } = (await res.json()) as { items: { name: string; sizeBytes: number; lastModified: string; downloadUrl: string }[] };
+      return items.length > 0 && items;
+    }, { timeoutMs: 10000, intervalMs: 50, what: 'the download listed' });
     assert.deepEqual(items.map((d) => [d.name, d.sizeBytes]), [['report.csv', expected.length]]);
     assert.ok(!Number.isNaN(Date.parse(items[0]!.lastModified)));
     const got = await fetch(items[0]!.downloadUrl);

@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { serveSite, type TestSite } from './support/site.js';
 import { readSse, type SseEvent } from './support/sse.js';
 import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
+import { until } from './support/until.js';
 
 const LIMIT = 3;
 let f: StackFixture;
@@ -101,12 +102,13 @@ describe('the browser limit', () => {
     }
     // The session closes when the run service hears of the reclaim (the pool's browser event): soon, not at once.
     for (const r of runs) {
-      const until = Date.now() + 20000;
-      let s = await getJson('cdp', `${BASE}/sessions/${r.sessionId}`);
-      while (s.status === 'open' && Date.now() < until) {
-        await new Promise((res) => setTimeout(res, 100));
-        s = await getJson('cdp', `${BASE}/sessions/${r.sessionId}`);
-      }
+      const s = await until(
+        async () => {
+          const s = await getJson('cdp', `${BASE}/sessions/${r.sessionId}`);
+          return s.status !== 'open' && s;
+        },
+        { intervalMs: 100, what: `session ${r.sessionId} closing` },
+      );
       assert.deepEqual([s.status, s.closedReason], ['closed', 'browser reclaimed for a newer run']);
     }
     assert.deepEqual((await activeBrowsers('cdp')).map((b) => b.id).sort(), [...standalone].sort());
@@ -129,13 +131,9 @@ describe('the browser limit', () => {
 describe('stopping a run while it starts', () => {
   /** Polls until the project has no active browser (a leaked one stays active for its 60-minute timeout). */
   async function noActiveBrowser(p: Project): Promise<{ id: string }[]> {
-    const until = Date.now() + 20000;
-    let active = await activeBrowsers(p);
-    while (active.length && Date.now() < until) {
-      await new Promise((r) => setTimeout(r, 100));
-      active = await activeBrowsers(p);
-    }
-    return active;
+    let active: { id: string }[] = [];
+    await until(async () => (active = await activeBrowsers(p)).length === 0, { intervalMs: 100 }).catch(() => {});
+    return active; // what is still active when the wait gives up, for the assertion to show
   }
 
   const moments: [string, ((e: SseEvent) => boolean) | null][] = [

@@ -13,8 +13,9 @@ import { after, before, describe, test } from 'node:test';
 import { Agent, FileKind, FileStorageServiceService } from '../gen/ats/filestorage/v1/file_storage.js';
 import { RemoteError, Status } from '../services/common/src/errors.js';
 import { createServiceClient } from '../services/common/src/grpc.js';
-import { materializeDisk, syncDisk, type FileStorageClient } from '../services/file-storage/src/disk-sync.js';
+import { materializeDisk, syncDisk, type FileStorageClient } from '../services/file-storage/src/client/disk-sync.js';
 import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
+import { until } from './support/until.js';
 
 const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
 
@@ -223,7 +224,7 @@ describe('a crash during an upload', () => {
     });
     await received;
     const tmp = path.join(f.dataDir, 'file-storage', 'blobs', '.tmp');
-    for (let i = 0; i < 100 && fs.readdirSync(tmp).length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    await until(() => fs.readdirSync(tmp).length > 0, { timeoutMs: 5000, what: 'the upload’s temporary file' });
     assert.equal(fs.readdirSync(tmp).length, 1, 'the upload is in flight as a temporary');
     await f.stack.kill('file-storage');
     await f.stack.startService('file-storage');

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { processExists, startStackFixture, type StackFixture } from './support/stack-fixture.js';
+import { until } from './support/until.js';
 
 let f: StackFixture;
 before(async () => {
@@ -96,7 +97,8 @@ describe('validation (422, FastAPI-style)', () => {
     const first = (await (await f.api('/api/v1/browser-profiles?limit=1')).json()) as { items: { id: string }[]; nextCursor: string };
     const second = (await (await f.api(`/api/v1/browser-profiles?limit=1&cursor=${first.nextCursor}`)).json()) as { items: { id: string }[] };
     assert.notEqual(second.items[0]!.id, first.items[0]!.id);
-    for (const path of ['/api/v1/browser-profiles?cursor=prf_nothing', '/api/v1/browsers?cursor=junk', '/api/v1/agent-workspaces?cursor=junk', '/api/v1/agents/browser-agent/runs?cursor=junk', '/api/v1/agents/browsercode/sessions?cursor=not-a-date%7Cses_1']) {
+    const ws = (await (await post('/api/v1/agent-workspaces', JSON.stringify({ name: 'paged' }))).json()) as { id: string };
+    for (const path of ['/api/v1/browser-profiles?cursor=prf_nothing', '/api/v1/browsers?cursor=junk', '/api/v1/agent-workspaces?cursor=junk', `/api/v1/agent-workspaces/${ws.id}/files?cursor=a.txt`, '/api/v1/agents/browser-agent/runs?cursor=junk', '/api/v1/agents/browsercode/sessions?cursor=not-a-date%7Cses_1']) {
       const res = await f.api(path);
       assert.equal(res.status, 422, path);
       const [issue] = ((await res.json()) as { detail: { type: string; loc: unknown[]; msg: string }[] }).detail;
@@ -191,12 +193,7 @@ describe('health and failure of a service', () => {
     assert.equal(other.status, 201);
 
     await f.stack.startService('run');
-    let status = 0;
-    for (let i = 0; i < 50 && status !== 200; i++) {
-      status = (await f.api('/api/v1/agents')).status;
-      if (status !== 200) await new Promise((r) => setTimeout(r, 100));
-    }
-    assert.equal(status, 200, f.logs('run'));
+    await until(async () => (await f.api('/api/v1/agents')).status === 200, { timeoutMs: 10000, intervalMs: 100, what: `the run service back\n${f.logs('run')}` });
     assert.equal((await fetch(`${f.stack.baseUrl}/healthz`)).status, 200);
   });
 });

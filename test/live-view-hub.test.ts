@@ -18,6 +18,7 @@ import { createPoolClient, type FrameSource } from '../services/live-view/src/po
 import { FakePool } from '../services/live-view/src/pool.fake.js';
 import { ViewerHub } from '../services/live-view/src/viewer-hub.js';
 import { CloseCode, readFrameHeader } from '../services/live-view/src/viewer-protocol.js';
+import { until } from './support/until.js';
 
 const PROJECT = 'prj_hub';
 const BROWSER = 'brw_hub';
@@ -46,7 +47,7 @@ class TestViewer {
   }
 
   message(t: string): Promise<Record<string, any>> {
-    return until(() => this.messages.find((m) => m.t === t));
+    return soon(() => this.messages.find((m) => m.t === t));
   }
 
   send(m: unknown): void {
@@ -54,16 +55,8 @@ class TestViewer {
   }
 }
 
-/** Polls a condition on the event loop (frames arrive as events; this only waits for them). */
-async function until<T>(check: () => T | undefined | false, timeoutMs = 5000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = check();
-    if (v) return v;
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+/** Frames arrive as events on this event loop: a short look, often. */
+const soon = <T>(check: () => T | undefined | false) => until(check, { timeoutMs: 5000, intervalMs: 5 });
 
 let pool: FakePool;
 let source: FrameSource;
@@ -116,18 +109,18 @@ async function viewers(n: number, mode: LiveViewMode = 'interactive'): Promise<T
 async function closeAll(vs: TestViewer[]): Promise<void> {
   for (const v of vs) v.ws.close();
   await Promise.all(vs.map((v) => v.closed));
-  await until(() => pool.openStreams.length === 0);
+  await soon(() => pool.openStreams.length === 0);
 }
 
 describe('fan-out', () => {
   test('when five viewers watch one browser, then the pool streams it once and every viewer gets every frame', async () => {
     const vs = await viewers(5);
-    await until(() => pool.openStreams.length === 1);
+    await soon(() => pool.openStreams.length === 1);
     assert.deepEqual(pool.openStreams.map((s) => s.purpose), ['viewers']);
     for (let i = 1; i <= 20; i++) {
       push(i);
       // Paced like a screen: each frame is drawn (acked) before the next one comes.
-      await until(() => vs.every((v) => v.frames.at(-1) === i));
+      await soon(() => vs.every((v) => v.frames.at(-1) === i));
     }
     for (const v of vs) assert.deepEqual(v.frames, Array.from({ length: 20 }, (_, i) => i + 1));
     const state = await vs[0]!.message('state');
@@ -138,11 +131,11 @@ describe('fan-out', () => {
 
   test('when a viewer joins a watched browser, then it sees the latest frame at once', async () => {
     const [first] = await viewers(1);
-    await until(() => pool.openStreams.length === 1);
+    await soon(() => pool.openStreams.length === 1);
     push(7);
-    await until(() => first!.frames.includes(7));
+    await soon(() => first!.frames.includes(7));
     const [late] = await viewers(1);
-    await until(() => late!.frames.includes(7));
+    await soon(() => late!.frames.includes(7));
     assert.equal(pool.openStreams.length, 1, 'the late viewer shares the stream');
     await closeAll([first!, late!]);
   });
@@ -152,10 +145,10 @@ describe('slow viewers', () => {
   test('when a viewer stops drawing, then it skips to the newest frame and the others keep every frame', async () => {
     const [fast, stuck] = await viewers(2);
     stuck!.ack = false;
-    await until(() => pool.openStreams.length === 1);
+    await soon(() => pool.openStreams.length === 1);
     for (let i = 1; i <= 200; i++) {
       push(i);
-      await until(() => fast!.frames.at(-1) === i);
+      await soon(() => fast!.frames.at(-1) === i);
     }
     assert.equal(fast!.frames.length, 200);
     assert.deepEqual(stuck!.frames, [1, 2], 'two frames in flight, then nothing until they are drawn');
@@ -164,7 +157,7 @@ describe('slow viewers', () => {
     // Once it draws again it gets the newest frame, not the backlog.
     stuck!.ack = true;
     stuck!.send({ t: 'ack' });
-    await until(() => stuck!.frames.includes(200));
+    await soon(() => stuck!.frames.includes(200));
     assert.deepEqual(stuck!.frames, [1, 2, 200]);
     await closeAll([fast!, stuck!]);
   });
@@ -178,7 +171,7 @@ describe('input', () => {
     v!.send({ t: 'mouse', type: 'up', x: 300, y: 250, button: 'left', clicks: 1 });
     v!.send({ t: 'key', type: 'down', key: 'a', code: 'KeyA', text: 'a' });
     v!.send({ t: 'tab', action: 'navigate', value: 'https://example.org/' });
-    await until(() => pool.inputs.length === 4);
+    await soon(() => pool.inputs.length === 4);
     assert.deepEqual(pool.inputs[0]!.mouse, { type: MouseEventType.MOUSE_EVENT_TYPE_PRESSED, x: 300, y: 250, button: MouseButton.MOUSE_BUTTON_LEFT, clickCount: 1, modifiers: 0 });
     assert.equal(pool.inputs[1]!.mouse!.type, MouseEventType.MOUSE_EVENT_TYPE_RELEASED);
     assert.equal(pool.inputs[2]!.key!.text, 'a');
@@ -217,11 +210,11 @@ describe('ends', () => {
     clockLagMs = 0;
     assert.equal((await v.message('hello')).mode, 'interactive');
     assert.deepEqual(await v.closed, [CloseCode.tokenExpired, 'Link expired']);
-    await until(() => pool.openStreams.length === 0);
+    await soon(() => pool.openStreams.length === 0);
   });
 
   test('when the token is for another browser or tampered, then the socket closes as invalid without a frame', async () => {
-    await until(() => pool.openStreams.length === 0);
+    await soon(() => pool.openStreams.length === 0);
     const wrong = new TestViewer(socketUrl('interactive', 600, 'brw_other'));
     const tampered = new TestViewer(socketUrl().replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')));
     assert.deepEqual(await wrong.closed, [CloseCode.tokenInvalid, 'Invalid link']);
@@ -232,7 +225,7 @@ describe('ends', () => {
 
   test('when the browser stops, then every viewer is told and the socket closes', async () => {
     const vs = await viewers(2);
-    await until(() => pool.openStreams.length === 1);
+    await soon(() => pool.openStreams.length === 1);
     pool.stop();
     for (const v of vs) {
       assert.equal((await v.message('ended')).reason, 'stopped');

@@ -13,6 +13,7 @@ import { after, before, test } from 'node:test';
 import WebSocket from 'ws';
 import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
 import { tempDir } from './support/infra.js';
+import { until } from './support/until.js';
 
 let f: StackFixture;
 let videos: string;
@@ -57,21 +58,20 @@ async function getBrowser(id: string): Promise<BrowserRecord> {
 
 /** Polls GET /recording through 409 (being made) until the MP4 link comes; returns ffprobe's length of the video. */
 async function recordedSeconds(id: string, timeoutMs = 60000): Promise<number> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await f.api(`/api/v1/browsers/${id}/recording`, { key: key() });
-    if (res.status === 200) {
-      const { url } = (await res.json()) as { url: string };
-      const file = path.join(videos, `${id}.mp4`);
-      fs.writeFileSync(file, Buffer.from(await (await fetch(url)).arrayBuffer()));
-      const out = spawnSync('ffprobe', ['-v', 'error', '-show_entries', 'format=duration', '-of', 'csv=p=0', file], { encoding: 'utf8' });
-      assert.equal(out.status, 0, out.stderr);
-      return Number(out.stdout.trim());
-    }
-    assert.equal(res.status, 409, `${id}: a stopped browser's recording is being made or ready (got ${res.status})\n${f.logs('live-view')}`);
-    assert.ok(Date.now() < until, `recording of ${id} not ready in time\n${f.logs('live-view')}`);
-    await sleep(250);
-  }
+  const url = await until(
+    async () => {
+      const res = await f.api(`/api/v1/browsers/${id}/recording`, { key: key() });
+      if (res.status === 200) return ((await res.json()) as { url: string }).url;
+      assert.equal(res.status, 409, `${id}: a stopped browser's recording is being made or ready (got ${res.status})\n${f.logs('live-view')}`);
+      return undefined;
+    },
+    { timeoutMs, intervalMs: 250, what: `the recording of ${id}` },
+  );
+  const file = path.join(videos, `${id}.mp4`);
+  fs.writeFileSync(file, Buffer.from(await (await fetch(url)).arrayBuffer()));
+  const out = spawnSync('ffprobe', ['-v', 'error', '-show_entries', 'format=duration', '-of', 'csv=p=0', file], { encoding: 'utf8' });
+  assert.equal(out.status, 0, out.stderr);
+  return Number(out.stdout.trim());
 }
 
 const wallSeconds = (b: BrowserRecord) => (Date.parse(b.stoppedAt!) - Date.parse(b.createdAt)) / 1000;
@@ -117,10 +117,7 @@ test('when browsers are created while live-view is down, then once it is back ea
     await f.stack.startService('live-view');
 
     // The link: minted when the browser is read once live-view is back.
-    const until = Date.now() + 20000;
-    let url = (await getBrowser(live.id)).liveViewUrl;
-    while (!url && Date.now() < until) url = (await sleep(200), await getBrowser(live.id)).liveViewUrl;
-    assert.ok(url, 'the browser got its liveViewUrl');
+    const url = await until(async () => (await getBrowser(live!.id)).liveViewUrl, { intervalMs: 200, what: 'the browser’s liveViewUrl' });
     const u = new URL(url);
     const ws = new WebSocket(`ws://${u.host}${u.pathname}/ws${u.search}`);
     const [frame] = (await once(ws, 'message')) as [Buffer];

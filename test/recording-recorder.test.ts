@@ -20,6 +20,7 @@ import { RecordingRepository, migrations } from '../services/live-view/src/recor
 import { Finalizer } from '../services/live-view/src/recording-finalizer.js';
 import type { RecordingStore } from '../services/live-view/src/recording-store.js';
 import { tempDir } from './support/infra.js';
+import { until } from './support/until.js';
 
 const logger = createLogger('test', process.env.TEST_LOG ?? 'silent');
 const PROJECT = 'prj_rec';
@@ -93,16 +94,6 @@ async function world(browserId: string) {
       await pool.server.stop(100);
     },
   };
-}
-
-async function until<T>(check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 20000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

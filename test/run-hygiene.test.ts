@@ -11,6 +11,7 @@ import { serveSite, type TestSite } from './support/site.js';
 import { readSse, type SseEvent } from './support/sse.js';
 import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
 import { tempDir } from './support/infra.js';
+import { until } from './support/until.js';
 
 const STOP_GRACE_MS = 2000;
 const WORK_DIR = tempDir('hygiene-work');
@@ -99,10 +100,7 @@ describe('runs that cannot hang', () => {
     await f.stack.kill('browser-pool');
     const id = await start('browser-agent', `Open ${site.url('run-table.html')}. Extract the table as JSON.`);
     // Claimed: a browser-agent run asks for its browser before run.started, so it is now waiting out the outage.
-    const until = Date.now() + 20000;
-    while (((await (await f.api(`${base('browser-agent')}/${id}`)).json()) as { status: string }).status === 'queued' && Date.now() < until) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await until(async () => ((await (await f.api(`${base('browser-agent')}/${id}`)).json()) as { status: string }).status !== 'queued', { intervalMs: 50, what: 'the run claimed' });
     await f.stack.startService('browser-pool'); // a few seconds of outage while it starts
     const { run, events } = await follow('browser-agent', id);
     assert.equal(run.status, 'completed', run.error);

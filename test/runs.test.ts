@@ -10,6 +10,7 @@ import { elementIndex, startFakeOpenAI, userText, type FakeOpenAI } from './supp
 import { serveSite, type TestSite } from './support/site.js';
 import { readSse, type SseEvent } from './support/sse.js';
 import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
+import { until } from './support/until.js';
 
 const LEASE_MS = 3000;
 let f: StackFixture;
@@ -282,11 +283,10 @@ describe('stopping and sessions', () => {
     assert.equal(run.status, 'completed', run.error);
     const stop = await json('alpha', 'POST', `/api/v1/browsers/${run.browserId}/stop`);
     assert.equal(stop.status, 200);
-    let status = 'open';
-    for (let i = 0; i < 100 && status === 'open'; i++) {
-      status = ((await (await json('alpha', 'GET', `${BASE}/sessions/${first.sessionId}`)).json()) as { status: string }).status;
-      if (status === 'open') await new Promise((r) => setTimeout(r, 50));
-    }
+    const status = await until(async () => {
+      const s = ((await (await json('alpha', 'GET', `${BASE}/sessions/${first.sessionId}`)).json()) as { status: string }).status;
+      return s !== 'open' && s;
+    }, { timeoutMs: 10000, intervalMs: 50, what: 'the session closing' });
     assert.equal(status, 'closed');
     const followUp = await json('alpha', 'POST', `${BASE}/runs`, { task: 'Extract the title', session_id: first.sessionId });
     assert.equal(followUp.status, 409);

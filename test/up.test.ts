@@ -8,6 +8,7 @@ import { ROOT, canConnect, freePort, killGroup } from '../scripts/stack.js';
 import { tempDir } from './support/infra.js';
 import { readSse } from './support/sse.js';
 import { processExists } from './support/stack-fixture.js';
+import { until } from './support/until.js';
 
 /** Pids of processes whose command line mentions `needle`. */
 function processesMentioning(needle: string): number[] {
@@ -118,8 +119,7 @@ describe('the launcher with no NATS_URL', () => {
     await printed(/run\s+\| restarted/);
 
     // A service restarted before the nats-server is back may exit again; the launcher keeps restarting it until all are healthy.
-    const until = Date.now() + 60000;
-    while (Date.now() < until && (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => 0)) !== 200) await new Promise((r) => setTimeout(r, 200));
+    await until(async () => (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => 0)) === 200, { timeoutMs: 60000, intervalMs: 200, what: 'a healthy stack' });
     const now = groups();
     const newRun = now.find((pid) => cmdline(pid).includes('services/run/src/main'));
     const newNats = now.find((pid) => cmdline(pid).startsWith('nats-server'));

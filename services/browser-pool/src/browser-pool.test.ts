@@ -11,6 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { chromium } from 'playwright-core';
 import puppeteer, { type Browser as PuppeteerBrowser } from 'puppeteer-core';
 import { tempDir } from '../../../test/support/infra.js';
+import { until } from '../../../test/support/until.js';
 import { openDatabase, type Database } from '../../common/src/db.js';
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError, ResourceExhaustedError } from '../../common/src/errors.js';
 import { createLogger } from '../../common/src/logger.js';
@@ -119,6 +120,15 @@ async function harness(o: Partial<BrowserPoolOptions> & { rootDir?: string; prox
 }
 
 const chromiumUnder = (rootDir: string) => processesUsing(`--user-data-dir=${rootDir}${path.sep}`);
+/** Resolves when something is made in `dir` (watched from now on). */
+const firstEntry = (dir: string) =>
+  new Promise<void>((resolve) => {
+    const w = fs.watch(dir, () => {
+      w.close();
+      resolve();
+    });
+  });
+const nonEmpty = <T>(items: T[]) => items.length > 0 && items;
 const connect = (cdpUrl: string) => puppeteer.connect({ browserWSEndpoint: cdpUrl, defaultViewport: null });
 
 async function openPage(b: PuppeteerBrowser, url: string) {
@@ -304,7 +314,7 @@ describe('warm pool, CDP proxy and stop', () => {
     const standalone = await capped.pool.create({ projectId: Q });
     await assert.rejects(capped.pool.create({ projectId: Q }), ResourceExhaustedError, 'both session browsers are in use by their runs');
     await capped.pool.release(Q, older.id, 'run_1');
-    await new Promise((r) => setTimeout(r, 5)); // distinct idle-since times
+    now += 1000; // distinct idle-since times
     await capped.pool.release(Q, newer.id, 'run_2');
 
     const first = await capped.pool.create({ projectId: Q });
@@ -337,8 +347,12 @@ describe('warm pool, CDP proxy and stop', () => {
 
 describe('shutdown', () => {
   test('when the pool stops while warm browsers are still launching, then none of them survives', async () => {
-    const h = await harness({ warmSize: 2 });
-    await new Promise((r) => setTimeout(r, 100)); // a launch is under way
+    const rootDir = path.join(dataDir, 'root-launching');
+    fs.mkdirSync(rootDir, { recursive: true });
+    const launching = firstEntry(rootDir); // a launch begins with the browser's folder
+    const h = await harness({ warmSize: 2, rootDir });
+    await launching;
+    assert.equal(h.pool.warmCount, 0, 'no warm browser is ready yet');
     await h.stop();
     assert.deepEqual(chromiumUnder(h.rootDir), []);
     assert.deepEqual(fs.readdirSync(h.rootDir), []);
@@ -409,7 +423,7 @@ describe('timeouts and idleness', () => {
     assert.equal((await h.browsers.byId(forRun.id))!.status, 'active', 'a run holds it');
     await client.disconnect();
     await h.pool.release(P, forRun.id, 'run_1');
-    while (h.pool.live(held.id)!.clientCount > 0) await new Promise((r) => setTimeout(r, 10)); // the proxy sees the socket close
+    await until(() => h.pool.live(held.id)!.clientCount === 0, { intervalMs: 10, what: 'the proxy seeing the socket close' });
     now += 31_000;
     try {
       await h.pool.reap();
@@ -580,11 +594,8 @@ describe('frames, input and downloads', () => {
     const b = await connect(h.pool.cdpUrlFor(row));
     const page = await openPage(b, `${site.origin}/download.html`);
     await page.click('#report');
-    let items = await h.pool.downloads(P, row.id);
-    for (let i = 0; i < 100 && !items.length; i++) {
-      await new Promise((r) => setTimeout(r, 50)); // Chromium renames the file into place when complete
-      items = await h.pool.downloads(P, row.id);
-    }
+    // Chromium renames the file into place when complete.
+    const items = await until(async () => nonEmpty(await h.pool.downloads(P, row.id)), { intervalMs: 50, what: 'the download' });
     const expected = fs.readFileSync(path.join(SITE_DIR, 'report.csv'));
     assert.deepEqual(items.map((d) => [d.name, d.sizeBytes]), [['report.csv', expected.length]]);
     const key = new URL(items[0]!.downloadUrl).pathname.slice(1);
@@ -604,11 +615,7 @@ describe('frames, input and downloads', () => {
     await page.goto(`${site.origin}/download.html`);
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('#report')]);
     assert.equal(download.suggestedFilename(), 'report.csv');
-    let items = await h.pool.downloads(P, row.id);
-    for (let i = 0; i < 100 && !items.length; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      items = await h.pool.downloads(P, row.id);
-    }
+    const items = await until(async () => nonEmpty(await h.pool.downloads(P, row.id)), { intervalMs: 50, what: 'the download' });
     assert.deepEqual(items.map((d) => d.name), ['report.csv']);
     const key = new URL(items[0]!.downloadUrl).pathname.slice(1);
     assert.deepEqual(h.objects.get(`${P}/${key}`), fs.readFileSync(path.join(SITE_DIR, 'report.csv')));

@@ -393,7 +393,7 @@ export class BrowserPool implements CdpProxyBackend {
     const page = await this.#o.browsers.list(projectId, { ...(f.status ? { status: f.status } : {}), ...(f.sessionId ? { sessionId: f.sessionId } : {}), limit, ...(f.cursor ? { cursor: f.cursor } : {}) });
     // A browser created while live-view was down gets its live view URL as soon as it is read.
     const items = await Promise.all(page.items.map((row) => (row.status === 'active' && !row.liveViewUrl && this.#active.has(row.id) ? this.#remintLiveView(row) : row)));
-    return { items, hasMore: page.hasMore, nextCursor: page.hasMore ? page.items[page.items.length - 1]!.id : '' };
+    return { ...page, items };
   }
 
   /** Browsers of every project, active or stopped since `stoppedSince` (ISO-8601; empty: active only), for the recorder. */
@@ -402,7 +402,7 @@ export class BrowserPool implements CdpProxyBackend {
     if (since && Number.isNaN(since.getTime())) throw new InvalidArgumentError('stopped_since must be an ISO-8601 time');
     const limit = Math.min(Math.max(f.limit || 500, 1), 1000);
     const page = await this.#o.browsers.listRecordable({ stoppedSince: since, limit, ...(f.cursor ? { cursor: f.cursor } : {}) });
-    return { items: page.items, nextCursor: page.hasMore ? page.items[page.items.length - 1]!.id : '' };
+    return { items: page.items, nextCursor: page.nextCursor };
   }
 
   /** The public cdpUrl of an active browser (empty once stopped). */
@@ -487,7 +487,7 @@ export class BrowserPool implements CdpProxyBackend {
     const b = this.#active.get(id);
     if (!b || row.status !== 'active' || this.#ending.has(id)) return row;
     return b.serialize(async () => {
-      const updated = (await this.#o.browsers.releaseRun(id, runId)) ?? row;
+      const updated = (await this.#o.browsers.releaseRun(id, runId, new Date(this.#now()))) ?? row;
       b.row = updated;
       b.touch();
       if (updated.profileId && b.chromium.alive) await this.#saveProfile(b).catch((err) => this.#logger.warn({ err, browserId: id }, 'profile not saved at release'));

@@ -71,7 +71,7 @@ for (const driver of await drivers()) {
       const p1 = await browsers.list('prj_list', { limit: 2 });
       assert.deepEqual(p1.items.map((b) => b.id), ['brw_list4', 'brw_list3']);
       assert.equal(p1.hasMore, true);
-      const p2 = await browsers.list('prj_list', { limit: 2, cursor: 'brw_list3' });
+      const p2 = await browsers.list('prj_list', { limit: 2, cursor: p1.nextCursor });
       assert.deepEqual(p2.items.map((b) => b.id), ['brw_list2', 'brw_list1']);
       assert.deepEqual((await browsers.list('prj_list', { limit: 10, status: 'stopped' })).items.map((b) => b.id), ['brw_list1']);
       assert.equal((await browsers.list('prj_list', { limit: 10, sessionId: 'ses_none' })).items.length, 0);
@@ -90,7 +90,7 @@ for (const driver of await drivers()) {
       for (let cursor: string | undefined, page; (page = await browsers.listRecordable({ stoppedSince: since, limit: 2, ...(cursor ? { cursor } : {}) })); ) {
         all.push(...page.items.map((b) => b.id));
         if (!page.hasMore) break;
-        cursor = page.items.at(-1)!.id;
+        cursor = page.nextCursor;
       }
       assert.deepEqual(ours(all.map((id) => ({ id }))), ['brw_rec_a', 'brw_rec_b', 'brw_rec_c'], 'in id order; d stopped before the time');
       assert.deepEqual(ours((await browsers.listRecordable({ stoppedSince: undefined, limit: 100 })).items), ['brw_rec_a', 'brw_rec_b'], 'active only');

@@ -1,6 +1,6 @@
 /** Browser records and their downloads: the only code that knows those tables. */
 import type { Knex } from '../../common/src/db.js';
-import { InvalidCursorError } from '../../common/src/errors.js';
+import { keysetPage, newestFirst, type Page } from '../../common/src/keyset.js';
 
 export type AgentName = 'browser-agent' | 'browsercode';
 export type BrowserStatus = 'active' | 'stopped';
@@ -125,29 +125,23 @@ export class BrowserRepository {
     return r ? browser(r) : undefined;
   }
 
-  /** A page of browsers, newest first; the cursor is the last id of the previous page. */
-  async list(projectId: string, f: { status?: BrowserStatus; sessionId?: string; limit: number; cursor?: string }): Promise<{ items: BrowserRow[]; hasMore: boolean }> {
-    const q = this.#knex('browsers').where({ project_id: projectId });
+  /** A page of browsers, newest first (keyset after `cursor`). */
+  async list(projectId: string, f: { status?: BrowserStatus; sessionId?: string; limit: number; cursor?: string }): Promise<Page<BrowserRow>> {
+    const q = this.#knex('browsers').select('browsers.*').where({ project_id: projectId });
     if (f.status) q.where({ status: f.status });
     if (f.sessionId) q.where({ session_id: f.sessionId });
-    if (f.cursor) {
-      const c = await this.#knex('browsers').where({ id: f.cursor, project_id: projectId }).first();
-      if (!c) throw new InvalidCursorError();
-      q.where((w) => w.where('created_at', '<', c.created_at).orWhere((x) => x.where('created_at', '=', c.created_at).andWhere('id', '<', c.id)));
-    }
-    const rows = (await q.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(f.limit + 1)).map(browser);
-    return { items: rows.slice(0, f.limit), hasMore: rows.length > f.limit };
+    return keysetPage(this.#knex, q, { ...newestFirst(), limit: f.limit, cursor: f.cursor, map: browser });
   }
 
   /** Browsers of every project that are active or stopped at or after `stoppedSince`, by id (keyset after `cursor`). */
-  async listRecordable(f: { stoppedSince: Date | undefined; limit: number; cursor?: string }): Promise<{ items: BrowserRow[]; hasMore: boolean }> {
-    const q = this.#knex('browsers').where((w) => {
-      w.where({ status: 'active' });
-      if (f.stoppedSince) w.orWhere('stopped_at', '>=', f.stoppedSince);
-    });
-    if (f.cursor) q.where('id', '>', f.cursor);
-    const rows = (await q.orderBy('id').limit(f.limit + 1)).map(browser);
-    return { items: rows.slice(0, f.limit), hasMore: rows.length > f.limit };
+  async listRecordable(f: { stoppedSince: Date | undefined; limit: number; cursor?: string }): Promise<Page<BrowserRow>> {
+    const q = this.#knex('browsers')
+      .select('browsers.*')
+      .where((w) => {
+        w.where({ status: 'active' });
+        if (f.stoppedSince) w.orWhere('stopped_at', '>=', f.stoppedSince);
+      });
+    return keysetPage(this.#knex, q, { key: [{ column: 'id' }], order: 'asc', limit: f.limit, cursor: f.cursor, map: browser });
   }
 
   async setPid(id: string, pid: number): Promise<BrowserRow | undefined> {
@@ -159,9 +153,9 @@ export class BrowserRepository {
     await this.#knex('browsers').where({ id }).update({ live_view_url: url });
   }
 
-  /** Clears the run id when it is `runId` (the browser is idle from now); returns the record either way. */
-  async releaseRun(id: string, runId: string): Promise<BrowserRow | undefined> {
-    if (runId) await this.#knex('browsers').where({ id, run_id: runId }).update({ run_id: null, idle_since: new Date() });
+  /** Clears the run id when it is `runId` (the browser is idle from `at`); returns the record either way. */
+  async releaseRun(id: string, runId: string, at: Date): Promise<BrowserRow | undefined> {
+    if (runId) await this.#knex('browsers').where({ id, run_id: runId }).update({ run_id: null, idle_since: at });
     return this.byId(id);
   }
 

@@ -1,6 +1,6 @@
 /** Browser profiles and their saved state: the only code that knows the profiles table. */
 import type { Knex } from '../../common/src/db.js';
-import { InvalidCursorError } from '../../common/src/errors.js';
+import { keysetPage, newestFirst, type Page } from '../../common/src/keyset.js';
 import type { ProfileState } from './profile-state.js';
 
 /** A profile record (its state is read separately). */
@@ -48,16 +48,10 @@ export class ProfileRepository {
     return r ? profile(r) : undefined;
   }
 
-  /** A page of profiles, newest first; the cursor is the last id of the previous page. */
-  async list(projectId: string, limit: number, cursor: string | undefined): Promise<{ items: ProfileRow[]; hasMore: boolean }> {
+  /** A page of profiles, newest first (keyset after `cursor`). */
+  async list(projectId: string, limit: number, cursor: string | undefined): Promise<Page<ProfileRow>> {
     const q = this.#knex('profiles').select(COLUMNS).where({ project_id: projectId });
-    if (cursor) {
-      const c = await this.#knex('profiles').select(['id', 'created_at']).where({ id: cursor, project_id: projectId }).first();
-      if (!c) throw new InvalidCursorError();
-      q.where((w) => w.where('created_at', '<', c.created_at).orWhere((x) => x.where('created_at', '=', c.created_at).andWhere('id', '<', c.id)));
-    }
-    const rows = (await q.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(limit + 1)).map(profile);
-    return { items: rows.slice(0, limit), hasMore: rows.length > limit };
+    return keysetPage(this.#knex, q, { ...newestFirst(), limit, cursor, map: profile });
   }
 
   async rename(projectId: string, id: string, name: string): Promise<ProfileRow | undefined> {

@@ -37,8 +37,7 @@ export class Profiles {
   }
 
   async list(projectId: string, limit: number, cursor: string): Promise<{ items: ProfileRow[]; nextCursor: string; hasMore: boolean }> {
-    const page = await this.#repo.list(projectId, Math.min(Math.max(limit || 50, 1), 200), cursor || undefined);
-    return { ...page, nextCursor: page.hasMore ? page.items[page.items.length - 1]!.id : '' };
+    return this.#repo.list(projectId, Math.min(Math.max(limit || 50, 1), 200), cursor || undefined);
   }
 
   async rename(projectId: string, id: string, name: string): Promise<ProfileRow> {

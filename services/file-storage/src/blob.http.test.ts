@@ -6,6 +6,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { drivers, tempDir, testSchema } from '../../../test/support/infra.js';
+import { until } from '../../../test/support/until.js';
 import { openDatabase, type Database } from '../../common/src/db.js';
 import { createLogger } from '../../common/src/logger.js';
 import { Signer } from '../../common/src/signing.js';
@@ -176,8 +177,7 @@ for (const driver of await drivers()) {
         req.write(randomBytes(MiB), () => req.destroy());
       }, { 'Content-Length': 10 * MiB }).catch(() => undefined);
       await closed;
-      for (let i = 0; i < 50 && tmpCount() > 0; i++) await new Promise((r) => setTimeout(r, 20));
-      assert.equal(tmpCount(), 0, 'the partial temporary is removed');
+      await until(() => tmpCount() === 0, { timeoutMs: 2000, what: 'the partial temporary removed' });
       assert.equal((await files.getFile(project, up.id)).state, 'pending', 'a cut-off upload does not use the link');
       const v1 = randomBytes(64 * 1024);
       assert.equal((await put(up.url, v1)).status, 200);

@@ -168,12 +168,8 @@ export function fileStorageHandlers(files: FileStorage): Handlers<typeof FileSto
       return { items: await files.createUploads(req.projectId, { workspaceId: req.workspaceId }, req.files.map((f) => f.name)) };
     },
     async listWorkspaceFiles(req) {
-      const all = await files.workspaceFiles(req.projectId, req.workspaceId);
-      const limit = req.limit || 50;
-      const start = req.cursor ? all.findIndex((f) => f.name === req.cursor) + 1 : 0;
-      const items = all.slice(start, start + limit);
-      const hasMore = start + limit < all.length;
-      return { items: items.map((f) => listedOut(req.projectId, Agent.AGENT_UNSPECIFIED, f)), nextCursor: hasMore ? items[items.length - 1]!.name : '', hasMore };
+      const page = await files.workspaceFiles(req.projectId, req.workspaceId, req.limit, req.cursor);
+      return { items: page.items.map((f) => listedOut(req.projectId, Agent.AGENT_UNSPECIFIED, f)), nextCursor: page.nextCursor, hasMore: page.hasMore };
     },
   };
 }

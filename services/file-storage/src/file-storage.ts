@@ -6,6 +6,7 @@ import type { Readable } from 'node:stream';
 import { ConflictError, InvalidArgumentError, NotFoundError, ResourceExhaustedError } from '../../common/src/errors.js';
 import { newId } from '../../common/src/ids.js';
 import type { Logger } from '../../common/src/logger.js';
+import type { Page } from '../../common/src/keyset.js';
 import type { Signer, Verdict } from '../../common/src/signing.js';
 import { TooLargeError, type BlobStore, type StoredBlob } from './blob-store.js';
 import type { AgentName, DiskRow, EntryRow, FileRepository, FileRow, RunFileRow, WorkspaceRow } from './file.repository.js';
@@ -234,8 +235,7 @@ export class FileStorage {
   }
 
   async workspaces(projectId: string, limit: number, cursor: string): Promise<{ items: WorkspaceRow[]; nextCursor: string; hasMore: boolean }> {
-    const page = await this.#o.repo.workspaces(projectId, limit || 50, cursor || undefined);
-    return { ...page, nextCursor: page.hasMore ? page.items[page.items.length - 1]!.id : '' };
+    return this.#o.repo.workspaces(projectId, limit || 50, cursor || undefined);
   }
 
   async renameWorkspace(projectId: string, id: string, name: string): Promise<WorkspaceRow> {
@@ -248,19 +248,24 @@ export class FileStorage {
     return this.#o.repo.deleteWorkspace(projectId, id);
   }
 
-  async workspaceFiles(projectId: string, id: string): Promise<ListedFile[]> {
+  /** A page of a workspace's files by name; `cursor` is the nextCursor of the previous page. */
+  async workspaceFiles(projectId: string, id: string, limit: number, cursor: string): Promise<Page<ListedFile>> {
     const w = await this.workspace(projectId, id);
-    return (await this.#o.repo.entries(w.diskId)).map((e) => ({
-      id: e.fileId,
-      name: e.path,
-      kind: e.runId ? 'output' : 'input',
-      sizeBytes: e.sizeBytes,
-      contentType: e.contentType,
-      createdAt: e.modifiedAt,
-      downloadUrl: this.fileDownloadUrl({ ...e, name: e.path }),
-      runId: e.runId,
-      workspaceId: w.id,
-    }));
+    const page = await this.#o.repo.entryPage(w.diskId, Math.min(Math.max(limit || 50, 1), 200), cursor || undefined);
+    return {
+      ...page,
+      items: page.items.map((e) => ({
+        id: e.fileId,
+        name: e.path,
+        kind: e.runId ? 'output' : 'input',
+        sizeBytes: e.sizeBytes,
+        contentType: e.contentType,
+        createdAt: e.modifiedAt,
+        downloadUrl: this.fileDownloadUrl({ ...e, name: e.path }),
+        runId: e.runId,
+        workspaceId: w.id,
+      })),
+    };
   }
 
   // ---- garbage ----

@@ -5,7 +5,7 @@
  * row (an earlier run's output, an attached input) still refers to.
  */
 import type { Knex, Migration } from '../../common/src/db.js';
-import { InvalidCursorError } from '../../common/src/errors.js';
+import { keysetPage, newestFirst, type Page } from '../../common/src/keyset.js';
 
 export const migrations: Migration[] = [
   {
@@ -243,6 +243,12 @@ export class FileRepository {
     return (await this.#knex('disk_entries').where({ disk_id: diskId }).orderBy('path')).map(entry);
   }
 
+  /** A page of a disk's entries by path (keyset after `cursor`). */
+  async entryPage(diskId: string, limit: number, cursor: string | undefined): Promise<Page<EntryRow>> {
+    const q = this.#knex('disk_entries').select('disk_entries.*').where({ disk_id: diskId });
+    return keysetPage(this.#knex, q, { key: [{ column: 'path' }], order: 'asc', limit, cursor, map: entry });
+  }
+
   async entry(diskId: string, path: string): Promise<EntryRow | undefined> {
     const r = await this.#knex('disk_entries').where({ disk_id: diskId, path }).first();
     return r ? entry(r) : undefined;
@@ -289,16 +295,10 @@ export class FileRepository {
     return r ? workspace(r) : undefined;
   }
 
-  /** A page of workspaces, newest first; the cursor is the last id of the previous page. */
-  async workspaces(projectId: string, limit: number, cursor: string | undefined): Promise<{ items: WorkspaceRow[]; hasMore: boolean }> {
-    const q = this.#knex('workspaces').where({ project_id: projectId });
-    if (cursor) {
-      const c = await this.#knex('workspaces').where({ id: cursor, project_id: projectId }).first();
-      if (!c) throw new InvalidCursorError();
-      q.where((w) => w.where('created_at', '<', c.created_at).orWhere((x) => x.where('created_at', '=', c.created_at).andWhere('id', '<', c.id)));
-    }
-    const rows = (await q.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(limit + 1)).map(workspace);
-    return { items: rows.slice(0, limit), hasMore: rows.length > limit };
+  /** A page of workspaces, newest first (keyset after `cursor`). */
+  async workspaces(projectId: string, limit: number, cursor: string | undefined): Promise<Page<WorkspaceRow>> {
+    const q = this.#knex('workspaces').select('workspaces.*').where({ project_id: projectId });
+    return keysetPage(this.#knex, q, { ...newestFirst(), limit, cursor, map: workspace });
   }
 
   async renameWorkspace(projectId: string, id: string, name: string): Promise<WorkspaceRow | undefined> {

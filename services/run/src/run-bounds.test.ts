@@ -33,10 +33,13 @@ describe('settleWithin', () => {
 describe('RunGuard', () => {
   test('when the time limit passes, then the work is aborted with the limit as the reason, and overdue work is reported after the grace', async () => {
     let overdue = 0;
-    const guard = new RunGuard(new AbortController().signal, Date.now() + 20, { graceMs: 30, overdue: () => overdue++ });
+    let reported!: () => void;
+    const overdueReported = new Promise<void>((r) => (reported = r));
+    const guard = new RunGuard(new AbortController().signal, Date.now() + 20, { graceMs: 30, overdue: () => (overdue++, reported()) });
     await new Promise((r) => guard.signal.addEventListener('abort', r));
     assert.equal(guard.cutShort?.message, TIME_LIMIT_ERROR);
-    await new Promise((r) => setTimeout(r, 60));
+    assert.equal(overdue, 0, 'not before the grace');
+    await overdueReported;
     assert.equal(overdue, 1);
     guard.dispose();
   });

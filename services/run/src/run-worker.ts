@@ -12,7 +12,7 @@ import puppeteer, { type Browser } from 'puppeteer-core';
 import { StopReason } from '../../../gen/ats/browserpool/v1/browser_pool.js';
 import { AppError, RemoteError } from '../../common/src/errors.js';
 import type { Logger } from '../../common/src/logger.js';
-import { materializeDisk, syncDisk, type DiskManifest } from '../../file-storage/src/disk-sync.js';
+import { materializeDisk, syncDisk, type DiskManifest } from '../../file-storage/src/client/disk-sync.js';
 import type { RecordedStep } from './agents/agent-loop.js';
 import { runBrowserAgent } from './agents/browser-agent.js';
 import { LimitReached, RunStopped } from './agents/run-errors.js';
@@ -107,7 +107,7 @@ export class RunWorker {
     }
     if (run.agent !== 'browser-agent') return capacity.createWaiting(run, signal, this.#deadline(run));
     const browser = await capacity.create(run, signal);
-    await repo.updateSession(run.sessionId, { browser_id: browser.id });
+    await repo.attachBrowser(run.sessionId, browser.id);
     return browser;
   }
 

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { drivers, tempDir, testSchema } from '../../../test/support/infra.js';
 import { openDatabase, type Database } from '../../common/src/db.js';
+import { InvalidCursorError } from '../../common/src/errors.js';
 import { RunRepository, migrations } from './run.repository.js';
 
 for (const driver of await drivers()) {
@@ -11,9 +12,12 @@ for (const driver of await drivers()) {
     let repo: RunRepository;
     const dataDir = tempDir('runs');
     let n = 0;
+    // The repository's clock: a test moves it past a lease instead of sleeping.
+    let skewMs = 0;
+    const now = () => new Date(Date.now() + skewMs);
     before(async () => {
       db = await openDatabase({ service: 'run', dataDir, databaseUrl: driver.databaseUrl, schema: testSchema(), migrations });
-      repo = new RunRepository(db.knex);
+      repo = new RunRepository(db.knex, { now });
     });
     after(async () => {
       if (db.schema) await db.knex.raw(`drop schema "${db.schema}" cascade`);
@@ -24,8 +28,8 @@ for (const driver of await drivers()) {
     async function queue(projectId: string, sessionId = `ses_${++n}`) {
       const id = `run_${String(++n).padStart(4, '0')}`;
       if (!(await repo.session(projectId, null, sessionId))) await repo.insertSession({ id: sessionId, projectId, agent: 'browser-agent', diskId: null, workspaceId: null });
+      // Ids grow with n, so runs created in the same instant are still claimed in this order.
       await repo.insertRun({ id, projectId, agent: 'browser-agent', sessionId, task: 't', model: 'builtin', browser: {}, missingFileIds: [], workspaceId: null, diskId: null });
-      await new Promise((r) => setTimeout(r, 2)); // distinct created_at, so order is observable
       return id;
     }
 
@@ -55,7 +59,7 @@ for (const driver of await drivers()) {
       const lost = await queue('prj_c');
       assert.equal((await repo.claim('alive', 200, 5))!.id, kept);
       assert.equal((await repo.claim('dead', 200, 5))!.id, lost);
-      await new Promise((r) => setTimeout(r, 250));
+      skewMs += 1000; // past both leases
       assert.deepEqual(await repo.renewLeases('alive', [kept], 10000), []);
       const failed = await repo.failExpired('lease expired');
       assert.deepEqual(failed.map((r) => [r.id, r.status, r.error]), [[lost, 'failed', 'lease expired']]);
@@ -108,7 +112,7 @@ for (const driver of await drivers()) {
       const id = await queue('prj_wait');
       const claimed = (await repo.claim('w1', 10000, 5))!;
       assert.equal(claimed.id, id);
-      assert.ok(await repo.requeue(id, 'w1', new Date(Date.now() + 60000)));
+      assert.ok(await repo.requeue(id, 'w1', new Date(now().getTime() + 60000)));
       const waiting = (await repo.run(id))!;
       assert.deepEqual([waiting.status, waiting.startedAt, waiting.leaseOwner], ['queued', null, null]);
       assert.equal(await repo.claim('w1', 10000, 5), undefined, 'not before its time');
@@ -118,6 +122,30 @@ for (const driver of await drivers()) {
       assert.ok(await repo.finish(id, ['running'], 'stopped'));
       assert.equal(await repo.requeue(id, 'w1', new Date()), false);
       assert.equal((await repo.run(id))!.status, 'stopped');
+    });
+
+    test('when sessions and runs are listed, then pages are newest first, a nextCursor pages on and a cursor not handed out is refused', async () => {
+      const ids = [await queue('prj_page', 'ses_page1'), await queue('prj_page', 'ses_page2'), await queue('prj_page', 'ses_page3')];
+      const p1 = await repo.runs('prj_page', 'browser-agent', {}, 2, undefined);
+      const p2 = await repo.runs('prj_page', 'browser-agent', {}, 2, p1.nextCursor);
+      assert.deepEqual([...p1.items, ...p2.items].map((r) => r.id), [...ids].reverse());
+      assert.deepEqual([p1.hasMore, p2.hasMore, p2.nextCursor], [true, false, '']);
+      const s1 = await repo.sessions('prj_page', 'browser-agent', 'open', 1, undefined);
+      assert.deepEqual((await repo.sessions('prj_page', 'browser-agent', 'open', 5, s1.nextCursor)).items.map((s) => s.id), ['ses_page2', 'ses_page1']);
+      for (const cursor of ['junk', `${p1.items[1]!.createdAt}|${p1.items[1]!.id}`]) {
+        await assert.rejects(repo.runs('prj_page', 'browser-agent', {}, 2, cursor), InvalidCursorError, cursor);
+        await assert.rejects(repo.sessions('prj_page', 'browser-agent', null, 2, cursor), InvalidCursorError, cursor);
+      }
+    });
+
+    test('when a session gets its browser and its runs, then it reads them back; a closed session keeps its first reason', async () => {
+      const runId = await queue('prj_ses', 'ses_dom');
+      await repo.attachBrowser('ses_dom', 'brw_1');
+      await repo.setLatestRun('ses_dom', runId);
+      await repo.closeSession('ses_dom', 'browser stopped');
+      await repo.closeSession('ses_dom', 'run stopped');
+      const s = (await repo.session('prj_ses', 'browser-agent', 'ses_dom'))!;
+      assert.deepEqual([s.browserId, s.latestRunId, s.status, s.closedReason], ['brw_1', runId, 'closed', 'browser stopped']);
     });
 
     test('when usage is added, then tokens and cost accumulate exactly', async () => {

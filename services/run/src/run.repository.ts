@@ -13,7 +13,7 @@ export function storable<T extends string | null>(s: T): T {
   return (s === null || !s.includes('\u0000') ? s : s.replace(/\u0000/g, '\u2400')) as T;
 }
 import { toCount } from '../../common/src/db.js';
-import { InvalidCursorError } from '../../common/src/errors.js';
+import { keysetPage, newestFirst } from '../../common/src/keyset.js';
 
 export const migrations: Migration[] = [
   {
@@ -223,18 +223,17 @@ const SESSION_COLUMNS = (knex: Knex) => [
   knex.raw(`exists (select 1 from runs r where r.session_id = s.id and r.status in ('queued', 'running')) as busy`),
 ];
 
-/** Keyset cursor: `<created_at ISO>|<id>` of the last item of the previous page; anything else is refused. */
-function applyCursor(q: Knex.QueryBuilder, alias: string, cursor: string | undefined): void {
-  if (!cursor) return;
-  const [ts, id] = cursor.split('|');
-  if (!ts || !id || Number.isNaN(Date.parse(ts))) throw new InvalidCursorError();
-  q.where((w) => w.where(`${alias}.created_at`, '<', ts).orWhere((x) => x.where(`${alias}.created_at`, '=', ts).andWhere(`${alias}.id`, '<', id)));
-}
-
 export class RunRepository {
   readonly knex: Knex;
-  constructor(knex: Knex) {
+  /** The time leases, waits and timestamps are reckoned by; tests move it instead of sleeping. */
+  readonly #now: () => Date;
+  constructor(knex: Knex, options: { now?: () => Date } = {}) {
     this.knex = knex;
+    this.#now = options.now ?? (() => new Date());
+  }
+
+  #iso(offsetMs = 0): string {
+    return new Date(this.#now().getTime() + offsetMs).toISOString();
   }
 
   // ---- sessions ----
@@ -253,24 +252,27 @@ export class RunRepository {
   async sessions(projectId: string, agent: AgentName, status: 'open' | 'closed' | null, limit: number, cursor: string | undefined) {
     const q = this.knex('sessions as s').select(SESSION_COLUMNS(this.knex)).where({ 's.project_id': projectId, 's.agent': agent });
     if (status) q.where('s.status', status);
-    applyCursor(q, 's', cursor);
-    const rows = (await q.orderBy([{ column: 's.created_at', order: 'desc' }, { column: 's.id', order: 'desc' }]).limit(limit + 1)).map(session);
-    const items = rows.slice(0, limit);
-    return { items, hasMore: rows.length > limit, nextCursor: rows.length > limit ? `${items[items.length - 1]!.createdAt}|${items[items.length - 1]!.id}` : '' };
+    return keysetPage(this.knex, q, { ...newestFirst('s'), limit, cursor, map: session });
   }
 
-  async updateSession(id: string, patch: Partial<{ browser_id: string | null; status: 'open' | 'closed'; closed_reason: string; latest_run_id: string; disk_id: string }>, trx: Knex = this.knex): Promise<void> {
-    await trx('sessions').where({ id }).update({ ...patch, updated_at: new Date().toISOString() });
+  /** The session's newest run is `runId` (in the transaction that inserts the run). */
+  async setLatestRun(sessionId: string, runId: string, trx: Knex = this.knex): Promise<void> {
+    await trx('sessions').where({ id: sessionId }).update({ latest_run_id: runId, updated_at: this.#iso() });
+  }
+
+  /** The session keeps `browserId` for its follow-up runs. */
+  async attachBrowser(sessionId: string, browserId: string): Promise<void> {
+    await this.knex('sessions').where({ id: sessionId }).update({ browser_id: browserId, updated_at: this.#iso() });
   }
 
   /** Closes a session that is still open (a closed one keeps the reason it closed for). */
   async closeSession(id: string, reason: string): Promise<void> {
-    await this.knex('sessions').where({ id, status: 'open' }).update({ status: 'closed', closed_reason: reason, updated_at: new Date().toISOString() });
+    await this.knex('sessions').where({ id, status: 'open' }).update({ status: 'closed', closed_reason: reason, updated_at: this.#iso() });
   }
 
   /** Closes the open sessions whose browser is `browserId`; returns their ids. */
   async closeSessionsOfBrowser(browserId: string, reason: string): Promise<string[]> {
-    const rows = await this.knex('sessions').where({ browser_id: browserId, status: 'open', agent: 'browser-agent' }).update({ status: 'closed', closed_reason: reason, updated_at: new Date().toISOString() }, ['id']);
+    const rows = await this.knex('sessions').where({ browser_id: browserId, status: 'open', agent: 'browser-agent' }).update({ status: 'closed', closed_reason: reason, updated_at: this.#iso() }, ['id']);
     return rows.map((r: { id: string }) => r.id);
   }
 
@@ -298,13 +300,10 @@ export class RunRepository {
   }
 
   async runs(projectId: string, agent: AgentName, filter: { sessionId?: string; status?: RunStatus }, limit: number, cursor: string | undefined) {
-    const q = this.knex('runs as r').where({ 'r.project_id': projectId, 'r.agent': agent });
+    const q = this.knex('runs as r').select('r.*').where({ 'r.project_id': projectId, 'r.agent': agent });
     if (filter.sessionId) q.where('r.session_id', filter.sessionId);
     if (filter.status) q.where('r.status', filter.status);
-    applyCursor(q, 'r', cursor);
-    const rows = (await q.orderBy([{ column: 'r.created_at', order: 'desc' }, { column: 'r.id', order: 'desc' }]).limit(limit + 1)).map(run);
-    const items = rows.slice(0, limit);
-    return { items, hasMore: rows.length > limit, nextCursor: rows.length > limit ? `${items[items.length - 1]!.createdAt}|${items[items.length - 1]!.id}` : '' };
+    return keysetPage(this.knex, q, { ...newestFirst('r'), limit, cursor, map: run });
   }
 
   /** Earlier finished turns of a session, oldest first (what the agent sees of the conversation). */
@@ -329,16 +328,16 @@ export class RunRepository {
         .whereNotExists(
           trx('runs as y')
             .where('y.session_id', trx.ref('r.session_id'))
-            .andWhere((q) => q.where('y.status', 'running').orWhere((w) => w.whereNotNull('y.lease_owner').andWhere('y.lease_expires_at', '>', new Date().toISOString()))),
+            .andWhere((q) => q.where('y.status', 'running').orWhere((w) => w.whereNotNull('y.lease_owner').andWhere('y.lease_expires_at', '>', this.#iso()))),
         )
         // Not one waiting for a browser slot, until its wait is over or it is woken.
-        .andWhere((q) => q.whereNull('r.not_before').orWhere('r.not_before', '<=', new Date().toISOString()))
+        .andWhere((q) => q.whereNull('r.not_before').orWhere('r.not_before', '<=', this.#iso()))
         .orderBy([{ column: 'r.created_at' }, { column: 'r.id' }])
         .forUpdate()
         .skipLocked()
         .first('r.id');
       if (!row) return undefined;
-      const now = new Date();
+      const now = this.#now();
       await trx('runs').where({ id: row.id }).update({
         status: 'running',
         lease_owner: owner,
@@ -358,7 +357,7 @@ export class RunRepository {
   async requeue(id: string, owner: string, notBefore: Date): Promise<boolean> {
     const n = await this.knex('runs')
       .where({ id, lease_owner: owner, status: 'running' })
-      .update({ status: 'queued', lease_owner: null, lease_expires_at: null, started_at: null, not_before: notBefore.toISOString(), updated_at: new Date().toISOString() });
+      .update({ status: 'queued', lease_owner: null, lease_expires_at: null, started_at: null, not_before: notBefore.toISOString(), updated_at: this.#iso() });
     return n > 0;
   }
 
@@ -370,7 +369,7 @@ export class RunRepository {
   /** Extends the lease of runs this owner still holds; returns the ids it no longer holds running. */
   async renewLeases(owner: string, ids: string[], leaseMs: number): Promise<string[]> {
     if (!ids.length) return [];
-    const until = new Date(Date.now() + leaseMs).toISOString();
+    const until = this.#iso(leaseMs);
     const renewed = await this.knex('runs').whereIn('id', ids).andWhere({ lease_owner: owner, status: 'running' }).update({ lease_expires_at: until }, ['id']);
     const held = new Set(renewed.map((r: { id: string }) => r.id));
     return ids.filter((id) => !held.has(id));
@@ -378,7 +377,7 @@ export class RunRepository {
 
   /** Fails running runs whose lease ran out (their worker died); returns them. */
   async failExpired(error: string): Promise<RunRow[]> {
-    const now = new Date().toISOString();
+    const now = this.#iso();
     const rows = await this.knex('runs').where('status', 'running').andWhere('lease_expires_at', '<', now).update({ status: 'failed', error, finished_at: now, updated_at: now, lease_owner: null }, ['*']);
     return rows.map(run);
   }
@@ -390,7 +389,7 @@ export class RunRepository {
    * (stored its files), and the session's next run waits for that (see claim, releaseLease).
    */
   async finish(id: string, from: RunStatus[], to: RunStatus, fields: { result?: string | null; error?: string | null } = {}, opts: { keepLease?: boolean } = {}): Promise<boolean> {
-    const now = new Date().toISOString();
+    const now = this.#iso();
     const text = { ...(fields.result !== undefined ? { result: storable(fields.result) } : {}), ...(fields.error !== undefined ? { error: storable(fields.error) } : {}) };
     const n = await this.knex('runs')
       .where({ id })
@@ -408,7 +407,7 @@ export class RunRepository {
   }
 
   async setRunBrowser(id: string, browserId: string): Promise<void> {
-    await this.knex('runs').where({ id }).update({ browser_id: browserId, updated_at: new Date().toISOString() });
+    await this.knex('runs').where({ id }).update({ browser_id: browserId, updated_at: this.#iso() });
   }
 
   async addUsage(id: string, usage: { inputTokens: number; outputTokens: number; costUsd: number }): Promise<void> {
@@ -418,7 +417,7 @@ export class RunRepository {
         total_input_tokens: this.knex.raw('total_input_tokens + ?', [usage.inputTokens]),
         total_output_tokens: this.knex.raw('total_output_tokens + ?', [usage.outputTokens]),
         total_cost_usd: this.knex.raw('total_cost_usd + ?', [usage.costUsd.toFixed(8)]),
-        updated_at: new Date().toISOString(),
+        updated_at: this.#iso(),
       });
   }
 
@@ -456,7 +455,7 @@ export class RunRepository {
    * one, or, for any other event, when the run has already ended (its terminal event follows).
    */
   async appendEvent(runId: string, type: string, data: Record<string, unknown>): Promise<EventRow | undefined> {
-    const ts = new Date().toISOString();
+    const ts = this.#iso();
     const terminal = TERMINAL_EVENT_TYPES.includes(type);
     return this.knex.transaction(async (trx) => {
       await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [runId]);

@@ -88,7 +88,7 @@ export class Runs {
         await repo.insertSession({ id: sessionId!, projectId: input.projectId, agent: input.agent, diskId, workspaceId }, trx);
       }
       await repo.insertRun({ id: runId, projectId: input.projectId, agent: input.agent, sessionId: sessionId!, task: input.task, model, browser: input.browser ?? {}, missingFileIds: missing, workspaceId, diskId }, trx);
-      await repo.updateSession(sessionId!, { latest_run_id: runId }, trx);
+      await repo.setLatestRun(sessionId!, runId, trx);
     });
     await this.#d.events.append(runId, 'run.queued', { sessionId, model, missingFileIds: missing });
     this.#d.nc.publish(WAKEUP_SUBJECT);

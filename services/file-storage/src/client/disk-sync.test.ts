@@ -3,12 +3,12 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { tempDir } from '../../../test/support/infra.js';
-import { DeadlineExceededError } from '../../common/src/errors.js';
-import { createServiceClient, GrpcServer, implement } from '../../common/src/grpc.js';
-import { loadInternalToken } from '../../common/src/internal-token.js';
-import { createLogger } from '../../common/src/logger.js';
-import { FileStorageServiceService } from '../../../gen/ats/filestorage/v1/file_storage.js';
+import { tempDir } from '../../../../test/support/infra.js';
+import { DeadlineExceededError } from '../../../common/src/errors.js';
+import { createServiceClient, GrpcServer, implement } from '../../../common/src/grpc.js';
+import { loadInternalToken } from '../../../common/src/internal-token.js';
+import { createLogger } from '../../../common/src/logger.js';
+import { FileStorageServiceService } from '../../../../gen/ats/filestorage/v1/file_storage.js';
 import { materializeDisk, syncDisk, TransferStopped, type FileStorageClient } from './disk-sync.js';
 
 const token = loadInternalToken({ internalToken: 'disk-sync-test-token-0123456789abcdef', dataDir: '.' });

@@ -11,10 +11,10 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { AppError, DeadlineExceededError, fromServiceError, RemoteError, Status } from '../../common/src/errors.js';
-import type { ServiceClient } from '../../common/src/grpc.js';
-import type { DiskEntry, FileStorageServiceService } from '../../../gen/ats/filestorage/v1/file_storage.js';
-import { checkDiskPath, safeTarget } from './names.js';
+import { AppError, DeadlineExceededError, fromServiceError, RemoteError, Status } from '../../../common/src/errors.js';
+import type { ServiceClient } from '../../../common/src/grpc.js';
+import type { DiskEntry, FileStorageServiceService } from '../../../../gen/ats/filestorage/v1/file_storage.js';
+import { checkDiskPath, safeTarget } from '../names.js';
 
 export type FileStorageClient = ServiceClient<typeof FileStorageServiceService>;
 
