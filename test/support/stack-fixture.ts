@@ -66,7 +66,13 @@ export async function startStackFixture(options: StackFixtureOptions = {}): Prom
       if (lines.length > 500) lines.shift();
     },
   });
-  await stack.start();
+  try {
+    await stack.start();
+  } catch (err) {
+    // What the services said before the start failed is the only clue to why.
+    const said = lines.slice(-40).map(([s, l]) => `${s} | ${l}`).join('\n');
+    throw new Error(`${(err as Error).message}\n${said}`, { cause: err });
+  }
   return {
     stack,
     key,
