@@ -13,13 +13,14 @@
  */
 import type { NatsConnection } from '@nats-io/transport-node';
 import { BrowserStatus } from '../../../gen/ats/browserpool/v1/browser_pool.js';
+import { agentEnum } from '../../common/src/agent-name.js';
 import { RemoteError, Status } from '../../common/src/errors.js';
 import type { Logger } from '../../common/src/logger.js';
 import { RunStopped } from './agents/browser-agent.js';
 import type { RunClients } from './clients.js';
 import type { RunEvents } from './run-events.js';
 import type { RunRepository, RunRow } from './run.repository.js';
-import { poolAgent, stopBrowserOfStoppedRun, WAKEUP_SUBJECT } from './runs.js';
+import { stopBrowserOfStoppedRun, WAKEUP_SUBJECT } from './runs.js';
 
 /** Every browser of the run's project is in real use (a run in progress, or handed out over CDP). */
 export class BrowserLimitReached extends Error {
@@ -100,7 +101,7 @@ export class BrowserCapacity {
         screenHeight: run.browser.screenHeight,
         sessionId: run.sessionId,
         runId: run.id,
-        agent: poolAgent(run.agent),
+        agent: agentEnum(run.agent),
       },
       { deadlineMs: CREATE_DEADLINE_MS },
     );

@@ -1,11 +1,12 @@
 /** RunService handlers: proto ↔ domain. */
 import type * as grpc from '@grpc/grpc-js';
-import { InvalidArgumentError } from '../../common/src/errors.js';
 import type { Handlers } from '../../common/src/grpc.js';
-import { Agent, RunStatus, SessionStatus, type Run, type RunEvent, type RunServiceService, type Session } from '../../../gen/ats/run/v1/run.js';
+import type { RunEvent } from '../../../gen/ats/common/v1/common.js';
+import { RunStatus, SessionStatus, type Run, type RunServiceService, type Session } from '../../../gen/ats/run/v1/run.js';
+import { agentEnum, agentName, requireAgentName } from '../../common/src/agent-name.js';
 import { AGENTS } from './agents.js';
 import type { Runs } from './runs.js';
-import type { AgentName, EventRow, RunRow, RunStatus as Status, SessionRow } from './run.repository.js';
+import type { EventRow, RunRow, RunStatus as Status, SessionRow } from './run.repository.js';
 
 const STATUS: Record<Status, RunStatus> = {
   queued: RunStatus.RUN_STATUS_QUEUED,
@@ -16,15 +17,6 @@ const STATUS: Record<Status, RunStatus> = {
 };
 const STATUS_NAME = new Map(Object.entries(STATUS).map(([k, v]) => [v, k as Status]));
 
-function agentName(a: Agent): AgentName | null {
-  return a === Agent.AGENT_BROWSER_AGENT ? 'browser-agent' : a === Agent.AGENT_BROWSERCODE ? 'browsercode' : null;
-}
-function requireAgent(a: Agent): AgentName {
-  const n = agentName(a);
-  if (!n) throw new InvalidArgumentError('agent is required');
-  return n;
-}
-const agentEnum = (a: AgentName) => (a === 'browser-agent' ? Agent.AGENT_BROWSER_AGENT : Agent.AGENT_BROWSERCODE);
 const opt = (v: string | null) => v ?? undefined;
 
 export function runOut(r: RunRow): Run {
@@ -77,7 +69,7 @@ export function runHandlers(runs: Runs): Handlers<typeof RunServiceService> {
     async createRun(req) {
       const run = await runs.create({
         projectId: req.projectId,
-        agent: requireAgent(req.agent),
+        agent: requireAgentName(req.agent),
         task: req.task,
         model: req.model,
         browser: req.browser ? { proxyCountryCode: req.browser.proxyCountryCode, screenWidth: req.browser.screenWidth, screenHeight: req.browser.screenHeight, profileId: req.browser.profileId } : undefined,
@@ -92,7 +84,7 @@ export function runHandlers(runs: Runs): Handlers<typeof RunServiceService> {
     },
     async listRuns(req) {
       const status = STATUS_NAME.get(req.status);
-      const page = await runs.list(req.projectId, requireAgent(req.agent), { ...(req.sessionId ? { sessionId: req.sessionId } : {}), ...(status ? { status } : {}) }, req.limit, req.cursor);
+      const page = await runs.list(req.projectId, requireAgentName(req.agent), { ...(req.sessionId ? { sessionId: req.sessionId } : {}), ...(status ? { status } : {}) }, req.limit, req.cursor);
       return { items: page.items.map(runOut), nextCursor: page.nextCursor, hasMore: page.hasMore };
     },
     async stopRun(req) {
@@ -120,11 +112,11 @@ export function runHandlers(runs: Runs): Handlers<typeof RunServiceService> {
       }
     },
     async getSession(req) {
-      return { session: sessionOut(await runs.session(req.projectId, requireAgent(req.agent), req.sessionId)) };
+      return { session: sessionOut(await runs.session(req.projectId, requireAgentName(req.agent), req.sessionId)) };
     },
     async listSessions(req) {
       const status = req.status === SessionStatus.SESSION_STATUS_OPEN ? 'open' : req.status === SessionStatus.SESSION_STATUS_CLOSED ? 'closed' : null;
-      const page = await runs.sessions(req.projectId, requireAgent(req.agent), status, req.limit, req.cursor);
+      const page = await runs.sessions(req.projectId, requireAgentName(req.agent), status, req.limit, req.cursor);
       return { items: page.items.map(sessionOut), nextCursor: page.nextCursor, hasMore: page.hasMore };
     },
   };

@@ -3,6 +3,7 @@
  * steps and events (a monotonic id per run). The database is the source of truth; NATS only
  * carries notifications.
  */
+import type { AgentName } from '../../common/src/agent-name.js';
 import type { Knex, Migration } from '../../common/src/db.js';
 
 /**
@@ -94,7 +95,6 @@ export const migrations: Migration[] = [
   },
 ];
 
-export type AgentName = 'browser-agent' | 'browsercode';
 export type RunStatus = 'queued' | 'running' | 'completed' | 'stopped' | 'failed';
 export const TERMINAL: readonly RunStatus[] = ['completed', 'stopped', 'failed'];
 /** The event types that end a run's event list: nothing is appended after one. */

@@ -3,8 +3,8 @@
  * steps and events, and stopping them. Execution lives in run-worker.ts and scheduling in
  * scheduler.ts.
  */
-import { Agent as PoolAgent, StopReason } from '../../../gen/ats/browserpool/v1/browser_pool.js';
-import { Agent as FsAgent } from '../../../gen/ats/filestorage/v1/file_storage.js';
+import { StopReason } from '../../../gen/ats/browserpool/v1/browser_pool.js';
+import { agentEnum, type AgentName } from '../../common/src/agent-name.js';
 import { ConflictError, InvalidArgumentError, NotFoundError } from '../../common/src/errors.js';
 import type { NatsConnection } from '../../common/src/bus.js';
 import { newId } from '../../common/src/ids.js';
@@ -12,7 +12,7 @@ import type { Logger } from '../../common/src/logger.js';
 import type { ModelRegistry } from './agents/models.js';
 import type { RunClients } from './clients.js';
 import { TERMINAL_EVENTS, type RunEvents } from './run-events.js';
-import { TERMINAL, type AgentName, type BrowserOptions, type RunRepository, type RunRow, type RunStatus, type SessionRow } from './run.repository.js';
+import { TERMINAL, type BrowserOptions, type RunRepository, type RunRow, type RunStatus, type SessionRow } from './run.repository.js';
 
 export const WAKEUP_SUBJECT = 'ats.runs.wakeup';
 /** Why a session closed when its idle browser gave its slot to a newer one. */
@@ -29,9 +29,6 @@ export interface CreateRunInput {
   attachedFileIds: string[];
   workspaceId?: string | undefined;
 }
-
-export const fsAgent = (a: AgentName) => (a === 'browser-agent' ? FsAgent.AGENT_BROWSER_AGENT : FsAgent.AGENT_BROWSERCODE);
-export const poolAgent = (a: AgentName) => (a === 'browser-agent' ? PoolAgent.AGENT_BROWSER_AGENT : PoolAgent.AGENT_BROWSERCODE);
 
 export interface RunsDeps {
   repo: RunRepository;
@@ -70,12 +67,12 @@ export class Runs {
     } else {
       sessionId = newId('ses');
       if (workspaceId) diskId = await this.#workspaceDisk(input.projectId, workspaceId);
-      else diskId = (await clients.fileStorage.api.createDisk({ projectId: input.projectId, agent: fsAgent(input.agent), sessionId })).disk!.id;
+      else diskId = (await clients.fileStorage.api.createDisk({ projectId: input.projectId, agent: agentEnum(input.agent), sessionId })).disk!.id;
     }
 
     let missing: string[] = [];
     if (input.attachedFileIds.length) {
-      const r = await clients.fileStorage.api.attachFiles({ projectId: input.projectId, agent: fsAgent(input.agent), diskId, runId, fileIds: input.attachedFileIds });
+      const r = await clients.fileStorage.api.attachFiles({ projectId: input.projectId, agent: agentEnum(input.agent), diskId, runId, fileIds: input.attachedFileIds });
       missing = r.missingFileIds;
     }
 
@@ -97,7 +94,7 @@ export class Runs {
 
   /** The disk of a workspace of this project (404 when there is none). */
   async #workspaceDisk(projectId: string, workspaceId: string): Promise<string> {
-    const { disk } = await this.#d.clients.fileStorage.api.createDisk({ projectId, agent: fsAgent('browsercode'), workspaceId });
+    const { disk } = await this.#d.clients.fileStorage.api.createDisk({ projectId, agent: agentEnum('browsercode'), workspaceId });
     return disk!.id;
   }
 
