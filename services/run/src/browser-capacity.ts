@@ -16,11 +16,12 @@ import { BrowserStatus } from '../../../gen/ats/browserpool/v1/browser_pool.js';
 import { agentEnum } from '../../common/src/agent-name.js';
 import { RemoteError, Status } from '../../common/src/errors.js';
 import type { Logger } from '../../common/src/logger.js';
+import { publish, runWakeups } from '../../common/src/subjects.js';
 import { RunStopped } from './agents/browser-agent.js';
 import type { RunClients } from './clients.js';
 import type { RunEvents } from './run-events.js';
 import type { RunRepository, RunRow } from './run.repository.js';
-import { stopBrowserOfStoppedRun, WAKEUP_SUBJECT } from './runs.js';
+import { stopBrowserOfStoppedRun } from './runs.js';
 
 /** Every browser of the run's project is in real use (a run in progress, or handed out over CDP). */
 export class BrowserLimitReached extends Error {
@@ -183,7 +184,7 @@ export class BrowserCapacity {
   /** A browser slot of the project may be free: its waiting runs may be claimed at once. */
   async slotMayBeFree(projectId: string): Promise<void> {
     try {
-      if (await this.#d.repo.wakeWaiting(projectId)) this.#d.nc.publish(WAKEUP_SUBJECT);
+      if (await this.#d.repo.wakeWaiting(projectId)) publish(this.#d.nc, runWakeups, {}, {});
     } catch (err) {
       this.#d.logger.warn({ projectId, err: (err as Error).message }, 'could not wake runs waiting for a browser (they retry after their back-off)');
     }

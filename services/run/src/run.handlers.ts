@@ -1,12 +1,12 @@
 /** RunService handlers: proto ↔ domain. */
 import type * as grpc from '@grpc/grpc-js';
 import type { Handlers } from '../../common/src/grpc.js';
-import type { RunEvent } from '../../../gen/ats/common/v1/common.js';
 import { RunStatus, SessionStatus, type Run, type RunServiceService, type Session } from '../../../gen/ats/run/v1/run.js';
 import { agentEnum, agentName, requireAgentName } from '../../common/src/agent-name.js';
 import { AGENTS } from './agents.js';
+import { toRunEvent } from './run-events.js';
 import type { Runs } from './runs.js';
-import type { EventRow, RunRow, RunStatus as Status, SessionRow } from './run.repository.js';
+import type { RunRow, RunStatus as Status, SessionRow } from './run.repository.js';
 
 const STATUS: Record<Status, RunStatus> = {
   queued: RunStatus.RUN_STATUS_QUEUED,
@@ -59,7 +59,6 @@ function sessionOut(s: SessionRow): Session {
   };
 }
 
-const eventOut = (e: EventRow): RunEvent => ({ id: e.id, runId: e.runId, ts: e.ts, type: e.type, dataJson: JSON.stringify(e.data) });
 
 export function runHandlers(runs: Runs): Handlers<typeof RunServiceService> {
   return {
@@ -100,7 +99,7 @@ export function runHandlers(runs: Runs): Handlers<typeof RunServiceService> {
     },
     async listEvents(req) {
       const page = await runs.events(req.projectId, agentName(req.agent), req.runId, req.after, req.limit);
-      return { events: page.events.map(eventOut), nextAfter: page.nextAfter, hasMore: page.hasMore };
+      return { events: page.events.map(toRunEvent), nextAfter: page.nextAfter, hasMore: page.hasMore };
     },
     async watchEvents(req, call) {
       const ctl = new AbortController();
@@ -108,7 +107,7 @@ export function runHandlers(runs: Runs): Handlers<typeof RunServiceService> {
       w.on('cancelled', () => ctl.abort());
       w.on('close', () => ctl.abort());
       for await (const ev of await runs.watch(req.projectId, agentName(req.agent), req.runId, req.after, ctl.signal)) {
-        if (!w.write({ event: eventOut(ev) })) await new Promise((r) => w.once('drain', r));
+        if (!w.write({ event: toRunEvent(ev) })) await new Promise((r) => w.once('drain', r));
       }
     },
     async getSession(req) {

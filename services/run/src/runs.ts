@@ -8,16 +8,15 @@ import { agentEnum, type AgentName } from '../../common/src/agent-name.js';
 import { ConflictError, InvalidArgumentError, NotFoundError } from '../../common/src/errors.js';
 import type { NatsConnection } from '../../common/src/bus.js';
 import { newId } from '../../common/src/ids.js';
-import type { Logger } from '../../common/src/logger.js';
+import { currentRequestId, type Logger } from '../../common/src/logger.js';
+import { browserLifecycle, publish, runStops, runWakeups, subscribe } from '../../common/src/subjects.js';
 import type { ModelRegistry } from './agents/models.js';
 import type { RunClients } from './clients.js';
 import { TERMINAL_EVENTS, type RunEvents } from './run-events.js';
 import { TERMINAL, type BrowserOptions, type RunRepository, type RunRow, type RunStatus, type SessionRow } from './run.repository.js';
 
-export const WAKEUP_SUBJECT = 'ats.runs.wakeup';
 /** Why a session closed when its idle browser gave its slot to a newer one. */
 export const SESSION_RECLAIMED_REASON = 'browser reclaimed for a newer run';
-export const stopSubject = (runId: string) => `ats.run.${runId}.stop`;
 
 export interface CreateRunInput {
   projectId: string;
@@ -84,11 +83,11 @@ export class Runs {
       } else {
         await repo.insertSession({ id: sessionId!, projectId: input.projectId, agent: input.agent, diskId, workspaceId }, trx);
       }
-      await repo.insertRun({ id: runId, projectId: input.projectId, agent: input.agent, sessionId: sessionId!, task: input.task, model, browser: input.browser ?? {}, missingFileIds: missing, workspaceId, diskId }, trx);
+      await repo.insertRun({ id: runId, projectId: input.projectId, agent: input.agent, sessionId: sessionId!, task: input.task, model, browser: input.browser ?? {}, missingFileIds: missing, workspaceId, diskId, requestId: currentRequestId() ?? null }, trx);
       await repo.updateSession(sessionId!, { latest_run_id: runId }, trx);
     });
     await this.#d.events.append(runId, 'run.queued', { sessionId, model, missingFileIds: missing });
-    this.#d.nc.publish(WAKEUP_SUBJECT);
+    publish(this.#d.nc, runWakeups, {}, {});
     return (await repo.run(runId))!;
   }
 
@@ -126,9 +125,9 @@ export class Runs {
       throw new ConflictError(`Run already ${now.status}`);
     }
     await this.#d.events.append(runId, 'run.stopped', { wasRunning: run.status === 'running' });
-    this.#d.nc.publish(stopSubject(runId));
+    publish(this.#d.nc, runStops, { runId }, { runId });
     if (run.agent === 'browser-agent') await this.closeSession(run, 'run stopped');
-    this.#d.nc.publish(WAKEUP_SUBJECT);
+    publish(this.#d.nc, runWakeups, {}, {});
     return (await this.#d.repo.run(runId))!;
   }
 
@@ -146,23 +145,18 @@ export class Runs {
    * project has a free browser slot). Returns the subscription.
    */
   closeSessionsOnBrowserStop(stopped?: (projectId: string) => void): { unsubscribe(): void } {
-    return this.#d.nc.subscribe('ats.browser.*.stopped', {
-      callback: (_err, msg) => {
-        const browserId = msg.subject.split('.')[2]!;
-        let event: { reason?: unknown; projectId?: unknown } = {};
-        try {
-          event = JSON.parse(new TextDecoder().decode(msg.data)) as typeof event;
-        } catch {
-          // closed all the same, with the plain reason
-        }
-        if (stopped && typeof event.projectId === 'string' && event.projectId) stopped(event.projectId);
-        const reason = event.reason;
-        this.#d.repo.closeSessionsOfBrowser(browserId, reason === 'reclaimed' ? SESSION_RECLAIMED_REASON : 'browser stopped').then(
+    return subscribe(
+      this.#d.nc,
+      browserLifecycle,
+      ({ key: { browserId }, payload: event }) => {
+        if (stopped && event.projectId) stopped(event.projectId);
+        this.#d.repo.closeSessionsOfBrowser(browserId, event.reason === 'reclaimed' ? SESSION_RECLAIMED_REASON : 'browser stopped').then(
           (ids) => ids.length && this.#d.logger.info({ browserId, sessions: ids }, 'sessions closed with their browser'),
           (err: Error) => this.#d.logger.warn({ browserId, err: err.message }, 'closing sessions of a stopped browser failed'),
         );
       },
-    });
+      { logger: this.#d.logger, filter: { kind: 'stopped' } },
+    );
   }
 
   async list(projectId: string, agent: AgentName, filter: { sessionId?: string; status?: RunStatus }, limit: number, cursor: string) {
