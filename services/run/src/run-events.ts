@@ -1,6 +1,6 @@
 /**
  * A run's events: appended to the database (the source of truth, a monotonic id per run) and
- * published on NATS `ats.run.<runId>.event`. `watch` streams backlog then live events; NATS only
+ * announced on NATS (the `runEvents` topic, `ats.run.<runId>.event`). `watch` streams backlog then live events; NATS only
  * wakes it early, every read comes from the database, so a watcher never sees a gap or a duplicate.
  */
 import type { RunEvent } from '../../../gen/ats/common/v1/common.js';

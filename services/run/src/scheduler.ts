@@ -71,7 +71,8 @@ export class RunScheduler {
       return;
     }
     this.#claiming = true;
-    void (async () => {
+    // Outside the request that woke it: the claim serves every queued run, each of which runs in its own.
+    void withRequestId(undefined, async () => {
       try {
         do {
           this.#again = false;
@@ -86,7 +87,7 @@ export class RunScheduler {
       } finally {
         this.#claiming = false;
       }
-    })();
+    });
   }
 
   /** Runs `run` here; its work (and every log line of it) belongs to the request that created it. */
