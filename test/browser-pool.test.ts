@@ -10,9 +10,12 @@ import { after, before, describe, test } from 'node:test';
 import { connect as natsConnect, type NatsConnection } from '@nats-io/transport-node';
 import { chromium } from 'playwright-core';
 import puppeteer, { type Browser as PuppeteerBrowser } from 'puppeteer-core';
-import { Agent, BrowserPoolServiceService, BrowserStatus, KeyEventType, StopReason, type StreamFramesResponse } from '../gen/ats/browserpool/v1/browser_pool.js';
+import { Agent, type BrowserLifecycleEvent } from '../gen/ats/common/v1/common.js';
+import { BrowserPoolServiceService, BrowserStatus, KeyEventType, StopReason, type StreamFramesResponse } from '../gen/ats/browserpool/v1/browser_pool.js';
 import { RemoteError, Status } from '../services/common/src/errors.js';
 import { createServiceClient, type ServiceClient } from '../services/common/src/grpc.js';
+import { createLogger } from '../services/common/src/logger.js';
+import { browserLifecycle, subscribe, type Delivery } from '../services/common/src/subjects.js';
 import { strayTempDirs } from '../services/browser-pool/src/chromium.js';
 import { processesUsing } from '../services/browser-pool/src/process-groups.js';
 import { SITE_DIR, startFixtureSite, type FixtureSite } from '../services/browser-pool/src/testing/fixture-site.js';
@@ -320,19 +323,24 @@ describe('bad input and limits', () => {
 });
 
 describe('for the other services', () => {
-  test('when a browser starts and stops, then NATS carries started and stopped events for it', async () => {
-    const got: { subject: string; data: Record<string, unknown> }[] = [];
-    const sub = nc.subscribe('ats.browser.*.*', { callback: (_e, m) => void got.push({ subject: m.subject, data: m.json() }) });
+  test('when a browser starts and stops, then NATS carries started and stopped events for it, each with the id of the request that caused it', async () => {
+    const got: Delivery<{ browserId: string; kind: string }, BrowserLifecycleEvent>[] = [];
+    const sub = subscribe(nc, browserLifecycle, (d) => void got.push(d), { logger: createLogger('test', 'silent') });
     await nc.flush();
-    const b = await createBrowser();
-    await stopBrowser(b.id);
-    for (let i = 0; i < 100 && got.filter((g) => g.data.browserId === b.id).length < 2; i++) await nc.flush();
+    const created = await call(alpha().key, 'POST', '/api/v1/browsers', {});
+    assert.equal(created.status, 201);
+    const b = (await created.json()) as BrowserJson;
+    const stopped = await call(alpha().key, 'POST', `/api/v1/browsers/${b.id}/stop`);
+    assert.equal(stopped.status, 200);
+    for (let i = 0; i < 100 && got.filter((g) => g.key.browserId === b.id).length < 2; i++) await nc.flush();
     sub.unsubscribe();
-    const mine = got.filter((g) => g.data.browserId === b.id);
-    assert.deepEqual(mine.map((g) => g.subject), [`ats.browser.${b.id}.started`, `ats.browser.${b.id}.stopped`]);
-    assert.equal(mine[0]!.data.projectId, alpha().projectId);
-    assert.equal(mine[1]!.data.reason, 'user');
-    for (const g of mine) assert.ok(!Number.isNaN(Date.parse(String(g.data.ts))) && 'sessionId' in g.data && 'runId' in g.data);
+    const mine = got.filter((g) => g.key.browserId === b.id);
+    assert.deepEqual(mine.map((g) => g.key.kind), ['started', 'stopped']);
+    assert.equal(mine[0]!.payload.browserId, b.id);
+    assert.equal(mine[0]!.payload.projectId, alpha().projectId);
+    assert.equal(mine[1]!.payload.reason, 'user');
+    assert.deepEqual(mine.map((g) => g.requestId), [created.headers.get('x-request-id'), stopped.headers.get('x-request-id')]);
+    for (const g of mine) assert.ok(!Number.isNaN(Date.parse(g.payload.ts)) && g.payload.sessionId === undefined && g.payload.runId === undefined);
   });
 
   test("when a run's browser is streamed to two viewers and given input over gRPC, then both see frames and the page gets the keys", async () => {

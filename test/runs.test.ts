@@ -362,6 +362,44 @@ describe('events', () => {
   });
 });
 
+describe('request ids', () => {
+  /** The messages `service` logged under request `id`. */
+  const loggedUnder = (service: 'run' | 'browser-pool', id: string) =>
+    f
+      .logs(service)
+      .split('\n')
+      .flatMap((l) => {
+        try {
+          const line = JSON.parse(l.slice(l.indexOf('| ') + 2)) as { requestId?: string; msg?: string };
+          return line.requestId === id ? [line.msg] : [];
+        } catch {
+          return [];
+        }
+      });
+
+  test('when a run is created and stopped, each with its X-Request-Id, then the run service and the browser pool log each under the id of the request that caused it', async () => {
+    const createId = `req-create-${Date.now()}`;
+    const stopId = `req-stop-${Date.now()}`;
+    const res = await f.api(`${BASE}/runs`, {
+      method: 'POST',
+      key: key('alpha'),
+      headers: { 'content-type': 'application/json', 'x-request-id': createId },
+      body: JSON.stringify({ task: `Open ${site.url('run-table.html')}. Wait for 'a text that never appears'.` }),
+    });
+    assert.equal(res.status, 202, await res.clone().text());
+    assert.equal(res.headers.get('x-request-id'), createId);
+    const created = (await res.json()) as Created;
+    await readSse(await f.api(`${BASE}/runs/${created.id}/events/stream`, { key: key('alpha') }), (e) => e.event === 'step');
+    const stopped = await f.api(`${BASE}/runs/${created.id}/stop`, { method: 'POST', key: key('alpha'), headers: { 'x-request-id': stopId } });
+    assert.equal(stopped.status, 200);
+    await finished('alpha', created.id);
+
+    assert.ok(loggedUnder('run', createId).includes('run claimed'), `the worker logs under the creating request:\n${f.logs('run')}`);
+    assert.ok(loggedUnder('browser-pool', createId).includes('browser started'), `the browser the worker asked for:\n${f.logs('browser-pool')}`);
+    assert.ok(loggedUnder('run', stopId).includes('browser of a stopped run stopped'), `the stop:\n${f.logs('run')}`);
+  });
+});
+
 describe('limits and failures', () => {
   test('when 20 runs are created at once with a project limit of 2, then never more than 2 run and all 20 complete', async () => {
     const created = await Promise.all(Array.from({ length: 20 }, () => start('limits', { task: `Open ${site.url('run-table.html')}. Extract the title.` })));

@@ -1,5 +1,5 @@
 /** One promise client per downstream service; every unary call carries a deadline. */
-import { createServiceClient, type InternalToken, type ServiceClient } from '../../services/common/src/grpc.js';
+import { createServiceClient, serviceName, type InternalToken, type ServiceClient } from '../../services/common/src/grpc.js';
 import { RunServiceService } from '../../gen/ats/run/v1/run.js';
 import { BrowserPoolServiceService } from '../../gen/ats/browserpool/v1/browser_pool.js';
 import { FileStorageServiceService } from '../../gen/ats/filestorage/v1/file_storage.js';
@@ -22,10 +22,10 @@ export interface ClientAddresses {
 
 /** The full gRPC service names, as their health services report them. */
 export const SERVICE_NAMES: Record<keyof Clients, string> = {
-  run: 'ats.run.v1.RunService',
-  browserPool: 'ats.browserpool.v1.BrowserPoolService',
-  fileStorage: 'ats.filestorage.v1.FileStorageService',
-  liveView: 'ats.liveview.v1.LiveViewService',
+  run: serviceName(RunServiceService),
+  browserPool: serviceName(BrowserPoolServiceService),
+  fileStorage: serviceName(FileStorageServiceService),
+  liveView: serviceName(LiveViewServiceService),
 };
 
 /** The clients; each call carries the deployment's internal token. */

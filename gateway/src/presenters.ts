@@ -1,9 +1,10 @@
 /** proto messages → the public JSON shapes of DESIGN §2 (camelCase, null for unset). */
-import { Agent, RunStatus, SessionStatus, SessionKind, WatchVerb, Capability, type AgentInfo, type Run, type RunEvent, type Session, type Step } from '../../gen/ats/run/v1/run.js';
+import type { RunEvent } from '../../gen/ats/common/v1/common.js';
+import { RunStatus, SessionStatus, SessionKind, WatchVerb, Capability, type AgentInfo, type Run, type Session, type Step } from '../../gen/ats/run/v1/run.js';
 import { BrowserStatus, type Browser, type Download, type Profile } from '../../gen/ats/browserpool/v1/browser_pool.js';
 import { FileKind, type FileInfo, type UploadItem, type Workspace } from '../../gen/ats/filestorage/v1/file_storage.js';
+import { agentName, type AgentName } from '../../services/common/src/agent-name.js';
 import { InternalError } from '../../services/common/src/errors.js';
-import type { AgentName } from './schemas.js';
 
 const orNull = <T>(v: T | undefined): T | null => (v === undefined || v === '' ? null : v);
 
@@ -11,14 +12,6 @@ const orNull = <T>(v: T | undefined): T | null => (v === undefined || v === '' ?
 export function required<T>(v: T | undefined, what: string): T {
   if (v === undefined) throw new InternalError(`downstream reply without ${what}`);
   return v;
-}
-
-export const AGENT_BY_NAME: Record<AgentName, Agent> = {
-  'browser-agent': Agent.AGENT_BROWSER_AGENT,
-  browsercode: Agent.AGENT_BROWSERCODE,
-};
-export function agentName(a: Agent): AgentName | null {
-  return a === Agent.AGENT_BROWSER_AGENT ? 'browser-agent' : a === Agent.AGENT_BROWSERCODE ? 'browsercode' : null;
 }
 
 export const RUN_STATUS: Record<string, RunStatus> = {

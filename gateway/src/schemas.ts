@@ -2,6 +2,7 @@
  * JSON Schemas of the public API: the gateway validates requests with them and the OpenAPI
  * document is built from the same objects (one source).
  */
+import { AGENT_NAMES, type AgentName } from '../../services/common/src/agent-name.js';
 
 /** A JSON Schema (draft 2020-12 subset understood by ajv and OpenAPI 3.1). */
 export type JsonSchema = { [key: string]: unknown; type?: string | string[]; properties?: Record<string, JsonSchema> };
@@ -20,8 +21,7 @@ const list = (items: JsonSchema, extra: JsonSchema = {}): JsonSchema => ({ type:
 const ts = str({ format: 'date-time', description: 'ISO-8601 UTC' });
 const id = (prefix: string) => str({ minLength: 1, maxLength: 100, description: `Id (prefix ${prefix}_)` });
 
-export const AGENT_NAMES = ['browser-agent', 'browsercode'] as const;
-export type AgentName = (typeof AGENT_NAMES)[number];
+export { AGENT_NAMES, type AgentName };
 export const RUN_STATUSES = ['queued', 'running', 'completed', 'stopped', 'failed'] as const;
 
 /** A file name: one path segment, no separators, NUL, `.` or `..`. */

@@ -1,4 +1,5 @@
-import { Agent, BrowserStatus, StopReason } from '../../../gen/ats/browserpool/v1/browser_pool.js';
+import { Agent } from '../../../gen/ats/common/v1/common.js';
+import { BrowserStatus, StopReason } from '../../../gen/ats/browserpool/v1/browser_pool.js';
 import { LiveViewMode, RecordingState } from '../../../gen/ats/liveview/v1/live_view.js';
 import * as s from '../schemas.js';
 import { page, presentBrowser, presentDownload, presentProfile, required } from '../presenters.js';

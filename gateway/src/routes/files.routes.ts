@@ -1,6 +1,7 @@
 import { FileKind } from '../../../gen/ats/filestorage/v1/file_storage.js';
 import * as s from '../schemas.js';
-import { AGENT_BY_NAME, page, presentFile, presentUploadItem, presentWorkspace, required } from '../presenters.js';
+import { agentEnum } from '../../../services/common/src/agent-name.js';
+import { page, presentFile, presentUploadItem, presentWorkspace, required } from '../presenters.js';
 import { HttpError } from '../http-errors.js';
 import { route, type RouteContext, type RouteDef } from './route.js';
 
@@ -20,7 +21,7 @@ export function fileRoutes(): RouteDef[] {
       success: { status: 201, schema: s.uploadItems },
       handler: async (ctx: RouteContext<{ files: { name: string }[] }>) => {
         const res = await ctx.clients.fileStorage.api.createUploads(
-          { projectId: ctx.projectId, agent: AGENT_BY_NAME[ctx.params.agent as s.AgentName], files: ctx.body.files },
+          { projectId: ctx.projectId, agent: agentEnum(ctx.params.agent as s.AgentName), files: ctx.body.files },
           opts(ctx),
         );
         return { items: res.items.map(presentUploadItem) };
@@ -37,11 +38,11 @@ export function fileRoutes(): RouteDef[] {
       errors: [404],
       handler: async (ctx) => {
         const kind = (ctx.query as { kind?: string }).kind;
-        const agent = AGENT_BY_NAME[ctx.params.agent as s.AgentName];
+        const agent = agentEnum(ctx.params.agent as s.AgentName);
         // An unknown run (or another project's, or another agent's) is 404, not an empty list.
         required((await ctx.clients.run.api.getRun({ projectId: ctx.projectId, agent, runId: ctx.params.runId! }, opts(ctx))).run, 'run');
         const res = await ctx.clients.fileStorage.api.listRunFiles(
-          { projectId: ctx.projectId, agent: AGENT_BY_NAME[ctx.params.agent as s.AgentName], runId: ctx.params.runId!, kind: kind ? KIND[kind]! : FileKind.FILE_KIND_UNSPECIFIED },
+          { projectId: ctx.projectId, agent: agentEnum(ctx.params.agent as s.AgentName), runId: ctx.params.runId!, kind: kind ? KIND[kind]! : FileKind.FILE_KIND_UNSPECIFIED },
           opts(ctx),
         );
         return { items: res.items.map(presentFile) };

@@ -1,12 +1,13 @@
 import { RunStatus } from '../../../gen/ats/run/v1/run.js';
 import * as s from '../schemas.js';
-import { AGENT_BY_NAME, RUN_STATUS, page, presentEvent, presentRun, presentRunCreated, presentRunStatus, presentSession, presentStep, required } from '../presenters.js';
+import { agentEnum } from '../../../services/common/src/agent-name.js';
+import { RUN_STATUS, page, presentEvent, presentRun, presentRunCreated, presentRunStatus, presentSession, presentStep, required } from '../presenters.js';
 import { fromServiceError } from '../../../services/common/src/errors.js';
 import { checkBrowserOptions } from '../browser-options.js';
 import { HttpError } from '../http-errors.js';
 import { route, type RouteContext, type RouteDef } from './route.js';
 
-const agentOf = (ctx: RouteContext) => AGENT_BY_NAME[ctx.params.agent as s.AgentName];
+const agentOf = (ctx: RouteContext) => agentEnum(ctx.params.agent as s.AgentName);
 const ref = (ctx: RouteContext) => ({ projectId: ctx.projectId, agent: agentOf(ctx), runId: ctx.params.runId! });
 const opts = (ctx: RouteContext) => ({ requestId: ctx.requestId });
 

@@ -1,39 +1,28 @@
-/** Browser lifecycle notifications on NATS: `ats.browser.<id>.started` and `.stopped` (JSON). */
+/** Browser lifecycle notifications on NATS (the `browserLifecycle` topic of the contract). */
+import type { BrowserLifecycleEvent } from '../../../gen/ats/common/v1/common.js';
+import { agentEnum } from '../../common/src/agent-name.js';
 import type { NatsConnection } from '../../common/src/bus.js';
 import type { Logger } from '../../common/src/logger.js';
+import { browserLifecycle, publish, type BrowserLifecycleKind } from '../../common/src/subjects.js';
 import type { BrowserRow } from './browser.repository.js';
-
-/** Body of `ats.browser.<id>.started|stopped`. */
-export interface BrowserEventPayload {
-  browserId: string;
-  projectId: string;
-  sessionId: string | null;
-  runId: string | null;
-  agent: string | null;
-  profileId: string | null;
-  /** Why it stopped (`user`, `timeout`, `idle`, `shutdown`, `crashed`, …); only on `stopped`. */
-  reason?: string;
-  ts: string;
-}
 
 /** Where lifecycle events go (NATS in production, a list in tests). */
 export interface BrowserEvents {
-  publish(kind: 'started' | 'stopped', row: BrowserRow): void;
+  publish(kind: BrowserLifecycleKind, row: BrowserRow): void;
 }
 
-/** The JSON body of a lifecycle event. */
-export function browserEventPayload(row: BrowserRow, kind: 'started' | 'stopped', now = new Date()): BrowserEventPayload {
-  const p: BrowserEventPayload = {
+/** The payload of a lifecycle event. */
+export function browserEventPayload(row: BrowserRow, kind: BrowserLifecycleKind, now = new Date()): BrowserLifecycleEvent {
+  return {
     browserId: row.id,
     projectId: row.projectId,
-    sessionId: row.sessionId,
-    runId: row.runId,
-    agent: row.agent,
-    profileId: row.profileId,
+    sessionId: row.sessionId ?? undefined,
+    runId: row.runId ?? undefined,
+    agent: agentEnum(row.agent),
+    profileId: row.profileId ?? undefined,
+    reason: kind === 'stopped' ? (row.stopReason ?? 'user') : undefined,
     ts: (kind === 'stopped' && row.stoppedAt ? new Date(row.stoppedAt) : now).toISOString(),
   };
-  if (kind === 'stopped') p.reason = row.stopReason ?? 'user';
-  return p;
 }
 
 /** Publishes on core NATS; the database stays the source of truth, so a lost event is only a late notice. */
@@ -41,7 +30,7 @@ export function natsBrowserEvents(nc: NatsConnection, logger: Logger): BrowserEv
   return {
     publish(kind, row) {
       try {
-        nc.publish(`ats.browser.${row.id}.${kind}`, JSON.stringify(browserEventPayload(row, kind)));
+        publish(nc, browserLifecycle, { browserId: row.id, kind }, browserEventPayload(row, kind));
       } catch (err) {
         logger.warn({ err, browserId: row.id, kind }, 'browser event not published');
       }

@@ -1,8 +1,8 @@
 /** BrowserPoolService handlers: proto ↔ domain. */
 import { InvalidArgumentError } from '../../common/src/errors.js';
+import { agentEnum, agentName } from '../../common/src/agent-name.js';
 import type { Handlers } from '../../common/src/grpc.js';
 import {
-  Agent,
   BrowserStatus,
   KeyEventType,
   MouseButton,
@@ -15,17 +15,11 @@ import {
   type StreamFramesResponse,
 } from '../../../gen/ats/browserpool/v1/browser_pool.js';
 import type { BrowserPool } from './browser-pool.js';
-import type { AgentName, BrowserRow, StopReason as StopReasonName } from './browser.repository.js';
+import type { BrowserRow, StopReason as StopReasonName } from './browser.repository.js';
 import type { BrowserInput, MouseButtonName } from './input.js';
 import type { ProfileRow } from './profile.repository.js';
 import type { Profiles } from './profiles.js';
 import type { Frame } from './screencast.js';
-
-const AGENTS: Record<AgentName, Agent> = { 'browser-agent': Agent.AGENT_BROWSER_AGENT, browsercode: Agent.AGENT_BROWSERCODE };
-
-function agentName(a: Agent): AgentName | null {
-  return a === Agent.AGENT_BROWSER_AGENT ? 'browser-agent' : a === Agent.AGENT_BROWSERCODE ? 'browsercode' : null;
-}
 
 const REASONS: Record<StopReasonName, StopReason> = {
   user: StopReason.STOP_REASON_USER,
@@ -143,7 +137,7 @@ export function browserPoolHandlers(pool: BrowserPool, profiles: Profiles): Hand
     profileId: b.profileId ?? undefined,
     sessionId: b.sessionId ?? undefined,
     runId: b.runId ?? undefined,
-    agent: b.agent ? AGENTS[b.agent] : Agent.AGENT_UNSPECIFIED,
+    agent: agentEnum(b.agent),
     screenWidth: b.screenWidth,
     screenHeight: b.screenHeight,
     proxyCountryCode: b.proxyCountryCode ?? undefined,

@@ -1,8 +1,8 @@
 /** Browser records and their downloads: the only code that knows those tables. */
+import type { AgentName } from '../../common/src/agent-name.js';
 import type { Knex } from '../../common/src/db.js';
 import { keysetPage, newestFirst, type Page } from '../../common/src/keyset.js';
 
-export type AgentName = 'browser-agent' | 'browsercode';
 export type BrowserStatus = 'active' | 'stopped';
 export type StopReason = 'user' | 'run_ended' | 'run_stopped' | 'session_closed' | 'timeout' | 'idle' | 'shutdown' | 'crashed' | 'reclaimed';
 

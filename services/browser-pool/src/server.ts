@@ -18,7 +18,6 @@ export interface BrowserPoolServerDeps {
 export function createBrowserPoolServer(deps: BrowserPoolServerDeps): GrpcServer {
   return new GrpcServer([
     {
-      name: 'ats.browserpool.v1.BrowserPoolService',
       definition: BrowserPoolServiceService,
       implementation: implement(BrowserPoolServiceService, browserPoolHandlers(deps.pool, deps.profiles), deps.logger),
     },

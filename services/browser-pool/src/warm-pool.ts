@@ -3,7 +3,7 @@
  * Refilled in the background one launch at a time (a launch is CPU-heavy; two at once would
  * slow the browsers in use); a warm browser that dies is dropped and replaced.
  */
-import type { Logger } from '../../common/src/logger.js';
+import { withRequestId, type Logger } from '../../common/src/logger.js';
 import type { LiveBrowser } from './live-browser.js';
 
 /** The set of warm browsers and its background refill. */
@@ -63,7 +63,9 @@ export class WarmPool {
 
   #fill(): void {
     if (this.#stopped || this.#filling || this.#idle.length >= this.#size) return;
-    this.#filling = (async () => {
+    // Outside the request that triggered the refill: a warm browser serves a later request, and
+    // its lines must not carry the id of the one that happened to take its predecessor.
+    this.#filling = withRequestId(undefined, async () => {
       while (!this.#stopped && this.#idle.length < this.#size) {
         if (this.#backoffMs) await new Promise((r) => setTimeout(r, this.#backoffMs).unref());
         if (this.#stopped) break;
@@ -83,7 +85,7 @@ export class WarmPool {
           this.#logger.error({ err, retryInMs: this.#backoffMs }, 'warm browser launch failed');
         }
       }
-    })().finally(() => {
+    }).finally(() => {
       this.#filling = undefined;
       if (this.#stopped || this.#idle.length >= this.#size) for (const w of this.#waiters.splice(0)) w();
     });

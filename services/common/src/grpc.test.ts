@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { RunServiceService, type ListAgentsRequest } from '../../../gen/ats/run/v1/run.js';
 import { NotFoundError, RemoteError, Status } from './errors.js';
-import { GrpcServer, ServingStatus, createServiceClient, implement } from './grpc.js';
+import { GrpcServer, ServingStatus, createServiceClient, implement, serviceName } from './grpc.js';
 import { InternalToken } from './internal-token.js';
-import { createLogger } from './logger.js';
+import { createLogger, currentRequestId, withRequestId } from './logger.js';
 
 const token = InternalToken.generate();
 
@@ -13,7 +14,6 @@ describe('gRPC server and client helpers', () => {
   const logger = createLogger('test', 'silent');
   const server = new GrpcServer([
     {
-      name: 'ats.run.v1.RunService',
       definition: RunServiceService,
       implementation: implement(
         RunServiceService,
@@ -140,7 +140,7 @@ describe('gRPC server and client helpers', () => {
 
   test('when the health service is asked, then the server and the service report SERVING', async () => {
     assert.equal(await client.checkHealth(''), ServingStatus.SERVING);
-    assert.equal(await client.checkHealth('ats.run.v1.RunService'), ServingStatus.SERVING);
+    assert.equal(await client.checkHealth(serviceName(RunServiceService)), ServingStatus.SERVING);
   });
 });
 
@@ -151,4 +151,80 @@ test('when nothing listens at the address, then a call fails fast with UNAVAILAB
   } finally {
     client.close();
   }
+});
+
+describe('the request id of a call', () => {
+  const lines: { msg: string; service: string; requestId?: string; method?: string }[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      lines.push(JSON.parse(String(chunk)));
+      cb();
+    },
+  });
+  const frontLog = createLogger('front', 'info', sink);
+  const backLog = createLogger('back', 'info', sink);
+  const heardBack: (string | undefined)[] = [];
+  // "back" stands for a downstream service, "front" for one that calls it from its handler.
+  const back = new GrpcServer([
+    {
+      definition: RunServiceService,
+      implementation: implement(RunServiceService, {
+        async listAgents() {
+          heardBack.push(currentRequestId());
+          backLog.info('back serves');
+          return { agents: [] };
+        },
+      }, backLog),
+    },
+  ], token);
+  let downstream: ReturnType<typeof createServiceClient<typeof RunServiceService>>;
+  /** Domain code: it knows nothing of requests and logs through the service logger it was given. */
+  const domain = { work: async () => { await new Promise((r) => setTimeout(r, 5)); frontLog.info('domain works'); } };
+  const front = new GrpcServer([
+    {
+      definition: RunServiceService,
+      implementation: implement(RunServiceService, {
+        async listAgents() {
+          await domain.work();
+          return downstream.api.listAgents({});
+        },
+        async getRun() {
+          throw new Error('exploded');
+        },
+      }, frontLog),
+    },
+  ], token);
+  let client: ReturnType<typeof createServiceClient<typeof RunServiceService>>;
+
+  before(async () => {
+    downstream = createServiceClient(RunServiceService, `127.0.0.1:${await back.listen('127.0.0.1', 0)}`, 5000, token);
+    client = createServiceClient(RunServiceService, `127.0.0.1:${await front.listen('127.0.0.1', 0)}`, 5000, token);
+  });
+  after(async () => {
+    client.close();
+    downstream.close();
+    await Promise.all([front.stop(1000), back.stop(1000)]);
+  });
+
+  test('when a call carries x-request-id, then every log line of its handler, its domain code and the service it calls carries that id', async () => {
+    await client.api.listAgents({}, { requestId: 'req-grpc-1' });
+    assert.deepEqual(heardBack, ['req-grpc-1'], 'the downstream call carried the id without being told');
+    const mine = lines.filter((l) => l.msg === 'domain works' || l.msg === 'back serves');
+    assert.deepEqual(mine.map((l) => [l.service, l.msg, l.requestId]), [['front', 'domain works', 'req-grpc-1'], ['back', 'back serves', 'req-grpc-1']]);
+  });
+
+  test('when a handler fails, then the failure is logged under the request id', async () => {
+    await assert.rejects(client.api.getRun({ projectId: 'p', agent: 0, runId: 'r' }, { requestId: 'req-grpc-2' }));
+    const failed = lines.find((l) => l.msg === 'handler failed');
+    assert.equal(failed?.requestId, 'req-grpc-2');
+    assert.equal(failed?.method, 'GetRun');
+  });
+
+  test('when a client calls within a request context, then it sends that id; an explicit one wins; none outside a request', async () => {
+    heardBack.length = 0;
+    await withRequestId('req-ctx-1', () => downstream.api.listAgents({}));
+    await withRequestId('req-ctx-1', () => downstream.api.listAgents({}, { requestId: 'req-explicit' }));
+    await downstream.api.listAgents({});
+    assert.deepEqual(heardBack, ['req-ctx-1', 'req-explicit', undefined]);
+  });
 });

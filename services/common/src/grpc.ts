@@ -2,7 +2,8 @@
  * gRPC helpers: a server that wraps promise-returning handlers (missing methods answer
  * UNIMPLEMENTED), refuses calls without the deployment's internal token (UNAUTHENTICATED),
  * hosts the standard health service, and a typed promise client whose every call carries the
- * token and every unary call a deadline.
+ * token and every unary call a deadline. A call's `x-request-id` is its request context on the
+ * server (every log line of the call carries it) and is sent on by every call a client makes in it.
  */
 import * as grpc from '@grpc/grpc-js';
 import {
@@ -13,7 +14,7 @@ import {
 } from '../../../gen/grpc/health/v1/health.js';
 import { AppError, RemoteError, UnimplementedError, fromServiceError, toServiceError } from './errors.js';
 import type { InternalToken } from './internal-token.js';
-import type { Logger } from './logger.js';
+import { currentRequestId, withRequestId, type Logger } from './logger.js';
 
 export { ServingStatus };
 export type { InternalToken };
@@ -55,7 +56,19 @@ function logFailure(logger: Logger, method: string, err: unknown): void {
   else logger.error({ method, err }, 'handler failed');
 }
 
-/** Adapts promise handlers to grpc-js; errors become statuses, internals stay in the log. */
+/** The metadata key of the request id. */
+export const REQUEST_ID_KEY = 'x-request-id';
+
+/** The request id a call carries; undefined when it carries none (or not a well-formed one). */
+function requestIdOf(metadata: grpc.Metadata): string | undefined {
+  const v = metadata.get(REQUEST_ID_KEY)[0];
+  return typeof v === 'string' ? v : undefined;
+}
+
+/**
+ * Adapts promise handlers to grpc-js; errors become statuses, internals stay in the log. Each
+ * handler runs in the request context of the call's `x-request-id`.
+ */
 export function implement<D extends ServiceDef>(definition: D, handlers: Handlers<D>, logger: Logger): grpc.UntypedServiceImplementation {
   const impl: grpc.UntypedServiceImplementation = {};
   for (const [key, def] of Object.entries(definition)) {
@@ -74,30 +87,38 @@ export function implement<D extends ServiceDef>(definition: D, handlers: Handler
     }
     if (!def.requestStream && !def.responseStream) {
       impl[key] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
-        handler(call.request, call).then(
-          (res) => callback(null, res),
-          (err) => callback(fail(err)),
+        withRequestId(requestIdOf(call.metadata), () =>
+          handler(call.request, call).then(
+            (res) => callback(null, res),
+            (err) => callback(fail(err)),
+          ),
         );
       };
     } else if (!def.requestStream && def.responseStream) {
       impl[key] = (call: grpc.ServerWritableStream<unknown, unknown>) => {
-        handler(call.request, call).then(
-          () => call.end(),
-          (err) => call.emit('error', fail(err)),
+        withRequestId(requestIdOf(call.metadata), () =>
+          handler(call.request, call).then(
+            () => call.end(),
+            (err) => call.emit('error', fail(err)),
+          ),
         );
       };
     } else if (def.requestStream && !def.responseStream) {
       impl[key] = (call: grpc.ServerReadableStream<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
-        handler(call).then(
-          (res) => callback(null, res),
-          (err) => callback(fail(err)),
+        withRequestId(requestIdOf(call.metadata), () =>
+          handler(call).then(
+            (res) => callback(null, res),
+            (err) => callback(fail(err)),
+          ),
         );
       };
     } else {
       impl[key] = (call: grpc.ServerDuplexStream<unknown, unknown>) => {
-        handler(call).then(
-          () => call.end(),
-          (err) => call.emit('error', fail(err)),
+        withRequestId(requestIdOf(call.metadata), () =>
+          handler(call).then(
+            () => call.end(),
+            (err) => call.emit('error', fail(err)),
+          ),
         );
       };
     }
@@ -163,9 +184,15 @@ function guard(definition: ServiceDef, impl: grpc.UntypedServiceImplementation, 
   return out;
 }
 
-/** A registered service: its definition, its full name for health and its handlers. */
+/** The full name of the service a definition describes (e.g. `ats.run.v1.RunService`), as health reports it. */
+export function serviceName(definition: ServiceDef): string {
+  const first = Object.values(definition)[0];
+  if (!first) throw new Error('a service definition without methods');
+  return first.path.split('/')[1]!;
+}
+
+/** A registered service: its definition and its handlers (health knows it by its full name). */
 export interface ServiceRegistration {
-  name: string;
   definition: ServiceDef;
   implementation: grpc.UntypedServiceImplementation;
 }
@@ -186,7 +213,7 @@ export class GrpcServer {
     this.health.set('', ServingStatus.NOT_SERVING);
     for (const s of services) {
       this.server.addService(s.definition as unknown as grpc.ServiceDefinition, guard(s.definition, s.implementation, token));
-      this.health.set(s.name, ServingStatus.NOT_SERVING);
+      this.health.set(serviceName(s.definition), ServingStatus.NOT_SERVING);
     }
   }
 
@@ -222,7 +249,7 @@ export class GrpcServer {
 export interface CallOptions {
   /** Overrides the client's default deadline. */
   deadlineMs?: number;
-  /** Propagated as `x-request-id` metadata. */
+  /** Propagated as `x-request-id` metadata; by default the request the caller serves (its context). */
   requestId?: string;
 }
 
@@ -255,10 +282,11 @@ export interface ServiceClient<D extends ServiceDef> {
   close(): void;
 }
 
-/** Metadata of one outgoing call: the internal token, and the request id when given. */
+/** Metadata of one outgoing call: the internal token, and the request id given or else the current one. */
 export function callMetadata(token: InternalToken, opts?: CallOptions): grpc.Metadata {
   const md = token.apply(new grpc.Metadata());
-  if (opts?.requestId) md.set('x-request-id', opts.requestId);
+  const requestId = opts?.requestId ?? currentRequestId();
+  if (requestId) md.set(REQUEST_ID_KEY, requestId);
   return md;
 }
 

@@ -2,9 +2,9 @@
 import { Readable } from 'node:stream';
 import type * as grpc from '@grpc/grpc-js';
 import { InvalidArgumentError } from '../../common/src/errors.js';
+import { Agent, agentEnum, agentName, requireAgentName } from '../../common/src/agent-name.js';
 import type { Handlers } from '../../common/src/grpc.js';
 import {
-  Agent,
   FileKind,
   type DiskEntry,
   type FileInfo,
@@ -12,20 +12,8 @@ import {
   type Disk,
   type Workspace,
 } from '../../../gen/ats/filestorage/v1/file_storage.js';
-import type { AgentName, DiskRow, EntryRow, FileRow, WorkspaceRow } from './file.repository.js';
+import type { DiskRow, EntryRow, FileRow, WorkspaceRow } from './file.repository.js';
 import type { FileStorage, ListedFile } from './file-storage.js';
-
-function agentName(a: Agent): AgentName | null {
-  return a === Agent.AGENT_BROWSER_AGENT ? 'browser-agent' : a === Agent.AGENT_BROWSERCODE ? 'browsercode' : null;
-}
-function agentEnum(a: AgentName | null): Agent {
-  return a === 'browser-agent' ? Agent.AGENT_BROWSER_AGENT : a === 'browsercode' ? Agent.AGENT_BROWSERCODE : Agent.AGENT_UNSPECIFIED;
-}
-function requireAgent(a: Agent): AgentName {
-  const name = agentName(a);
-  if (!name) throw new InvalidArgumentError('agent is required');
-  return name;
-}
 
 function diskOut(d: DiskRow): Disk {
   return { id: d.id, projectId: d.projectId, agent: agentEnum(d.agent), sessionId: d.sessionId ?? undefined, workspaceId: d.workspaceId ?? undefined, createdAt: d.createdAt };
@@ -98,20 +86,20 @@ export function fileStorageHandlers(files: FileStorage): Handlers<typeof FileSto
   });
   return {
     async createUploads(req) {
-      const items = await files.createUploads(req.projectId, { agent: requireAgent(req.agent) }, req.files.map((f) => f.name));
+      const items = await files.createUploads(req.projectId, { agent: requireAgentName(req.agent) }, req.files.map((f) => f.name));
       return { items };
     },
     async getFile(req) {
       return { file: fileInfo(await files.getFile(req.projectId, req.fileId)) };
     },
     async attachFiles(req) {
-      const r = await files.attachFiles(req.projectId, requireAgent(req.agent), req.diskId, req.runId, req.fileIds);
+      const r = await files.attachFiles(req.projectId, requireAgentName(req.agent), req.diskId, req.runId, req.fileIds);
       return { attachedFileIds: r.attached, missingFileIds: r.missing };
     },
     async createDisk(req) {
       const owner = req.workspaceId ? { workspaceId: req.workspaceId } : req.sessionId ? { sessionId: req.sessionId } : undefined;
       if (!owner) throw new InvalidArgumentError('A disk needs a session or a workspace');
-      return { disk: diskOut(await files.createDisk(req.projectId, 'sessionId' in owner ? requireAgent(req.agent) : 'browsercode', owner)) };
+      return { disk: diskOut(await files.createDisk(req.projectId, 'sessionId' in owner ? requireAgentName(req.agent) : 'browsercode', owner)) };
     },
     async getDisk(req) {
       return { disk: diskOut(await files.disk(req.projectId, req.diskId)) };

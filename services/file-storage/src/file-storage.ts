@@ -3,13 +3,14 @@
  * and output files, workspaces and objects. Used by the gRPC handlers and the blob HTTP server.
  */
 import type { Readable } from 'node:stream';
+import type { AgentName } from '../../common/src/agent-name.js';
 import { ConflictError, InvalidArgumentError, NotFoundError, ResourceExhaustedError } from '../../common/src/errors.js';
 import { newId } from '../../common/src/ids.js';
 import type { Logger } from '../../common/src/logger.js';
 import type { Page } from '../../common/src/keyset.js';
 import type { Signer, Verdict } from '../../common/src/signing.js';
 import { TooLargeError, type BlobStore, type StoredBlob } from './blob-store.js';
-import type { AgentName, DiskRow, EntryRow, FileRepository, FileRow, RunFileRow, WorkspaceRow } from './file.repository.js';
+import type { DiskRow, EntryRow, FileRepository, FileRow, RunFileRow, WorkspaceRow } from './file.repository.js';
 import { checkDiskPath, checkFileName, contentTypeFor } from './names.js';
 
 const LINK_USED = 'This upload link was already used; add the file again for a new link';

@@ -4,6 +4,7 @@
  * Blobs are immutable; rows point at them, so overwriting a path never changes bytes another
  * row (an earlier run's output, an attached input) still refers to.
  */
+import type { AgentName } from '../../common/src/agent-name.js';
 import type { Knex, Migration } from '../../common/src/db.js';
 import { keysetPage, newestFirst, type Page } from '../../common/src/keyset.js';
 
@@ -85,7 +86,6 @@ export const migrations: Migration[] = [
   },
 ];
 
-export type AgentName = 'browser-agent' | 'browsercode';
 
 export interface FileRow {
   id: string;

@@ -14,6 +14,6 @@ export interface FileStorageServerDeps {
 /** Builds the file-storage service's gRPC server (does not listen). */
 export function createFileStorageServer(deps: FileStorageServerDeps): GrpcServer {
   return new GrpcServer([
-    { name: 'ats.filestorage.v1.FileStorageService', definition: FileStorageServiceService, implementation: implement(FileStorageServiceService, fileStorageHandlers(deps.files), deps.logger) },
+    { definition: FileStorageServiceService, implementation: implement(FileStorageServiceService, fileStorageHandlers(deps.files), deps.logger) },
   ], deps.token);
 }

@@ -44,7 +44,6 @@ export class FakePool {
     };
     this.server = new GrpcServer([
       {
-        name: 'ats.browserpool.v1.BrowserPoolService',
         definition: BrowserPoolServiceService,
         implementation: implement(
           BrowserPoolServiceService,

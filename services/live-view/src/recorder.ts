@@ -17,6 +17,8 @@ import path from 'node:path';
 import type { NatsConnection } from '../../common/src/bus.js';
 import { RemoteError } from '../../common/src/errors.js';
 import type { Logger } from '../../common/src/logger.js';
+import { browserLifecycle, subscribe, type Delivery } from '../../common/src/subjects.js';
+import type { BrowserLifecycleEvent } from '../../../gen/ats/common/v1/common.js';
 import type { Browser } from '../../../gen/ats/browserpool/v1/browser_pool.js';
 import { BrowserRecording, type RecordingSettings } from './browser-recording.js';
 import type { Ffmpeg } from './ffmpeg.js';
@@ -50,18 +52,11 @@ interface BrowserEvent {
   tsMs: number;
 }
 
-/** Parses a browser lifecycle event; undefined when it is not one. */
-export function parseBrowserEvent(subject: string, data: Uint8Array, now: number): { kind: 'started' | 'stopped'; event: BrowserEvent } | undefined {
-  const m = /^ats\.browser\.([^.]+)\.(started|stopped)$/.exec(subject);
-  if (!m) return undefined;
-  try {
-    const p = JSON.parse(Buffer.from(data).toString()) as { browserId?: unknown; projectId?: unknown; ts?: unknown };
-    if (typeof p.projectId !== 'string' || !p.projectId || (p.browserId !== undefined && p.browserId !== m[1])) return undefined;
-    const ts = typeof p.ts === 'string' ? Date.parse(p.ts) : NaN;
-    return { kind: m[2] as 'started' | 'stopped', event: { browserId: m[1]!, projectId: p.projectId, tsMs: Number.isFinite(ts) ? ts : now } };
-  } catch {
-    return undefined;
-  }
+/** The browser event of a lifecycle message; undefined when it names no project or another browser than its subject. */
+export function browserEventOf({ key, payload }: Delivery<{ browserId: string }, BrowserLifecycleEvent>, now: number): BrowserEvent | undefined {
+  if (!payload.projectId || (payload.browserId && payload.browserId !== key.browserId)) return undefined;
+  const ts = Date.parse(payload.ts);
+  return { browserId: key.browserId, projectId: payload.projectId, tsMs: Number.isFinite(ts) ? ts : now };
 }
 
 export class Recorder {
@@ -95,14 +90,16 @@ export class Recorder {
     reapOrphanEncoders(this.#o.settings.dir, this.#o.logger);
     await this.#removeStrays();
     if (nc && record) {
-      const sub = nc.subscribe('ats.browser.*.*', {
-        callback: (err, msg) => {
-          if (err) return;
-          const parsed = parseBrowserEvent(msg.subject, msg.data, this.#now());
-          if (parsed?.kind === 'started') this.onStarted(parsed.event);
-          else if (parsed?.kind === 'stopped') this.onStopped(parsed.event);
+      const sub = subscribe(
+        nc,
+        browserLifecycle,
+        (d) => {
+          const event = browserEventOf(d, this.#now());
+          if (event && d.key.kind === 'started') this.onStarted(event);
+          else if (event) this.onStopped(event);
         },
-      });
+        { logger: this.#o.logger },
+      );
       this.#unsubscribe = () => sub.unsubscribe();
     }
     for (const row of await this.#o.repo.listByState(this.#o.instanceId, ['finalizing'])) this.#o.finalizer.enqueue(row.browserId);

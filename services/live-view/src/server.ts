@@ -11,5 +11,5 @@ export interface LiveViewServerDeps extends LiveViewHandlerDeps {
 
 /** Builds the live-view service's gRPC server (does not listen). */
 export function createLiveViewServer(deps: LiveViewServerDeps): GrpcServer {
-  return new GrpcServer([{ name: 'ats.liveview.v1.LiveViewService', definition: LiveViewServiceService, implementation: implement(LiveViewServiceService, liveViewHandlers(deps), deps.logger) }], deps.token);
+  return new GrpcServer([{ definition: LiveViewServiceService, implementation: implement(LiveViewServiceService, liveViewHandlers(deps), deps.logger) }], deps.token);
 }

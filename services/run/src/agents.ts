@@ -3,12 +3,13 @@
  * example task is also one the builtin model follows (a test parses each), so a new user can try
  * them without an LLM.
  */
-import { Agent, Capability, SessionKind, WatchVerb, type AgentInfo } from '../../../gen/ats/run/v1/run.js';
+import { agentEnum } from '../../common/src/agent-name.js';
+import { Capability, SessionKind, WatchVerb, type AgentInfo } from '../../../gen/ats/run/v1/run.js';
 
 export const AGENTS: readonly AgentInfo[] = [
   {
     name: 'browser-agent',
-    agent: Agent.AGENT_BROWSER_AGENT,
+    agent: agentEnum('browser-agent'),
     capabilities: [Capability.CAPABILITY_BROWSER, Capability.CAPABILITY_FILES],
     sessionKind: SessionKind.SESSION_KIND_DISPOSABLE,
     watch: WatchVerb.WATCH_VERB_STEPS,
@@ -29,7 +30,7 @@ export const AGENTS: readonly AgentInfo[] = [
   },
   {
     name: 'browsercode',
-    agent: Agent.AGENT_BROWSERCODE,
+    agent: agentEnum('browsercode'),
     capabilities: [Capability.CAPABILITY_BROWSER, Capability.CAPABILITY_CODE, Capability.CAPABILITY_TERMINAL, Capability.CAPABILITY_FILES],
     sessionKind: SessionKind.SESSION_KIND_DURABLE,
     watch: WatchVerb.WATCH_VERB_EVENTS,

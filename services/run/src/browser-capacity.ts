@@ -13,13 +13,15 @@
  */
 import type { NatsConnection } from '@nats-io/transport-node';
 import { BrowserStatus } from '../../../gen/ats/browserpool/v1/browser_pool.js';
+import { agentEnum } from '../../common/src/agent-name.js';
 import { RemoteError, Status } from '../../common/src/errors.js';
 import type { Logger } from '../../common/src/logger.js';
+import { publish, runWakeups } from '../../common/src/subjects.js';
 import { RunStopped } from './agents/run-errors.js';
 import type { RunClients } from './clients.js';
 import type { RunEvents } from './run-events.js';
 import type { RunRepository, RunRow } from './run.repository.js';
-import { poolAgent, stopBrowserOfStoppedRun, WAKEUP_SUBJECT } from './runs.js';
+import { stopBrowserOfStoppedRun } from './runs.js';
 
 /** Every browser of the run's project is in real use (a run in progress, or handed out over CDP). */
 export class BrowserLimitReached extends Error {
@@ -100,7 +102,7 @@ export class BrowserCapacity {
         screenHeight: run.browser.screenHeight,
         sessionId: run.sessionId,
         runId: run.id,
-        agent: poolAgent(run.agent),
+        agent: agentEnum(run.agent),
       },
       { deadlineMs: CREATE_DEADLINE_MS },
     );
@@ -182,7 +184,7 @@ export class BrowserCapacity {
   /** A browser slot of the project may be free: its waiting runs may be claimed at once. */
   async slotMayBeFree(projectId: string): Promise<void> {
     try {
-      if (await this.#d.repo.wakeWaiting(projectId)) this.#d.nc.publish(WAKEUP_SUBJECT);
+      if (await this.#d.repo.wakeWaiting(projectId)) publish(this.#d.nc, runWakeups, {}, {});
     } catch (err) {
       this.#d.logger.warn({ projectId, err: (err as Error).message }, 'could not wake runs waiting for a browser (they retry after their back-off)');
     }

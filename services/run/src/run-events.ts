@@ -1,14 +1,18 @@
 /**
  * A run's events: appended to the database (the source of truth, a monotonic id per run) and
- * published on NATS `ats.run.<runId>.event`. `watch` streams backlog then live events; NATS only
+ * announced on NATS (the `runEvents` topic, `ats.run.<runId>.event`). `watch` streams backlog then live events; NATS only
  * wakes it early, every read comes from the database, so a watcher never sees a gap or a duplicate.
  */
+import type { RunEvent } from '../../../gen/ats/common/v1/common.js';
 import type { NatsConnection } from '../../common/src/bus.js';
 import type { Logger } from '../../common/src/logger.js';
+import { publish, runEvents, subscribe } from '../../common/src/subjects.js';
 import { TERMINAL_EVENT_TYPES, type EventRow, type RunRepository } from './run.repository.js';
 
 export const TERMINAL_EVENTS = new Set(TERMINAL_EVENT_TYPES);
-export const runEventSubject = (runId: string) => `ats.run.${runId}.event`;
+
+/** An event as the contract (the run API and NATS) carries it. */
+export const toRunEvent = (e: EventRow): RunEvent => ({ id: e.id, runId: e.runId, ts: e.ts, type: e.type, dataJson: JSON.stringify(e.data) });
 
 export class RunEvents {
   readonly #repo: RunRepository;
@@ -29,7 +33,7 @@ export class RunEvents {
       return undefined;
     }
     try {
-      this.#nc.publish(runEventSubject(runId), JSON.stringify(ev));
+      publish(this.#nc, runEvents, { runId }, toRunEvent(ev));
     } catch (err) {
       this.#logger.warn({ runId, err: (err as Error).message }, 'event not published (watchers fall back to polling)');
     }
@@ -38,11 +42,8 @@ export class RunEvents {
 
   /** Events after `after`, then live ones as they come, ending after the terminal event. */
   async *watch(runId: string, after: number, signal: AbortSignal, pollMs = 2000): AsyncGenerator<EventRow> {
-    const sub = this.#nc.subscribe(runEventSubject(runId));
     let wake: (() => void) | undefined;
-    (async () => {
-      for await (const _ of sub) wake?.();
-    })().catch(() => undefined);
+    const sub = subscribe(this.#nc, runEvents, () => wake?.(), { logger: this.#logger, filter: { runId } });
     const onAbort = () => wake?.();
     signal.addEventListener('abort', onAbort);
     let last = after;

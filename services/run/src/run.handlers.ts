@@ -1,11 +1,12 @@
 /** RunService handlers: proto ↔ domain. */
 import type * as grpc from '@grpc/grpc-js';
-import { InvalidArgumentError } from '../../common/src/errors.js';
 import type { Handlers } from '../../common/src/grpc.js';
-import { Agent, RunStatus, SessionStatus, type Run, type RunEvent, type RunServiceService, type Session } from '../../../gen/ats/run/v1/run.js';
+import { RunStatus, SessionStatus, type Run, type RunServiceService, type Session } from '../../../gen/ats/run/v1/run.js';
+import { agentEnum, agentName, requireAgentName } from '../../common/src/agent-name.js';
 import { AGENTS } from './agents.js';
+import { toRunEvent } from './run-events.js';
 import type { Runs } from './runs.js';
-import type { AgentName, EventRow, RunRow, RunStatus as Status, SessionRow } from './run.repository.js';
+import type { RunRow, RunStatus as Status, SessionRow } from './run.repository.js';
 
 const STATUS: Record<Status, RunStatus> = {
   queued: RunStatus.RUN_STATUS_QUEUED,
@@ -16,15 +17,6 @@ const STATUS: Record<Status, RunStatus> = {
 };
 const STATUS_NAME = new Map(Object.entries(STATUS).map(([k, v]) => [v, k as Status]));
 
-function agentName(a: Agent): AgentName | null {
-  return a === Agent.AGENT_BROWSER_AGENT ? 'browser-agent' : a === Agent.AGENT_BROWSERCODE ? 'browsercode' : null;
-}
-function requireAgent(a: Agent): AgentName {
-  const n = agentName(a);
-  if (!n) throw new InvalidArgumentError('agent is required');
-  return n;
-}
-const agentEnum = (a: AgentName) => (a === 'browser-agent' ? Agent.AGENT_BROWSER_AGENT : Agent.AGENT_BROWSERCODE);
 const opt = (v: string | null) => v ?? undefined;
 
 export function runOut(r: RunRow): Run {
@@ -67,7 +59,6 @@ function sessionOut(s: SessionRow): Session {
   };
 }
 
-const eventOut = (e: EventRow): RunEvent => ({ id: e.id, runId: e.runId, ts: e.ts, type: e.type, dataJson: JSON.stringify(e.data) });
 
 export function runHandlers(runs: Runs): Handlers<typeof RunServiceService> {
   return {
@@ -77,7 +68,7 @@ export function runHandlers(runs: Runs): Handlers<typeof RunServiceService> {
     async createRun(req) {
       const run = await runs.create({
         projectId: req.projectId,
-        agent: requireAgent(req.agent),
+        agent: requireAgentName(req.agent),
         task: req.task,
         model: req.model,
         browser: req.browser ? { proxyCountryCode: req.browser.proxyCountryCode, screenWidth: req.browser.screenWidth, screenHeight: req.browser.screenHeight, profileId: req.browser.profileId } : undefined,
@@ -92,7 +83,7 @@ export function runHandlers(runs: Runs): Handlers<typeof RunServiceService> {
     },
     async listRuns(req) {
       const status = STATUS_NAME.get(req.status);
-      const page = await runs.list(req.projectId, requireAgent(req.agent), { ...(req.sessionId ? { sessionId: req.sessionId } : {}), ...(status ? { status } : {}) }, req.limit, req.cursor);
+      const page = await runs.list(req.projectId, requireAgentName(req.agent), { ...(req.sessionId ? { sessionId: req.sessionId } : {}), ...(status ? { status } : {}) }, req.limit, req.cursor);
       return { items: page.items.map(runOut), nextCursor: page.nextCursor, hasMore: page.hasMore };
     },
     async stopRun(req) {
@@ -108,7 +99,7 @@ export function runHandlers(runs: Runs): Handlers<typeof RunServiceService> {
     },
     async listEvents(req) {
       const page = await runs.events(req.projectId, agentName(req.agent), req.runId, req.after, req.limit);
-      return { events: page.events.map(eventOut), nextAfter: page.nextAfter, hasMore: page.hasMore };
+      return { events: page.events.map(toRunEvent), nextAfter: page.nextAfter, hasMore: page.hasMore };
     },
     async watchEvents(req, call) {
       const ctl = new AbortController();
@@ -116,15 +107,15 @@ export function runHandlers(runs: Runs): Handlers<typeof RunServiceService> {
       w.on('cancelled', () => ctl.abort());
       w.on('close', () => ctl.abort());
       for await (const ev of await runs.watch(req.projectId, agentName(req.agent), req.runId, req.after, ctl.signal)) {
-        if (!w.write({ event: eventOut(ev) })) await new Promise((r) => w.once('drain', r));
+        if (!w.write({ event: toRunEvent(ev) })) await new Promise((r) => w.once('drain', r));
       }
     },
     async getSession(req) {
-      return { session: sessionOut(await runs.session(req.projectId, requireAgent(req.agent), req.sessionId)) };
+      return { session: sessionOut(await runs.session(req.projectId, requireAgentName(req.agent), req.sessionId)) };
     },
     async listSessions(req) {
       const status = req.status === SessionStatus.SESSION_STATUS_OPEN ? 'open' : req.status === SessionStatus.SESSION_STATUS_CLOSED ? 'closed' : null;
-      const page = await runs.sessions(req.projectId, requireAgent(req.agent), status, req.limit, req.cursor);
+      const page = await runs.sessions(req.projectId, requireAgentName(req.agent), status, req.limit, req.cursor);
       return { items: page.items.map(sessionOut), nextCursor: page.nextCursor, hasMore: page.hasMore };
     },
   };

@@ -155,5 +155,14 @@ for (const driver of await drivers()) {
       const r = (await repo.run(id))!;
       assert.deepEqual([r.totalInputTokens, r.totalOutputTokens, r.totalCostUsd], [150, 15, '0.000675']);
     });
+
+    test('when a run is created by a request, then the run keeps that request id (and one created outside any has none)', async () => {
+      await repo.insertSession({ id: 'ses_req', projectId: 'prj_req', agent: 'browsercode', diskId: null, workspaceId: null });
+      const run = { projectId: 'prj_req', agent: 'browsercode' as const, sessionId: 'ses_req', task: 't', model: 'builtin', browser: {}, missingFileIds: [], workspaceId: null, diskId: null };
+      await repo.insertRun({ ...run, id: 'run_req1', requestId: 'req-abc.1' });
+      await repo.insertRun({ ...run, id: 'run_req2' });
+      assert.equal((await repo.run('run_req1'))?.requestId, 'req-abc.1');
+      assert.equal((await repo.run('run_req2'))?.requestId, null);
+    });
   });
 }

@@ -3,6 +3,7 @@
  * steps and events (a monotonic id per run). The database is the source of truth; NATS only
  * carries notifications.
  */
+import type { AgentName } from '../../common/src/agent-name.js';
 import type { Knex, Migration } from '../../common/src/db.js';
 
 /**
@@ -92,9 +93,17 @@ export const migrations: Migration[] = [
       });
     },
   },
+  {
+    // The id of the request that created the run: its worker logs under it, so one grep finds the run's whole story.
+    name: '20261126000000_runs_request_id',
+    async up(knex) {
+      await knex.schema.alterTable('runs', (t) => {
+        t.string('request_id', 100);
+      });
+    },
+  },
 ];
 
-export type AgentName = 'browser-agent' | 'browsercode';
 export type RunStatus = 'queued' | 'running' | 'completed' | 'stopped' | 'failed';
 export const TERMINAL: readonly RunStatus[] = ['completed', 'stopped', 'failed'];
 /** The event types that end a run's event list: nothing is appended after one. */
@@ -126,6 +135,8 @@ export interface RunRow {
   totalInputTokens: number;
   totalOutputTokens: number;
   leaseOwner: string | null;
+  /** The request that created the run; null for runs created before it was kept, or outside a request. */
+  requestId: string | null;
   createdAt: string;
   startedAt: string | null;
   finishedAt: string | null;
@@ -193,6 +204,7 @@ function run(r: any): RunRow {
     totalInputTokens: Number(r.total_input_tokens),
     totalOutputTokens: Number(r.total_output_tokens),
     leaseOwner: r.lease_owner,
+    requestId: r.request_id ?? null,
     createdAt: iso(r.created_at)!,
     startedAt: iso(r.started_at),
     finishedAt: iso(r.finished_at),
@@ -278,7 +290,7 @@ export class RunRepository {
 
   // ---- runs ----
 
-  async insertRun(r: { id: string; projectId: string; agent: AgentName; sessionId: string; task: string; model: string; browser: BrowserOptions; missingFileIds: string[]; workspaceId: string | null; diskId: string | null }, trx: Knex = this.knex): Promise<void> {
+  async insertRun(r: { id: string; projectId: string; agent: AgentName; sessionId: string; task: string; model: string; browser: BrowserOptions; missingFileIds: string[]; workspaceId: string | null; diskId: string | null; requestId?: string | null }, trx: Knex = this.knex): Promise<void> {
     await trx('runs').insert({
       id: r.id,
       project_id: r.projectId,
@@ -291,6 +303,7 @@ export class RunRepository {
       missing_file_ids: JSON.stringify(r.missingFileIds),
       workspace_id: r.workspaceId,
       disk_id: r.diskId,
+      request_id: r.requestId ?? null,
     });
   }
 

@@ -3,21 +3,20 @@
  * steps and events, and stopping them. Execution lives in run-worker.ts and scheduling in
  * scheduler.ts.
  */
-import { Agent as PoolAgent, StopReason } from '../../../gen/ats/browserpool/v1/browser_pool.js';
-import { Agent as FsAgent } from '../../../gen/ats/filestorage/v1/file_storage.js';
+import { StopReason } from '../../../gen/ats/browserpool/v1/browser_pool.js';
+import { agentEnum, type AgentName } from '../../common/src/agent-name.js';
 import { ConflictError, InvalidArgumentError, NotFoundError } from '../../common/src/errors.js';
 import type { NatsConnection } from '../../common/src/bus.js';
 import { newId } from '../../common/src/ids.js';
-import type { Logger } from '../../common/src/logger.js';
+import { currentRequestId, type Logger } from '../../common/src/logger.js';
+import { browserLifecycle, publish, runStops, runWakeups, subscribe } from '../../common/src/subjects.js';
 import type { ModelRegistry } from './agents/models.js';
 import type { RunClients } from './clients.js';
 import { TERMINAL_EVENTS, type RunEvents } from './run-events.js';
-import { TERMINAL, type AgentName, type BrowserOptions, type RunRepository, type RunRow, type RunStatus, type SessionRow } from './run.repository.js';
+import { TERMINAL, type BrowserOptions, type RunRepository, type RunRow, type RunStatus, type SessionRow } from './run.repository.js';
 
-export const WAKEUP_SUBJECT = 'ats.runs.wakeup';
 /** Why a session closed when its idle browser gave its slot to a newer one. */
 export const SESSION_RECLAIMED_REASON = 'browser reclaimed for a newer run';
-export const stopSubject = (runId: string) => `ats.run.${runId}.stop`;
 
 export interface CreateRunInput {
   projectId: string;
@@ -29,9 +28,6 @@ export interface CreateRunInput {
   attachedFileIds: string[];
   workspaceId?: string | undefined;
 }
-
-export const fsAgent = (a: AgentName) => (a === 'browser-agent' ? FsAgent.AGENT_BROWSER_AGENT : FsAgent.AGENT_BROWSERCODE);
-export const poolAgent = (a: AgentName) => (a === 'browser-agent' ? PoolAgent.AGENT_BROWSER_AGENT : PoolAgent.AGENT_BROWSERCODE);
 
 export interface RunsDeps {
   repo: RunRepository;
@@ -70,12 +66,12 @@ export class Runs {
     } else {
       sessionId = newId('ses');
       if (workspaceId) diskId = await this.#workspaceDisk(input.projectId, workspaceId);
-      else diskId = (await clients.fileStorage.api.createDisk({ projectId: input.projectId, agent: fsAgent(input.agent), sessionId })).disk!.id;
+      else diskId = (await clients.fileStorage.api.createDisk({ projectId: input.projectId, agent: agentEnum(input.agent), sessionId })).disk!.id;
     }
 
     let missing: string[] = [];
     if (input.attachedFileIds.length) {
-      const r = await clients.fileStorage.api.attachFiles({ projectId: input.projectId, agent: fsAgent(input.agent), diskId, runId, fileIds: input.attachedFileIds });
+      const r = await clients.fileStorage.api.attachFiles({ projectId: input.projectId, agent: agentEnum(input.agent), diskId, runId, fileIds: input.attachedFileIds });
       missing = r.missingFileIds;
     }
 
@@ -87,17 +83,17 @@ export class Runs {
       } else {
         await repo.insertSession({ id: sessionId!, projectId: input.projectId, agent: input.agent, diskId, workspaceId }, trx);
       }
-      await repo.insertRun({ id: runId, projectId: input.projectId, agent: input.agent, sessionId: sessionId!, task: input.task, model, browser: input.browser ?? {}, missingFileIds: missing, workspaceId, diskId }, trx);
+      await repo.insertRun({ id: runId, projectId: input.projectId, agent: input.agent, sessionId: sessionId!, task: input.task, model, browser: input.browser ?? {}, missingFileIds: missing, workspaceId, diskId, requestId: currentRequestId() ?? null }, trx);
       await repo.setLatestRun(sessionId!, runId, trx);
     });
     await this.#d.events.append(runId, 'run.queued', { sessionId, model, missingFileIds: missing });
-    this.#d.nc.publish(WAKEUP_SUBJECT);
+    publish(this.#d.nc, runWakeups, {}, {});
     return (await repo.run(runId))!;
   }
 
   /** The disk of a workspace of this project (404 when there is none). */
   async #workspaceDisk(projectId: string, workspaceId: string): Promise<string> {
-    const { disk } = await this.#d.clients.fileStorage.api.createDisk({ projectId, agent: fsAgent('browsercode'), workspaceId });
+    const { disk } = await this.#d.clients.fileStorage.api.createDisk({ projectId, agent: agentEnum('browsercode'), workspaceId });
     return disk!.id;
   }
 
@@ -129,9 +125,9 @@ export class Runs {
       throw new ConflictError(`Run already ${now.status}`);
     }
     await this.#d.events.append(runId, 'run.stopped', { wasRunning: run.status === 'running' });
-    this.#d.nc.publish(stopSubject(runId));
+    publish(this.#d.nc, runStops, { runId }, { runId });
     if (run.agent === 'browser-agent') await this.closeSession(run, 'run stopped');
-    this.#d.nc.publish(WAKEUP_SUBJECT);
+    publish(this.#d.nc, runWakeups, {}, {});
     return (await this.#d.repo.run(runId))!;
   }
 
@@ -149,23 +145,18 @@ export class Runs {
    * project has a free browser slot). Returns the subscription.
    */
   closeSessionsOnBrowserStop(stopped?: (projectId: string) => void): { unsubscribe(): void } {
-    return this.#d.nc.subscribe('ats.browser.*.stopped', {
-      callback: (_err, msg) => {
-        const browserId = msg.subject.split('.')[2]!;
-        let event: { reason?: unknown; projectId?: unknown } = {};
-        try {
-          event = JSON.parse(new TextDecoder().decode(msg.data)) as typeof event;
-        } catch {
-          // closed all the same, with the plain reason
-        }
-        if (stopped && typeof event.projectId === 'string' && event.projectId) stopped(event.projectId);
-        const reason = event.reason;
-        this.#d.repo.closeSessionsOfBrowser(browserId, reason === 'reclaimed' ? SESSION_RECLAIMED_REASON : 'browser stopped').then(
+    return subscribe(
+      this.#d.nc,
+      browserLifecycle,
+      ({ key: { browserId }, payload: event }) => {
+        if (stopped && event.projectId) stopped(event.projectId);
+        this.#d.repo.closeSessionsOfBrowser(browserId, event.reason === 'reclaimed' ? SESSION_RECLAIMED_REASON : 'browser stopped').then(
           (ids) => ids.length && this.#d.logger.info({ browserId, sessions: ids }, 'sessions closed with their browser'),
           (err: Error) => this.#d.logger.warn({ browserId, err: err.message }, 'closing sessions of a stopped browser failed'),
         );
       },
-    });
+      { logger: this.#d.logger, filter: { kind: 'stopped' } },
+    );
   }
 
   async list(projectId: string, agent: AgentName, filter: { sessionId?: string; status?: RunStatus }, limit: number, cursor: string) {

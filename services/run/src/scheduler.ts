@@ -6,12 +6,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import type { Logger } from '../../common/src/logger.js';
+import { withRequestId, type Logger } from '../../common/src/logger.js';
+import { publish, runStops, runWakeups, subscribe } from '../../common/src/subjects.js';
 import type { RunClients } from './clients.js';
 import type { RunEvents } from './run-events.js';
 import type { RunRepository, RunRow } from './run.repository.js';
 import { settleWithin } from './run-bounds.js';
-import { WAKEUP_SUBJECT } from './runs.js';
 
 export const LEASE_EXPIRED_ERROR = 'The run was interrupted: the worker running it stopped responding (its lease expired). Browser actions are not safely repeatable, so the run was not retried.';
 export const SHUTDOWN_ERROR = 'The run was interrupted: the run service shut down while it was running.';
@@ -52,9 +52,9 @@ export class RunScheduler {
   }
 
   start(): void {
-    const { nc, leaseMs, pollMs } = this.#o;
-    const wake = nc.subscribe(WAKEUP_SUBJECT, { callback: () => this.poke() });
-    const stops = nc.subscribe('ats.run.*.stop', { callback: (_e, msg) => this.#active.get(msg.subject.split('.')[2]!)?.abort() });
+    const { nc, leaseMs, pollMs, logger } = this.#o;
+    const wake = subscribe(nc, runWakeups, () => this.poke(), { logger });
+    const stops = subscribe(nc, runStops, ({ key }) => this.#active.get(key.runId)?.abort(), { logger });
     this.#subs = [wake, stops];
     this.#timers.push(setInterval(() => this.poke(), pollMs));
     this.#timers.push(setInterval(() => void this.#renew(), Math.max(200, Math.floor(leaseMs / 3))));
@@ -71,7 +71,8 @@ export class RunScheduler {
       return;
     }
     this.#claiming = true;
-    void (async () => {
+    // Outside the request that woke it: the claim serves every queued run, each of which runs in its own.
+    void withRequestId(undefined, async () => {
       try {
         do {
           this.#again = false;
@@ -86,10 +87,15 @@ export class RunScheduler {
       } finally {
         this.#claiming = false;
       }
-    })();
+    });
   }
 
+  /** Runs `run` here; its work (and every log line of it) belongs to the request that created it. */
   #launch(run: RunRow): void {
+    withRequestId(run.requestId, () => this.#work(run));
+  }
+
+  #work(run: RunRow): void {
     const ctl = new AbortController();
     if (this.#active.size === 0) this.#idle = new Promise((r) => (this.#markIdle = r));
     this.#active.set(run.id, ctl);
@@ -113,7 +119,7 @@ export class RunScheduler {
       .finally(() => {
         if (this.#active.get(run.id) === ctl) this.#active.delete(run.id);
         if (this.#active.size === 0) this.#markIdle();
-        this.#o.nc.publish(WAKEUP_SUBJECT); // a slot (and maybe a project's quota) is free
+        publish(this.#o.nc, runWakeups, {}, {}); // a slot (and maybe a project's quota) is free
       });
   }
 

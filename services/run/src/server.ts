@@ -13,5 +13,5 @@ export interface RunServerDeps {
 
 /** Builds the run service's gRPC server (does not listen). */
 export function createRunServer(deps: RunServerDeps): GrpcServer {
-  return new GrpcServer([{ name: 'ats.run.v1.RunService', definition: RunServiceService, implementation: implement(RunServiceService, runHandlers(deps.runs), deps.logger) }], deps.token);
+  return new GrpcServer([{ definition: RunServiceService, implementation: implement(RunServiceService, runHandlers(deps.runs), deps.logger) }], deps.token);
 }

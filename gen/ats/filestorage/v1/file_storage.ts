@@ -22,53 +22,11 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import { Agent, agentFromJSON, agentToJSON } from "../../common/v1/common.js";
 
 export const protobufPackage = "ats.filestorage.v1";
 
 export const protobufFileName = "ats/filestorage/v1/file_storage.proto";
-
-/** Agent names an agent; REST names are "browser-agent" and "browsercode". */
-export enum Agent {
-  /** AGENT_UNSPECIFIED - Not set; in a request filter it matches any agent. */
-  AGENT_UNSPECIFIED = 0,
-  /** AGENT_BROWSER_AGENT - The browser-agent. */
-  AGENT_BROWSER_AGENT = 1,
-  /** AGENT_BROWSERCODE - The browsercode agent. */
-  AGENT_BROWSERCODE = 2,
-  UNRECOGNIZED = -1,
-}
-
-export function agentFromJSON(object: any): Agent {
-  switch (object) {
-    case 0:
-    case "AGENT_UNSPECIFIED":
-      return Agent.AGENT_UNSPECIFIED;
-    case 1:
-    case "AGENT_BROWSER_AGENT":
-      return Agent.AGENT_BROWSER_AGENT;
-    case 2:
-    case "AGENT_BROWSERCODE":
-      return Agent.AGENT_BROWSERCODE;
-    case -1:
-    case "UNRECOGNIZED":
-    default:
-      return Agent.UNRECOGNIZED;
-  }
-}
-
-export function agentToJSON(object: Agent): string {
-  switch (object) {
-    case Agent.AGENT_UNSPECIFIED:
-      return "AGENT_UNSPECIFIED";
-    case Agent.AGENT_BROWSER_AGENT:
-      return "AGENT_BROWSER_AGENT";
-    case Agent.AGENT_BROWSERCODE:
-      return "AGENT_BROWSERCODE";
-    case Agent.UNRECOGNIZED:
-    default:
-      return "UNRECOGNIZED";
-  }
-}
 
 /** FileKind says how a file reached a run. */
 export enum FileKind {

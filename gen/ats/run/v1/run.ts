@@ -20,53 +20,11 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import { Agent, agentFromJSON, agentToJSON, RunEvent } from "../../common/v1/common.js";
 
 export const protobufPackage = "ats.run.v1";
 
 export const protobufFileName = "ats/run/v1/run.proto";
-
-/** Agent names an agent; REST names are "browser-agent" and "browsercode". */
-export enum Agent {
-  /** AGENT_UNSPECIFIED - Not set; in a request filter it matches any agent. */
-  AGENT_UNSPECIFIED = 0,
-  /** AGENT_BROWSER_AGENT - The browser-agent (browser tasks, answers inline). */
-  AGENT_BROWSER_AGENT = 1,
-  /** AGENT_BROWSERCODE - The browsercode agent (code, files, terminal and browser). */
-  AGENT_BROWSERCODE = 2,
-  UNRECOGNIZED = -1,
-}
-
-export function agentFromJSON(object: any): Agent {
-  switch (object) {
-    case 0:
-    case "AGENT_UNSPECIFIED":
-      return Agent.AGENT_UNSPECIFIED;
-    case 1:
-    case "AGENT_BROWSER_AGENT":
-      return Agent.AGENT_BROWSER_AGENT;
-    case 2:
-    case "AGENT_BROWSERCODE":
-      return Agent.AGENT_BROWSERCODE;
-    case -1:
-    case "UNRECOGNIZED":
-    default:
-      return Agent.UNRECOGNIZED;
-  }
-}
-
-export function agentToJSON(object: Agent): string {
-  switch (object) {
-    case Agent.AGENT_UNSPECIFIED:
-      return "AGENT_UNSPECIFIED";
-    case Agent.AGENT_BROWSER_AGENT:
-      return "AGENT_BROWSER_AGENT";
-    case Agent.AGENT_BROWSERCODE:
-      return "AGENT_BROWSERCODE";
-    case Agent.UNRECOGNIZED:
-    default:
-      return "UNRECOGNIZED";
-  }
-}
 
 /** RunStatus is the lifecycle state of a run. */
 export enum RunStatus {
@@ -416,20 +374,6 @@ export interface Step {
   ts: string;
   /** Duration of the action in milliseconds. */
   durationMs: number;
-}
-
-/** RunEvent is one event of a run (REST "event"). */
-export interface RunEvent {
-  /** Monotonic event id within the run, starting at 1. */
-  id: number;
-  /** Run the event belongs to. */
-  runId: string;
-  /** Time of the event. */
-  ts: string;
-  /** Event type, e.g. "run.queued", "browser.ready", "step", "terminal.output", "run.completed". */
-  type: string;
-  /** Event payload as JSON text (an object; "{}" when empty). */
-  dataJson: string;
 }
 
 /** Session is a conversation thread of runs. */
@@ -1440,147 +1384,6 @@ export const Step: MessageFns<Step> = {
     message.screenshotUrl = object.screenshotUrl ?? undefined;
     message.ts = object.ts ?? "";
     message.durationMs = object.durationMs ?? 0;
-    return message;
-  },
-};
-
-function createBaseRunEvent(): RunEvent {
-  return { id: 0, runId: "", ts: "", type: "", dataJson: "" };
-}
-
-export const RunEvent: MessageFns<RunEvent> = {
-  encode(message: RunEvent, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.id !== 0) {
-      writer.uint32(8).int64(message.id);
-    }
-    if (message.runId !== "") {
-      writer.uint32(18).string(message.runId);
-    }
-    if (message.ts !== "") {
-      writer.uint32(26).string(message.ts);
-    }
-    if (message.type !== "") {
-      writer.uint32(34).string(message.type);
-    }
-    if (message.dataJson !== "") {
-      writer.uint32(42).string(message.dataJson);
-    }
-    return writer;
-  },
-
-  decode(input: BinaryReader | Uint8Array, length?: number): RunEvent {
-    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
-    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
-    if (previousRecursionDepth >= 100) {
-      throw new globalThis.Error("protobuf decode recursion limit exceeded");
-    }
-    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
-    try {
-      const end = length === undefined ? reader.len : reader.pos + length;
-      const message = createBaseRunEvent();
-      while (reader.pos < end) {
-        const tag = reader.uint32();
-        switch (tag >>> 3) {
-          case 1: {
-            if (tag !== 8) {
-              break;
-            }
-
-            message.id = longToNumber(reader.int64());
-            continue;
-          }
-          case 2: {
-            if (tag !== 18) {
-              break;
-            }
-
-            message.runId = reader.string();
-            continue;
-          }
-          case 3: {
-            if (tag !== 26) {
-              break;
-            }
-
-            message.ts = reader.string();
-            continue;
-          }
-          case 4: {
-            if (tag !== 34) {
-              break;
-            }
-
-            message.type = reader.string();
-            continue;
-          }
-          case 5: {
-            if (tag !== 42) {
-              break;
-            }
-
-            message.dataJson = reader.string();
-            continue;
-          }
-        }
-        if ((tag & 7) === 4 || tag === 0) {
-          break;
-        }
-        reader.skip(tag & 7);
-      }
-      return message;
-    } finally {
-      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
-    }
-  },
-
-  fromJSON(object: any): RunEvent {
-    return {
-      id: isSet(object.id) ? globalThis.Number(object.id) : 0,
-      runId: isSet(object.runId)
-        ? globalThis.String(object.runId)
-        : isSet(object.run_id)
-        ? globalThis.String(object.run_id)
-        : "",
-      ts: isSet(object.ts) ? globalThis.String(object.ts) : "",
-      type: isSet(object.type) ? globalThis.String(object.type) : "",
-      dataJson: isSet(object.dataJson)
-        ? globalThis.String(object.dataJson)
-        : isSet(object.data_json)
-        ? globalThis.String(object.data_json)
-        : "",
-    };
-  },
-
-  toJSON(message: RunEvent): unknown {
-    const obj: any = {};
-    if (message.id !== 0) {
-      obj.id = Math.round(message.id);
-    }
-    if (message.runId !== "") {
-      obj.runId = message.runId;
-    }
-    if (message.ts !== "") {
-      obj.ts = message.ts;
-    }
-    if (message.type !== "") {
-      obj.type = message.type;
-    }
-    if (message.dataJson !== "") {
-      obj.dataJson = message.dataJson;
-    }
-    return obj;
-  },
-
-  create(base?: DeepPartial<RunEvent>): RunEvent {
-    return RunEvent.fromPartial(base ?? {});
-  },
-  fromPartial(object: DeepPartial<RunEvent>): RunEvent {
-    const message = createBaseRunEvent();
-    message.id = object.id ?? 0;
-    message.runId = object.runId ?? "";
-    message.ts = object.ts ?? "";
-    message.type = object.type ?? "";
-    message.dataJson = object.dataJson ?? "";
     return message;
   },
 };

@@ -38,7 +38,7 @@ describe('disk sync with a storage service that hangs', () => {
       },
       createLogger('test', 'silent'),
     );
-    server = new GrpcServer([{ name: 'ats.filestorage.v1.FileStorageService', definition: FileStorageServiceService, implementation: handlers }], token);
+    server = new GrpcServer([{ definition: FileStorageServiceService, implementation: handlers }], token);
     const port = await server.listen('127.0.0.1', 0);
     client = createServiceClient(FileStorageServiceService, `127.0.0.1:${port}`, 2000, token);
   });
