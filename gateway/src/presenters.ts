@@ -3,7 +3,24 @@ import { Agent, RunStatus, SessionStatus, SessionKind, WatchVerb, Capability, ty
 import { BrowserStatus, type Browser, type Download, type Profile } from '../../gen/ats/browserpool/v1/browser_pool.js';
 import { FileKind, type FileInfo, type UploadItem, type Workspace } from '../../gen/ats/filestorage/v1/file_storage.js';
 import { InternalError } from '../../services/common/src/errors.js';
-import type { AgentName } from './schemas.js';
+import {
+  AGENT_NAMES,
+  type AgentInfoReply,
+  type AgentName,
+  type BrowserReply,
+  type DownloadReply,
+  type EventReply,
+  type FileReply,
+  type ProfileReply,
+  type RunCreatedReply,
+  type RunReply,
+  type RunStatusName,
+  type RunStatusReply,
+  type SessionReply,
+  type StepReply,
+  type UploadItemReply,
+  type WorkspaceReply,
+} from './schemas.js';
 
 const orNull = <T>(v: T | undefined): T | null => (v === undefined || v === '' ? null : v);
 
@@ -17,19 +34,27 @@ export const AGENT_BY_NAME: Record<AgentName, Agent> = {
   'browser-agent': Agent.AGENT_BROWSER_AGENT,
   browsercode: Agent.AGENT_BROWSERCODE,
 };
-export function agentName(a: Agent): AgentName | null {
-  return a === Agent.AGENT_BROWSER_AGENT ? 'browser-agent' : a === Agent.AGENT_BROWSERCODE ? 'browsercode' : null;
+/** The public name of a downstream record's agent; a record without one is a bug, not a client error. */
+export function agentName(a: Agent): AgentName {
+  if (a === Agent.AGENT_BROWSER_AGENT) return 'browser-agent';
+  if (a === Agent.AGENT_BROWSERCODE) return 'browsercode';
+  throw new InternalError(`downstream reply with agent ${a}`);
 }
 
-export const RUN_STATUS: Record<string, RunStatus> = {
+function knownAgentName(name: string): AgentName {
+  if (!(AGENT_NAMES as readonly string[]).includes(name)) throw new InternalError(`downstream reply with agent ${name}`);
+  return name as AgentName;
+}
+
+export const RUN_STATUS: Record<RunStatusName, RunStatus> = {
   queued: RunStatus.RUN_STATUS_QUEUED,
   running: RunStatus.RUN_STATUS_RUNNING,
   completed: RunStatus.RUN_STATUS_COMPLETED,
   stopped: RunStatus.RUN_STATUS_STOPPED,
   failed: RunStatus.RUN_STATUS_FAILED,
 };
-const RUN_STATUS_NAME = new Map(Object.entries(RUN_STATUS).map(([k, v]) => [v, k]));
-export function runStatusName(s: RunStatus): string {
+const RUN_STATUS_NAME = new Map((Object.entries(RUN_STATUS) as [RunStatusName, RunStatus][]).map(([k, v]) => [v, k]));
+export function runStatusName(s: RunStatus): RunStatusName {
   return RUN_STATUS_NAME.get(s) ?? 'queued';
 }
 
@@ -40,10 +65,10 @@ const CAPABILITY_NAME: Partial<Record<Capability, string>> = {
   [Capability.CAPABILITY_FILES]: 'files',
 };
 
-export function presentAgent(a: AgentInfo) {
+export function presentAgent(a: AgentInfo): AgentInfoReply {
   return {
-    name: a.name,
-    capabilities: a.capabilities.map((c) => CAPABILITY_NAME[c]).filter(Boolean),
+    name: knownAgentName(a.name),
+    capabilities: a.capabilities.map((c) => CAPABILITY_NAME[c]).filter((c) => c !== undefined),
     session: { kind: a.sessionKind === SessionKind.SESSION_KIND_DURABLE ? 'durable' : 'disposable' },
     watch: a.watch === WatchVerb.WATCH_VERB_EVENTS ? 'events' : 'steps',
     run: a.run,
@@ -53,7 +78,7 @@ export function presentAgent(a: AgentInfo) {
   };
 }
 
-export function presentRun(r: Run) {
+export function presentRun(r: Run): RunReply {
   return {
     id: r.id,
     agent: agentName(r.agent),
@@ -77,11 +102,12 @@ export function presentRun(r: Run) {
   };
 }
 
-export function presentRunCreated(r: Run, agent: AgentName) {
+export function presentRunCreated(r: Run, agent: AgentName): RunCreatedReply {
   const base = `/api/v1/agents/${agent}/runs/${r.id}`;
   return {
     id: r.id,
-    status: runStatusName(r.status),
+    // The state the create made, even when a worker has picked the run up before this reply.
+    status: 'queued',
     agent,
     sessionId: r.sessionId,
     workspaceId: orNull(r.workspaceId),
@@ -91,25 +117,27 @@ export function presentRunCreated(r: Run, agent: AgentName) {
   };
 }
 
-export function presentRunStatus(r: Run) {
+export function presentRunStatus(r: Run): RunStatusReply {
   return { status: runStatusName(r.status), result: orNull(r.result), output: null, totalCostUsd: r.totalCostUsd || '0' };
 }
 
-export function presentStep(s: Step) {
+export function presentStep(s: Step): StepReply {
   return { number: s.number, url: orNull(s.url), action: s.action, thought: orNull(s.thought), screenshotUrl: orNull(s.screenshotUrl), ts: s.ts, durationMs: s.durationMs };
 }
 
-export function presentEvent(e: RunEvent) {
-  let data: unknown = {};
+export function presentEvent(e: RunEvent): EventReply {
+  let data: EventReply['data'] = {};
   try {
-    data = e.dataJson ? JSON.parse(e.dataJson) : {};
+    const parsed: unknown = e.dataJson ? JSON.parse(e.dataJson) : {};
+    // `data` is documented as an object; anything else is passed on as text.
+    data = parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as EventReply['data']) : { raw: e.dataJson };
   } catch {
     data = { raw: e.dataJson };
   }
   return { id: e.id, runId: e.runId, ts: e.ts, type: e.type, data };
 }
 
-export function presentSession(s: Session) {
+export function presentSession(s: Session): SessionReply {
   return {
     id: s.id,
     agent: agentName(s.agent),
@@ -124,11 +152,11 @@ export function presentSession(s: Session) {
   };
 }
 
-export function presentUploadItem(u: UploadItem) {
+export function presentUploadItem(u: UploadItem): UploadItemReply {
   return { id: u.id, name: u.name, upload_url: u.uploadUrl };
 }
 
-export function presentFile(f: FileInfo) {
+export function presentFile(f: FileInfo): FileReply {
   return {
     id: f.id,
     name: f.name,
@@ -140,11 +168,11 @@ export function presentFile(f: FileInfo) {
   };
 }
 
-export function presentWorkspace(w: Workspace) {
+export function presentWorkspace(w: Workspace): WorkspaceReply {
   return { id: w.id, name: w.name, createdAt: w.createdAt, updatedAt: w.updatedAt };
 }
 
-export function presentBrowser(b: Browser, recordingUrl: string | null = null) {
+export function presentBrowser(b: Browser, recordingUrl: string | null = null): BrowserReply {
   return {
     id: b.id,
     status: b.status === BrowserStatus.BROWSER_STATUS_STOPPED ? 'stopped' : 'active',
@@ -163,11 +191,11 @@ export function presentBrowser(b: Browser, recordingUrl: string | null = null) {
   };
 }
 
-export function presentDownload(d: Download) {
+export function presentDownload(d: Download): DownloadReply {
   return { name: d.name, sizeBytes: d.sizeBytes, lastModified: d.lastModified, downloadUrl: d.downloadUrl };
 }
 
-export function presentProfile(p: Profile) {
+export function presentProfile(p: Profile): ProfileReply {
   return {
     id: p.id,
     name: p.name,
