@@ -94,7 +94,8 @@ export function createApp(deps: GatewayDeps): express.Express {
 
   const api = express.Router();
   api.use(deps.auth.middleware());
-  api.use(express.json({ limit: deps.bodyLimitBytes, strict: false }));
+  // Only a route that takes a body reads one: a body sent to any other route is ignored, not parsed.
+  const json = express.json({ limit: deps.bodyLimitBytes, strict: false });
   api.param('agent', (_req, _res, next, agent: string) => {
     if (!(AGENT_NAMES as readonly string[]).includes(agent)) return next(new HttpError(404, 'Agent not found'));
     return next();
@@ -104,7 +105,7 @@ export function createApp(deps: GatewayDeps): express.Express {
     api.param(param, (_req, _res, next, id: string) => next(hasNul(id) ? new HttpError(404, `${resource} not found`) : undefined));
   }
   for (const def of routes) {
-    api[def.method](def.path, async (req: Request, res: Response) => {
+    api[def.method](def.path, ...(def.body ? [json] : []), async (req: Request, res: Response) => {
       const body = readBody(def, req);
       const query = def.query ? validate(def.query, coerceQuery(def.query, req.query as Record<string, unknown>), 'query') : {};
       const out = await def

@@ -58,3 +58,50 @@ test('when every schema in the document is compiled, then each is valid JSON Sch
   }
   assert.ok(n > 20);
 });
+
+/** Every object schema under `schema` whose properties are not all required, as JSON pointers. */
+function optionalFields(schema: any, at = ''): string[] {
+  if (!schema || typeof schema !== 'object') return [];
+  const out: string[] = [];
+  if (schema.properties) {
+    const required = new Set<string>(schema.required ?? []);
+    for (const [name, child] of Object.entries(schema.properties)) {
+      if (!required.has(name)) out.push(`${at}/${name}`);
+      out.push(...optionalFields(child, `${at}/${name}`));
+    }
+  }
+  if (schema.items) out.push(...optionalFields(schema.items, `${at}/items`));
+  return out;
+}
+
+test('when a client is generated from the document, then every field of a success reply is required (nullable, never optional)', () => {
+  const doc = buildOpenApi(allRoutes(), '0') as { paths: Record<string, Record<string, any>> };
+  for (const [path, ops] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(ops)) {
+      for (const [status, res] of Object.entries(op.responses as Record<string, any>)) {
+        if (!status.startsWith('2')) continue;
+        const schema = res.content?.['application/json']?.schema;
+        if (schema) assert.deepEqual(optionalFields(schema), [], `${method.toUpperCase()} ${path} ${status}`);
+      }
+    }
+  }
+});
+
+test('when a route takes an agent, an id or a body, then the 404, 413 and 415 it can answer are documented', () => {
+  const doc = buildOpenApi(allRoutes(), '0') as { paths: Record<string, Record<string, any>> };
+  for (const r of allRoutes()) {
+    const responses = doc.paths[`/api/v1${r.path.replace(/:([A-Za-z]+)/g, '{$1}')}`]![r.method].responses as Record<string, { description: string }>;
+    for (const code of ['401', '500', '503', '504']) assert.ok(responses[code], `${r.operationId} documents ${code}`);
+    if (r.path.includes(':')) assert.ok(responses['404'], `${r.operationId} documents 404`);
+    if (r.path.includes(':agent')) assert.match(responses['404']!.description, /unknown agent/, r.operationId);
+    if (r.body) for (const code of ['400', '413', '415', '422']) assert.ok(responses[code], `${r.operationId} documents ${code}`);
+    if (r.query) assert.ok(responses['422'], `${r.operationId} documents 422`);
+  }
+});
+
+test('when a workspace lists its files, then the documented reply is the page the route returns', () => {
+  const doc = buildOpenApi(allRoutes(), '0') as { paths: Record<string, Record<string, any>> };
+  const schema = doc.paths['/api/v1/agent-workspaces/{workspaceId}/files']!.get.responses['200'].content['application/json'].schema;
+  const file = { id: 'file_1', name: 'a.txt', kind: 'input', downloadUrl: 'http://x/a', sizeBytes: 1, contentType: 'text/plain', createdAt: '2026-01-01T00:00:00.000Z' };
+  assert.equal(ajv.validate(schema, { items: [file], nextCursor: null, hasMore: false }), true, JSON.stringify(ajv.errors));
+});

@@ -8,15 +8,37 @@ const STATUS_TEXT: Record<number, string> = {
   404: 'Not found',
   409: 'Conflict with the current state',
   413: 'Request body too large',
+  415: 'The body is not application/json, or its encoding is not supported',
   422: 'Validation error',
   429: 'Limit reached (see Retry-After)',
   500: 'Internal error (carries a request id)',
   501: 'Not implemented yet',
   503: 'A service the route needs is unavailable',
+  504: 'A service the route needs did not answer in time',
 };
+
+/** What any route can answer: no key, a fault (500), and a downstream service missing, unimplemented or late. */
+const EVERY_ROUTE = [401, 500, 501, 503, 504];
+/** What reading a JSON body can answer: unreadable (400), too large, not JSON, invalid. */
+const BODY = [400, 413, 415, 422];
 
 function pathParams(path: string): string[] {
   return [...path.matchAll(/:([A-Za-z]+)/g)].map((m) => m[1]!);
+}
+
+/** Every status `r` can answer besides its success, ascending. */
+export function errorStatuses(r: RouteDef): number[] {
+  const out = new Set([...EVERY_ROUTE, ...(r.errors ?? [])]);
+  // An unknown agent, an id with a NUL or a path segment that is not valid percent-encoding names nothing.
+  if (pathParams(r.path).length) out.add(404);
+  if (r.body) for (const code of BODY) out.add(code);
+  if (r.query) out.add(422);
+  return [...out].sort((a, b) => a - b);
+}
+
+function describe(r: RouteDef, code: number): string {
+  if (code === 404 && r.path.includes(':agent')) return 'Not found: an unknown agent in the path, or an unknown id';
+  return STATUS_TEXT[code] ?? 'Error';
 }
 
 export function buildOpenApi(routes: RouteDef[], version: string): Record<string, unknown> {
@@ -27,7 +49,7 @@ export function buildOpenApi(routes: RouteDef[], version: string): Record<string
       name,
       in: 'path',
       required: true,
-      schema: name === 'agent' ? { type: 'string', enum: [...s.AGENT_NAMES] } : { type: 'string' },
+      schema: s.pathParams[name as keyof typeof s.pathParams] ?? { type: 'string' },
     }));
     for (const [name, schema] of Object.entries(r.query?.properties ?? {})) {
       parameters.push({ name, in: 'query', required: false, schema });
@@ -39,11 +61,9 @@ export function buildOpenApi(routes: RouteDef[], version: string): Record<string
         ...(r.success.contentType ? { content: { [r.success.contentType]: { schema: { type: 'string' } } } } : {}),
       },
     };
-    const errors = new Set([401, 500, 501, 503, ...(r.errors ?? []), ...(r.body || r.query ? [422] : [])]);
-    if (r.body) errors.add(413);
-    for (const code of [...errors].sort()) {
+    for (const code of errorStatuses(r)) {
       responses[String(code)] = {
-        description: STATUS_TEXT[code] ?? 'Error',
+        description: describe(r, code),
         content: { 'application/json': { schema: code === 422 ? s.validationErrorResponse : s.errorResponse } },
       };
     }

@@ -3,8 +3,25 @@ import type { RunEvent } from '../../gen/ats/common/v1/common.js';
 import { RunStatus, SessionStatus, SessionKind, WatchVerb, Capability, type AgentInfo, type Run, type Session, type Step } from '../../gen/ats/run/v1/run.js';
 import { BrowserStatus, type Browser, type Download, type Profile } from '../../gen/ats/browserpool/v1/browser_pool.js';
 import { FileKind, type FileInfo, type UploadItem, type Workspace } from '../../gen/ats/filestorage/v1/file_storage.js';
-import { agentName, type AgentName } from '../../services/common/src/agent-name.js';
+import { agentName, type Agent, type AgentName } from '../../services/common/src/agent-name.js';
 import { InternalError } from '../../services/common/src/errors.js';
+import {
+  AGENT_NAMES,
+  type AgentInfoReply,
+  type BrowserReply,
+  type DownloadReply,
+  type EventReply,
+  type FileReply,
+  type ProfileReply,
+  type RunCreatedReply,
+  type RunReply,
+  type RunStatusName,
+  type RunStatusReply,
+  type SessionReply,
+  type StepReply,
+  type UploadItemReply,
+  type WorkspaceReply,
+} from './schemas.js';
 
 const orNull = <T>(v: T | undefined): T | null => (v === undefined || v === '' ? null : v);
 
@@ -14,15 +31,27 @@ export function required<T>(v: T | undefined, what: string): T {
   return v;
 }
 
-export const RUN_STATUS: Record<string, RunStatus> = {
+/** The public name of a downstream record's agent; a record without one is a bug, not a client error. */
+function publicAgent(a: Agent): AgentName {
+  const name = agentName(a);
+  if (!name) throw new InternalError(`downstream reply with agent ${a}`);
+  return name;
+}
+
+function knownAgentName(name: string): AgentName {
+  if (!(AGENT_NAMES as readonly string[]).includes(name)) throw new InternalError(`downstream reply with agent ${name}`);
+  return name as AgentName;
+}
+
+export const RUN_STATUS: Record<RunStatusName, RunStatus> = {
   queued: RunStatus.RUN_STATUS_QUEUED,
   running: RunStatus.RUN_STATUS_RUNNING,
   completed: RunStatus.RUN_STATUS_COMPLETED,
   stopped: RunStatus.RUN_STATUS_STOPPED,
   failed: RunStatus.RUN_STATUS_FAILED,
 };
-const RUN_STATUS_NAME = new Map(Object.entries(RUN_STATUS).map(([k, v]) => [v, k]));
-export function runStatusName(s: RunStatus): string {
+const RUN_STATUS_NAME = new Map((Object.entries(RUN_STATUS) as [RunStatusName, RunStatus][]).map(([k, v]) => [v, k]));
+export function runStatusName(s: RunStatus): RunStatusName {
   return RUN_STATUS_NAME.get(s) ?? 'queued';
 }
 
@@ -33,10 +62,10 @@ const CAPABILITY_NAME: Partial<Record<Capability, string>> = {
   [Capability.CAPABILITY_FILES]: 'files',
 };
 
-export function presentAgent(a: AgentInfo) {
+export function presentAgent(a: AgentInfo): AgentInfoReply {
   return {
-    name: a.name,
-    capabilities: a.capabilities.map((c) => CAPABILITY_NAME[c]).filter(Boolean),
+    name: knownAgentName(a.name),
+    capabilities: a.capabilities.map((c) => CAPABILITY_NAME[c]).filter((c) => c !== undefined),
     session: { kind: a.sessionKind === SessionKind.SESSION_KIND_DURABLE ? 'durable' : 'disposable' },
     watch: a.watch === WatchVerb.WATCH_VERB_EVENTS ? 'events' : 'steps',
     run: a.run,
@@ -46,10 +75,10 @@ export function presentAgent(a: AgentInfo) {
   };
 }
 
-export function presentRun(r: Run) {
+export function presentRun(r: Run): RunReply {
   return {
     id: r.id,
-    agent: agentName(r.agent),
+    agent: publicAgent(r.agent),
     status: runStatusName(r.status),
     sessionId: r.sessionId,
     browserId: orNull(r.browserId),
@@ -70,11 +99,12 @@ export function presentRun(r: Run) {
   };
 }
 
-export function presentRunCreated(r: Run, agent: AgentName) {
+export function presentRunCreated(r: Run, agent: AgentName): RunCreatedReply {
   const base = `/api/v1/agents/${agent}/runs/${r.id}`;
   return {
     id: r.id,
-    status: runStatusName(r.status),
+    // The state the create made, even when a worker has picked the run up before this reply.
+    status: 'queued',
     agent,
     sessionId: r.sessionId,
     workspaceId: orNull(r.workspaceId),
@@ -84,28 +114,30 @@ export function presentRunCreated(r: Run, agent: AgentName) {
   };
 }
 
-export function presentRunStatus(r: Run) {
+export function presentRunStatus(r: Run): RunStatusReply {
   return { status: runStatusName(r.status), result: orNull(r.result), output: null, totalCostUsd: r.totalCostUsd || '0' };
 }
 
-export function presentStep(s: Step) {
+export function presentStep(s: Step): StepReply {
   return { number: s.number, url: orNull(s.url), action: s.action, thought: orNull(s.thought), screenshotUrl: orNull(s.screenshotUrl), ts: s.ts, durationMs: s.durationMs };
 }
 
-export function presentEvent(e: RunEvent) {
-  let data: unknown = {};
+export function presentEvent(e: RunEvent): EventReply {
+  let data: EventReply['data'] = {};
   try {
-    data = e.dataJson ? JSON.parse(e.dataJson) : {};
+    const parsed: unknown = e.dataJson ? JSON.parse(e.dataJson) : {};
+    // `data` is documented as an object; anything else is passed on as text.
+    data = parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as EventReply['data']) : { raw: e.dataJson };
   } catch {
     data = { raw: e.dataJson };
   }
   return { id: e.id, runId: e.runId, ts: e.ts, type: e.type, data };
 }
 
-export function presentSession(s: Session) {
+export function presentSession(s: Session): SessionReply {
   return {
     id: s.id,
-    agent: agentName(s.agent),
+    agent: publicAgent(s.agent),
     status: s.status === SessionStatus.SESSION_STATUS_CLOSED ? 'closed' : 'open',
     busy: s.busy,
     latestRunId: orNull(s.latestRunId),
@@ -117,11 +149,11 @@ export function presentSession(s: Session) {
   };
 }
 
-export function presentUploadItem(u: UploadItem) {
+export function presentUploadItem(u: UploadItem): UploadItemReply {
   return { id: u.id, name: u.name, upload_url: u.uploadUrl };
 }
 
-export function presentFile(f: FileInfo) {
+export function presentFile(f: FileInfo): FileReply {
   return {
     id: f.id,
     name: f.name,
@@ -133,11 +165,11 @@ export function presentFile(f: FileInfo) {
   };
 }
 
-export function presentWorkspace(w: Workspace) {
+export function presentWorkspace(w: Workspace): WorkspaceReply {
   return { id: w.id, name: w.name, createdAt: w.createdAt, updatedAt: w.updatedAt };
 }
 
-export function presentBrowser(b: Browser, recordingUrl: string | null = null) {
+export function presentBrowser(b: Browser, recordingUrl: string | null = null): BrowserReply {
   return {
     id: b.id,
     status: b.status === BrowserStatus.BROWSER_STATUS_STOPPED ? 'stopped' : 'active',
@@ -156,11 +188,11 @@ export function presentBrowser(b: Browser, recordingUrl: string | null = null) {
   };
 }
 
-export function presentDownload(d: Download) {
+export function presentDownload(d: Download): DownloadReply {
   return { name: d.name, sizeBytes: d.sizeBytes, lastModified: d.lastModified, downloadUrl: d.downloadUrl };
 }
 
-export function presentProfile(p: Profile) {
+export function presentProfile(p: Profile): ProfileReply {
   return {
     id: p.id,
     name: p.name,

@@ -4,20 +4,10 @@
  */
 import { AGENT_NAMES, type AgentName } from '../../services/common/src/agent-name.js';
 
-/** A JSON Schema (draft 2020-12 subset understood by ajv and OpenAPI 3.1). */
-export type JsonSchema = { [key: string]: unknown; type?: string | string[]; properties?: Record<string, JsonSchema> };
+import { bool, int, list, nullable, obj, reply, str, type FromSchema, type JsonSchema } from './json-schema.js';
 
-const str = (extra: JsonSchema = {}): JsonSchema => ({ type: 'string', ...extra });
-const int = (extra: JsonSchema = {}): JsonSchema => ({ type: 'integer', ...extra });
-const nullable = (s: JsonSchema): JsonSchema => ({ ...s, type: [s.type as string, 'null'] });
-const obj = (properties: Record<string, JsonSchema>, required: string[] = [], extra: JsonSchema = {}): JsonSchema => ({
-  type: 'object',
-  properties,
-  required,
-  additionalProperties: false,
-  ...extra,
-});
-const list = (items: JsonSchema, extra: JsonSchema = {}): JsonSchema => ({ type: 'array', items, ...extra });
+export type { FromSchema, JsonSchema } from './json-schema.js';
+
 const ts = str({ format: 'date-time', description: 'ISO-8601 UTC' });
 const id = (prefix: string) => str({ minLength: 1, maxLength: 100, description: `Id (prefix ${prefix}_)` });
 
@@ -65,9 +55,9 @@ export const updateWorkspaceBody = obj({ name: str({ minLength: 1, maxLength: 20
 export const createBrowserBody = obj(
   {
     browser_profile_id: id('prf'),
-    proxy_country_code: browserOptions.properties!.proxy_country_code!,
-    screen_width: browserOptions.properties!.screen_width!,
-    screen_height: browserOptions.properties!.screen_height!,
+    proxy_country_code: browserOptions.properties.proxy_country_code,
+    screen_width: browserOptions.properties.screen_width,
+    screen_height: browserOptions.properties.screen_height,
     timeout_minutes: int({ minimum: 1, maximum: 240, description: 'Hard limit; default 60' }),
   },
   [],
@@ -96,53 +86,60 @@ export const emptyBody = obj({});
 
 const paging = { limit: int({ minimum: 1, maximum: 200, default: 50 }), cursor: str({ maxLength: 500 }) };
 export const pageQuery = obj(paging);
-export const listRunsQuery = obj({ ...paging, session_id: id('ses'), status: str({ enum: [...RUN_STATUSES] }) });
+export const listRunsQuery = obj({ ...paging, session_id: id('ses'), status: str({ enum: RUN_STATUSES }) });
 export const listBrowsersQuery = obj({ ...paging, status: str({ enum: ['active', 'stopped'] }), session_id: id('ses') });
 export const stepsQuery = obj({ after: int({ minimum: 0, maximum: 2147483647 }), limit: int({ minimum: 1, maximum: 200, default: 50 }) });
 export const eventsQuery = stepsQuery;
 export const filesQuery = obj({ kind: str({ enum: ['input', 'output'] }) });
 
-// ---------- responses (documentation) ----------
+// ---------- path parameters ----------
 
-export const errorResponse = obj({ detail: str() }, ['detail']);
-export const validationErrorResponse = obj(
-  { detail: list(obj({ type: str(), loc: list({ type: ['string', 'integer'] }), msg: str(), input: {}, ctx: { type: 'object' } }, ['type', 'loc', 'msg'])) },
-  ['detail'],
-);
+/** The path parameters of every route; a route's `params` type is read from here by name. */
+export const pathParams = {
+  agent: str({ enum: AGENT_NAMES }),
+  runId: str({ description: 'Run id (prefix run_)' }),
+  sessionId: str({ description: 'Session id (prefix ses_)' }),
+  browserId: str({ description: 'Browser id (prefix brw_)' }),
+  profileId: str({ description: 'Browser profile id (prefix prf_)' }),
+  workspaceId: str({ description: 'Workspace id (prefix wsp_)' }),
+} as const;
 
-export const agentInfo = obj(
-  {
-    name: str({ enum: [...AGENT_NAMES] }),
-    capabilities: list(str()),
-    session: obj({ kind: str({ enum: ['disposable', 'durable'] }) }, ['kind']),
-    watch: str({ enum: ['steps', 'events'] }),
-    run: str({ description: 'How to start a run' }),
-    bestFor: list(str()),
-    notFor: list(str()),
-    exampleTasks: list(str()),
-  },
-  ['name', 'capabilities', 'session', 'watch', 'run', 'bestFor', 'notFor', 'exampleTasks'],
-);
-export const agentsResponse = obj({ agents: list(agentInfo) }, ['agents']);
+// ---------- responses ----------
+// Every reply object is a `reply`: each field is required, and a field that may be empty is
+// `nullable` (present with null), so a client generated from /openapi.json needs no `?.`.
 
-export const runCreated = obj(
-  {
-    id: str(),
-    status: str({ enum: ['queued'] }),
-    agent: str({ enum: [...AGENT_NAMES] }),
-    sessionId: str(),
-    workspaceId: nullable(str()),
-    stepsUrl: str(),
-    eventsUrl: str(),
-    missingFileIds: list(str()),
-  },
-  ['id', 'status', 'sessionId', 'stepsUrl', 'missingFileIds'],
-);
+export const errorResponse = reply({ detail: str() });
+export const validationErrorResponse = reply({
+  detail: list(obj({ type: str(), loc: list({ type: ['string', 'integer'] }), msg: str(), input: {}, ctx: { type: 'object' } }, ['type', 'loc', 'msg'])),
+});
 
-export const run = obj({
+export const agentInfo = reply({
+  name: str({ enum: AGENT_NAMES }),
+  capabilities: list(str()),
+  session: reply({ kind: str({ enum: ['disposable', 'durable'] }) }),
+  watch: str({ enum: ['steps', 'events'] }),
+  run: str({ description: 'How to start a run' }),
+  bestFor: list(str()),
+  notFor: list(str()),
+  exampleTasks: list(str()),
+});
+export const agentsResponse = reply({ agents: list(agentInfo) });
+
+export const runCreated = reply({
   id: str(),
-  agent: str({ enum: [...AGENT_NAMES] }),
-  status: str({ enum: [...RUN_STATUSES] }),
+  status: str({ enum: ['queued'] }),
+  agent: str({ enum: AGENT_NAMES }),
+  sessionId: str(),
+  workspaceId: nullable(str()),
+  stepsUrl: str(),
+  eventsUrl: str(),
+  missingFileIds: list(str()),
+});
+
+export const run = reply({
+  id: str(),
+  agent: str({ enum: AGENT_NAMES }),
+  status: str({ enum: RUN_STATUSES }),
   sessionId: str(),
   browserId: nullable(str()),
   workspaceId: nullable(str()),
@@ -160,20 +157,20 @@ export const run = obj({
   finishedAt: nullable(ts),
   updatedAt: ts,
 });
-export const runStatus = obj({ status: str({ enum: [...RUN_STATUSES] }), result: nullable(str()), output: { type: 'null' }, totalCostUsd: str() });
-const pageOf = (item: JsonSchema) => obj({ items: list(item), nextCursor: nullable(str()), hasMore: { type: 'boolean' } }, ['items', 'hasMore']);
+export const runStatus = reply({ status: str({ enum: RUN_STATUSES }), result: nullable(str()), output: { type: 'null' }, totalCostUsd: str() });
+const pageOf = <const T extends JsonSchema>(item: T) => reply({ items: list(item), nextCursor: nullable(str()), hasMore: bool() });
 export const runList = pageOf(run);
 
-export const step = obj({ number: int(), url: str(), action: str(), thought: nullable(str()), screenshotUrl: nullable(str()), ts, durationMs: int() });
-export const stepList = obj({ steps: list(step), nextAfter: int(), hasMore: { type: 'boolean' } });
-export const event = obj({ id: int(), runId: str(), ts, type: str(), data: { type: 'object' } });
-export const eventList = obj({ events: list(event), nextAfter: int(), hasMore: { type: 'boolean' } });
+export const step = reply({ number: int(), url: nullable(str()), action: str(), thought: nullable(str()), screenshotUrl: nullable(str()), ts, durationMs: int() });
+export const stepList = reply({ steps: list(step), nextAfter: int(), hasMore: bool() });
+export const event = reply({ id: int(), runId: str(), ts, type: str(), data: { type: 'object' } });
+export const eventList = reply({ events: list(event), nextAfter: int(), hasMore: bool() });
 
-export const session = obj({
+export const session = reply({
   id: str(),
-  agent: str({ enum: [...AGENT_NAMES] }),
+  agent: str({ enum: AGENT_NAMES }),
   status: str({ enum: ['open', 'closed'] }),
-  busy: { type: 'boolean' },
+  busy: bool(),
   latestRunId: nullable(str()),
   browserId: nullable(str()),
   workspaceId: nullable(str()),
@@ -183,14 +180,15 @@ export const session = obj({
 });
 export const sessionList = pageOf(session);
 
-export const uploadItems = obj({ items: list(obj({ id: str(), name: str(), upload_url: str({ description: 'Presigned PUT URL' }) })) }, ['items']);
-export const fileItem = obj({ id: str(), name: str(), kind: str({ enum: ['input', 'output'] }), downloadUrl: str(), sizeBytes: int(), contentType: str(), createdAt: ts });
-export const fileList = obj({ items: list(fileItem) }, ['items']);
+export const uploadItems = reply({ items: list(reply({ id: str(), name: str(), upload_url: str({ description: 'Presigned PUT URL' }) })) });
+export const fileItem = reply({ id: str(), name: str(), kind: str({ enum: ['input', 'output'] }), downloadUrl: str(), sizeBytes: int(), contentType: str(), createdAt: ts });
+export const fileList = reply({ items: list(fileItem) });
+export const workspaceFileList = pageOf(fileItem);
 
-export const workspace = obj({ id: str(), name: str(), createdAt: ts, updatedAt: ts });
+export const workspace = reply({ id: str(), name: str(), createdAt: ts, updatedAt: ts });
 export const workspaceList = pageOf(workspace);
 
-export const browser = obj({
+export const browser = reply({
   id: str(),
   status: str({ enum: ['active', 'stopped'] }),
   cdpUrl: nullable(str()),
@@ -207,11 +205,29 @@ export const browser = obj({
   recordingUrl: nullable(str()),
 });
 export const browserList = pageOf(browser);
-export const recording = obj({ url: str(), expiresAt: ts }, ['url', 'expiresAt']);
-export const liveViewLink = obj({ url: str({ description: 'The live view page with an opaque token; open or embed it' }), expiresAt: ts }, ['url', 'expiresAt']);
-export const downloadList = obj({ items: list(obj({ name: str(), sizeBytes: int(), lastModified: ts, downloadUrl: str() })) }, ['items']);
+export const recording = reply({ url: str(), expiresAt: ts });
+export const liveViewLink = reply({ url: str({ description: 'The live view page with an opaque token; open or embed it' }), expiresAt: ts });
+export const downloadList = reply({ items: list(reply({ name: str(), sizeBytes: int(), lastModified: ts, downloadUrl: str() })) });
 
-export const profile = obj({ id: str(), name: str(), userId: nullable(str()), lastUsedAt: nullable(ts), cookieDomains: list(str()), createdAt: ts, updatedAt: ts });
+export const profile = reply({ id: str(), name: str(), userId: nullable(str()), lastUsedAt: nullable(ts), cookieDomains: list(str()), createdAt: ts, updatedAt: ts });
 export const profileList = pageOf(profile);
 
 export const health = obj({ status: str({ enum: ['ok', 'degraded'] }), services: { type: 'object', additionalProperties: str() } }, ['status', 'services']);
+
+// ---------- the types the presenters build (read off the schemas above) ----------
+
+export type RunStatusName = (typeof RUN_STATUSES)[number];
+export type AgentInfoReply = FromSchema<typeof agentInfo>;
+export type RunCreatedReply = FromSchema<typeof runCreated>;
+export type RunReply = FromSchema<typeof run>;
+export type RunStatusReply = FromSchema<typeof runStatus>;
+export type StepReply = FromSchema<typeof step>;
+export type EventReply = FromSchema<typeof event>;
+export type SessionReply = FromSchema<typeof session>;
+export type UploadItemReply = FromSchema<typeof uploadItems>['items'][number];
+export type FileReply = FromSchema<typeof fileItem>;
+export type WorkspaceReply = FromSchema<typeof workspace>;
+export type BrowserReply = FromSchema<typeof browser>;
+export type DownloadReply = FromSchema<typeof downloadList>['items'][number];
+export type ProfileReply = FromSchema<typeof profile>;
+export type HealthReply = FromSchema<typeof health>;

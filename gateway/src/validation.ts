@@ -4,7 +4,7 @@
  */
 import { Ajv2020 as Ajv, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import type { JsonSchema } from './schemas.js';
+import type { JsonSchema } from './json-schema.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 

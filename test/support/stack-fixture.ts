@@ -4,6 +4,7 @@ import { canConnect, Stack, type ServiceName } from '../../scripts/stack.js';
 import { ApiKeyRepository, migrations as gatewayMigrations } from '../../gateway/src/api-key.repository.js';
 import { openDatabase } from '../../services/common/src/db.js';
 import { tempDir } from './infra.js';
+import { DocumentedReplies } from './openapi-replies.js';
 
 /** A project with its own API key (registered before the stack starts). */
 export interface TestProject {
@@ -16,7 +17,10 @@ export interface StackFixture {
   key: string;
   projects: Record<string, TestProject>;
   dataDir: string;
-  /** fetch against the gateway with the key (unless headers override it). */
+  /**
+   * fetch against the gateway with the key (unless headers override it). Every reply to a
+   * documented route must match /openapi.json (status and JSON body), or the call throws.
+   */
   api(path: string, init?: RequestInit & { key?: string | null }): Promise<Response>;
   /** The last lines each process printed (for failure messages). */
   logs(service?: ServiceName | 'nats'): string;
@@ -73,15 +77,18 @@ export async function startStackFixture(options: StackFixtureOptions = {}): Prom
     const said = lines.slice(-40).map(([s, l]) => `${s} | ${l}`).join('\n');
     throw new Error(`${(err as Error).message}\n${said}`, { cause: err });
   }
+  const replies = await DocumentedReplies.load(stack.baseUrl);
   return {
     stack,
     key,
     projects,
     dataDir,
-    api(path, init = {}) {
+    async api(path, init = {}) {
       const headers = new Headers(init.headers);
       if (init.key !== null && !headers.has('x-service-api-key')) headers.set('x-service-api-key', init.key ?? key);
-      return fetch(`${stack.baseUrl}${path}`, { ...init, headers });
+      const res = await fetch(`${stack.baseUrl}${path}`, { ...init, headers });
+      await replies.check(init.method ?? 'GET', path, res);
+      return res;
     },
     logs(service) {
       return lines.filter(([s]) => !service || s === service).map(([s, l]) => `${s} | ${l}`).join('\n');

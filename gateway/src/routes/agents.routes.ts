@@ -1,9 +1,9 @@
-import { agentsResponse } from '../schemas.js';
+import { agentsResponse, type AgentInfoReply } from '../schemas.js';
 import { presentAgent } from '../presenters.js';
-import { route, type RouteDef } from './route.js';
+import { route, type RouteContext, type RouteDef } from './route.js';
 
 /** Where the registry comes from: the run service over gRPC, or (benchmark baseline) a local list. */
-export type AgentSource = (ctx: Parameters<RouteDef['handler']>[0]) => Promise<ReturnType<typeof presentAgent>[]>;
+export type AgentSource = (ctx: RouteContext) => Promise<AgentInfoReply[]>;
 
 export const agentsFromRunService: AgentSource = async (ctx) =>
   (await ctx.clients.run.api.listAgents({}, { requestId: ctx.requestId })).agents.map(presentAgent);

@@ -8,16 +8,8 @@ import { HttpError } from '../http-errors.js';
 import { route, type RouteContext, type RouteDef } from './route.js';
 
 const opts = (ctx: RouteContext) => ({ requestId: ctx.requestId });
-const brRef = (ctx: RouteContext) => ({ projectId: ctx.projectId, browserId: ctx.params.browserId! });
-const prRef = (ctx: RouteContext) => ({ projectId: ctx.projectId, profileId: ctx.params.profileId! });
-
-interface CreateBrowserBody {
-  browser_profile_id?: string;
-  proxy_country_code?: string;
-  screen_width?: number;
-  screen_height?: number;
-  timeout_minutes?: number;
-}
+const brRef = (ctx: RouteContext<{ browserId: string }>) => ({ projectId: ctx.projectId, browserId: ctx.params.browserId });
+const prRef = (ctx: RouteContext<{ profileId: string }>) => ({ projectId: ctx.projectId, profileId: ctx.params.profileId });
 
 export function browserRoutes(): RouteDef[] {
   return [
@@ -30,7 +22,7 @@ export function browserRoutes(): RouteDef[] {
       body: s.createBrowserBody,
       success: { status: 201, schema: s.browser },
       errors: [400, 404, 429],
-      handler: async (ctx: RouteContext<CreateBrowserBody>) => {
+      handler: async (ctx) => {
         const b = ctx.body;
         await checkBrowserOptions(ctx, { profileId: b.browser_profile_id, proxyCountryCode: b.proxy_country_code }, ['body', 'proxy_country_code'], 'refuse');
         const res = await ctx.clients.browserPool.api.createBrowser(
@@ -57,7 +49,7 @@ export function browserRoutes(): RouteDef[] {
       query: s.listBrowsersQuery,
       success: { status: 200, schema: s.browserList },
       handler: async (ctx) => {
-        const q = ctx.query as { limit?: number; cursor?: string; status?: string; session_id?: string };
+        const q = ctx.query;
         const status = q.status === 'active' ? BrowserStatus.BROWSER_STATUS_ACTIVE : q.status === 'stopped' ? BrowserStatus.BROWSER_STATUS_STOPPED : BrowserStatus.BROWSER_STATUS_UNSPECIFIED;
         const res = await ctx.clients.browserPool.api.listBrowsers({ projectId: ctx.projectId, status, sessionId: q.session_id ?? '', limit: q.limit ?? 50, cursor: q.cursor ?? '' }, opts(ctx));
         return page(res, (b) => presentBrowser(b));
@@ -100,7 +92,8 @@ export function browserRoutes(): RouteDef[] {
       errors: [404, 409],
       handler: async (ctx) => {
         const r = await ctx.clients.liveView.api.getRecording(brRef(ctx), opts(ctx));
-        if (r.state === RecordingState.RECORDING_STATE_READY && r.url) return { url: r.url, expiresAt: r.expiresAt };
+        // A ready recording always comes with its link's expiry (the service sets both together).
+        if (r.state === RecordingState.RECORDING_STATE_READY && r.url && r.expiresAt) return { url: r.url, expiresAt: r.expiresAt };
         if (r.state === RecordingState.RECORDING_STATE_RECORDING || r.state === RecordingState.RECORDING_STATE_FINALIZING) {
           throw new HttpError(409, 'Recording is not finished yet', { 'Retry-After': '2' });
         }
@@ -116,7 +109,7 @@ export function browserRoutes(): RouteDef[] {
       body: s.createLiveViewLinkBody,
       success: { status: 201, schema: s.liveViewLink },
       errors: [404],
-      handler: async (ctx: RouteContext<{ mode: 'view' | 'interactive'; expires_in_seconds?: number }>) => {
+      handler: async (ctx) => {
         const b = required((await ctx.clients.browserPool.api.getBrowser(brRef(ctx), opts(ctx))).browser, 'browser');
         // A stopped browser has nothing left to watch (its recording is the way to see it).
         if (b.status !== BrowserStatus.BROWSER_STATUS_ACTIVE) throw new HttpError(404, 'Browser not found');
@@ -149,7 +142,7 @@ export function browserRoutes(): RouteDef[] {
       tag: 'profiles',
       body: s.createProfileBody,
       success: { status: 201, schema: s.profile },
-      handler: async (ctx: RouteContext<{ name: string; user_id?: string }>) =>
+      handler: async (ctx) =>
         presentProfile(required((await ctx.clients.browserPool.api.createProfile({ projectId: ctx.projectId, name: ctx.body.name, userId: ctx.body.user_id }, opts(ctx))).profile, 'profile')),
     }),
     route({
@@ -161,7 +154,7 @@ export function browserRoutes(): RouteDef[] {
       query: s.pageQuery,
       success: { status: 200, schema: s.profileList },
       handler: async (ctx) => {
-        const q = ctx.query as { limit?: number; cursor?: string };
+        const q = ctx.query;
         return page(await ctx.clients.browserPool.api.listProfiles({ projectId: ctx.projectId, limit: q.limit ?? 50, cursor: q.cursor ?? '' }, opts(ctx)), presentProfile);
       },
     }),
@@ -184,7 +177,7 @@ export function browserRoutes(): RouteDef[] {
       body: s.updateProfileBody,
       success: { status: 200, schema: s.profile },
       errors: [404],
-      handler: async (ctx: RouteContext<{ name: string }>) =>
+      handler: async (ctx) =>
         presentProfile(required((await ctx.clients.browserPool.api.updateProfile({ ...prRef(ctx), name: ctx.body.name }, opts(ctx))).profile, 'profile')),
     }),
     route({

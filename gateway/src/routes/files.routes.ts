@@ -6,8 +6,8 @@ import { HttpError } from '../http-errors.js';
 import { route, type RouteContext, type RouteDef } from './route.js';
 
 const opts = (ctx: RouteContext) => ({ requestId: ctx.requestId });
-const KIND: Record<string, FileKind> = { input: FileKind.FILE_KIND_INPUT, output: FileKind.FILE_KIND_OUTPUT };
-const wsRef = (ctx: RouteContext) => ({ projectId: ctx.projectId, workspaceId: ctx.params.workspaceId! });
+const KIND: Record<'input' | 'output', FileKind> = { input: FileKind.FILE_KIND_INPUT, output: FileKind.FILE_KIND_OUTPUT };
+const wsRef = (ctx: RouteContext<{ workspaceId: string }>) => ({ projectId: ctx.projectId, workspaceId: ctx.params.workspaceId });
 
 export function fileRoutes(): RouteDef[] {
   return [
@@ -19,9 +19,9 @@ export function fileRoutes(): RouteDef[] {
       tag: 'files',
       body: s.addFilesBody,
       success: { status: 201, schema: s.uploadItems },
-      handler: async (ctx: RouteContext<{ files: { name: string }[] }>) => {
+      handler: async (ctx) => {
         const res = await ctx.clients.fileStorage.api.createUploads(
-          { projectId: ctx.projectId, agent: agentEnum(ctx.params.agent as s.AgentName), files: ctx.body.files },
+          { projectId: ctx.projectId, agent: agentEnum(ctx.params.agent), files: ctx.body.files },
           opts(ctx),
         );
         return { items: res.items.map(presentUploadItem) };
@@ -37,12 +37,12 @@ export function fileRoutes(): RouteDef[] {
       success: { status: 200, schema: s.fileList },
       errors: [404],
       handler: async (ctx) => {
-        const kind = (ctx.query as { kind?: string }).kind;
-        const agent = agentEnum(ctx.params.agent as s.AgentName);
+        const kind = ctx.query.kind;
+        const agent = agentEnum(ctx.params.agent);
         // An unknown run (or another project's, or another agent's) is 404, not an empty list.
-        required((await ctx.clients.run.api.getRun({ projectId: ctx.projectId, agent, runId: ctx.params.runId! }, opts(ctx))).run, 'run');
+        required((await ctx.clients.run.api.getRun({ projectId: ctx.projectId, agent, runId: ctx.params.runId }, opts(ctx))).run, 'run');
         const res = await ctx.clients.fileStorage.api.listRunFiles(
-          { projectId: ctx.projectId, agent: agentEnum(ctx.params.agent as s.AgentName), runId: ctx.params.runId!, kind: kind ? KIND[kind]! : FileKind.FILE_KIND_UNSPECIFIED },
+          { projectId: ctx.projectId, agent, runId: ctx.params.runId, kind: kind ? KIND[kind] : FileKind.FILE_KIND_UNSPECIFIED },
           opts(ctx),
         );
         return { items: res.items.map(presentFile) };
@@ -56,7 +56,7 @@ export function fileRoutes(): RouteDef[] {
       tag: 'workspaces',
       body: s.createWorkspaceBody,
       success: { status: 201, schema: s.workspace },
-      handler: async (ctx: RouteContext<{ name: string }>) =>
+      handler: async (ctx) =>
         presentWorkspace(required((await ctx.clients.fileStorage.api.createWorkspace({ projectId: ctx.projectId, name: ctx.body.name }, opts(ctx))).workspace, 'workspace')),
     }),
     route({
@@ -68,7 +68,7 @@ export function fileRoutes(): RouteDef[] {
       query: s.pageQuery,
       success: { status: 200, schema: s.workspaceList },
       handler: async (ctx) => {
-        const q = ctx.query as { limit?: number; cursor?: string };
+        const q = ctx.query;
         return page(await ctx.clients.fileStorage.api.listWorkspaces({ projectId: ctx.projectId, limit: q.limit ?? 50, cursor: q.cursor ?? '' }, opts(ctx)), presentWorkspace);
       },
     }),
@@ -91,7 +91,7 @@ export function fileRoutes(): RouteDef[] {
       body: s.updateWorkspaceBody,
       success: { status: 200, schema: s.workspace },
       errors: [404],
-      handler: async (ctx: RouteContext<{ name: string }>) =>
+      handler: async (ctx) =>
         presentWorkspace(required((await ctx.clients.fileStorage.api.updateWorkspace({ ...wsRef(ctx), name: ctx.body.name }, opts(ctx))).workspace, 'workspace')),
     }),
     route({
@@ -117,7 +117,7 @@ export function fileRoutes(): RouteDef[] {
       body: s.addFilesBody,
       success: { status: 201, schema: s.uploadItems },
       errors: [404],
-      handler: async (ctx: RouteContext<{ files: { name: string }[] }>) => {
+      handler: async (ctx) => {
         const res = await ctx.clients.fileStorage.api.createWorkspaceUploads({ ...wsRef(ctx), files: ctx.body.files }, opts(ctx));
         return { items: res.items.map(presentUploadItem) };
       },
@@ -129,10 +129,10 @@ export function fileRoutes(): RouteDef[] {
       summary: "A workspace's files with fresh download links",
       tag: 'workspaces',
       query: s.pageQuery,
-      success: { status: 200, schema: s.fileList },
+      success: { status: 200, schema: s.workspaceFileList },
       errors: [404],
       handler: async (ctx) => {
-        const q = ctx.query as { limit?: number; cursor?: string };
+        const q = ctx.query;
         return page(await ctx.clients.fileStorage.api.listWorkspaceFiles({ ...wsRef(ctx), limit: q.limit ?? 50, cursor: q.cursor ?? '' }, opts(ctx)), presentFile);
       },
     }),

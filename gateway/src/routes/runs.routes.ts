@@ -1,5 +1,6 @@
 import { RunStatus } from '../../../gen/ats/run/v1/run.js';
 import * as s from '../schemas.js';
+import type { FromSchema } from '../json-schema.js';
 import { agentEnum } from '../../../services/common/src/agent-name.js';
 import { RUN_STATUS, page, presentEvent, presentRun, presentRunCreated, presentRunStatus, presentSession, presentStep, required } from '../presenters.js';
 import { fromServiceError } from '../../../services/common/src/errors.js';
@@ -7,26 +8,20 @@ import { checkBrowserOptions } from '../browser-options.js';
 import { HttpError } from '../http-errors.js';
 import { route, type RouteContext, type RouteDef } from './route.js';
 
-const agentOf = (ctx: RouteContext) => agentEnum(ctx.params.agent as s.AgentName);
-const ref = (ctx: RouteContext) => ({ projectId: ctx.projectId, agent: agentOf(ctx), runId: ctx.params.runId! });
+type AgentContext = RouteContext<{ agent: s.AgentName }>;
+type RunContext = RouteContext<{ agent: s.AgentName; runId: string }>;
+
+const agentOf = (ctx: AgentContext) => agentEnum(ctx.params.agent);
+const ref = (ctx: RunContext) => ({ projectId: ctx.projectId, agent: agentOf(ctx), runId: ctx.params.runId });
 const opts = (ctx: RouteContext) => ({ requestId: ctx.requestId });
 
-interface CreateRunBody {
-  task: string;
-  model?: string;
-  browser?: { proxy_country_code?: string; screen_width?: number; screen_height?: number; profile_id?: string };
-  session_id?: string;
-  attached_file_ids?: string[];
-  workspace_id?: string;
-}
-
 /** Writes one server-sent event. */
-function writeSse(ctx: RouteContext, e: ReturnType<typeof presentEvent>): void {
+function writeSse(ctx: RouteContext, e: s.EventReply): void {
   ctx.res.write(`id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
 }
 
 /** SSE of a run's events: backlog then live, ends after the terminal event; resumes from Last-Event-ID or ?after=. */
-async function streamEvents(ctx: RouteContext): Promise<undefined> {
+async function streamEvents(ctx: RouteContext<RunContext['params'], unknown, FromSchema<typeof s.eventsQuery>>): Promise<undefined> {
   const lastId = Number(ctx.req.get('last-event-id') ?? ctx.query.after ?? 0);
   // Event ids are 32-bit on the wire: a larger Last-Event-ID has seen them all.
   const after = Number.isInteger(lastId) && lastId >= 0 ? Math.min(lastId, 2 ** 31 - 1) : 0;
@@ -67,7 +62,7 @@ export function runRoutes(): RouteDef[] {
       body: s.createRunBody,
       success: { status: 202, schema: s.runCreated },
       errors: [400, 404, 409],
-      handler: async (ctx: RouteContext<CreateRunBody>) => {
+      handler: async (ctx) => {
         const b = ctx.body;
         if (b.workspace_id !== undefined && ctx.params.agent !== 'browsercode') {
           throw new HttpError(400, 'workspace_id is only supported by the browsercode agent');
@@ -91,7 +86,7 @@ export function runRoutes(): RouteDef[] {
           },
           opts(ctx),
         );
-        return presentRunCreated(required(res.run, 'run'), ctx.params.agent as s.AgentName);
+        return presentRunCreated(required(res.run, 'run'), ctx.params.agent);
       },
     }),
     route({
@@ -103,9 +98,9 @@ export function runRoutes(): RouteDef[] {
       query: s.listRunsQuery,
       success: { status: 200, schema: s.runList },
       handler: async (ctx) => {
-        const q = ctx.query as { limit?: number; cursor?: string; session_id?: string; status?: string };
+        const q = ctx.query;
         const res = await ctx.clients.run.api.listRuns(
-          { projectId: ctx.projectId, agent: agentOf(ctx), sessionId: q.session_id ?? '', status: q.status ? RUN_STATUS[q.status]! : RunStatus.RUN_STATUS_UNSPECIFIED, limit: q.limit ?? 50, cursor: q.cursor ?? '' },
+          { projectId: ctx.projectId, agent: agentOf(ctx), sessionId: q.session_id ?? '', status: q.status ? RUN_STATUS[q.status] : RunStatus.RUN_STATUS_UNSPECIFIED, limit: q.limit ?? 50, cursor: q.cursor ?? '' },
           opts(ctx),
         );
         return page(res, presentRun);
@@ -151,7 +146,7 @@ export function runRoutes(): RouteDef[] {
       success: { status: 200, schema: s.stepList },
       errors: [404],
       handler: async (ctx) => {
-        const q = ctx.query as { after?: number; limit?: number };
+        const q = ctx.query;
         const res = await ctx.clients.run.api.listSteps({ ...ref(ctx), after: q.after ?? 0, limit: q.limit ?? 50 }, opts(ctx));
         return { steps: res.steps.map(presentStep), nextAfter: res.nextAfter, hasMore: res.hasMore };
       },
@@ -166,7 +161,7 @@ export function runRoutes(): RouteDef[] {
       success: { status: 200, schema: s.eventList },
       errors: [404],
       handler: async (ctx) => {
-        const q = ctx.query as { after?: number; limit?: number };
+        const q = ctx.query;
         const res = await ctx.clients.run.api.listEvents({ ...ref(ctx), after: q.after ?? 0, limit: q.limit ?? 50 }, opts(ctx));
         return { events: res.events.map(presentEvent), nextAfter: res.nextAfter, hasMore: res.hasMore };
       },
@@ -191,7 +186,7 @@ export function runRoutes(): RouteDef[] {
       query: s.pageQuery,
       success: { status: 200, schema: s.sessionList },
       handler: async (ctx) => {
-        const q = ctx.query as { limit?: number; cursor?: string };
+        const q = ctx.query;
         const res = await ctx.clients.run.api.listSessions({ projectId: ctx.projectId, agent: agentOf(ctx), status: 0, limit: q.limit ?? 50, cursor: q.cursor ?? '' }, opts(ctx));
         return page(res, presentSession);
       },
@@ -205,7 +200,7 @@ export function runRoutes(): RouteDef[] {
       success: { status: 200, schema: s.session },
       errors: [404],
       handler: async (ctx) =>
-        presentSession(required((await ctx.clients.run.api.getSession({ projectId: ctx.projectId, agent: agentOf(ctx), sessionId: ctx.params.sessionId! }, opts(ctx))).session, 'session')),
+        presentSession(required((await ctx.clients.run.api.getSession({ projectId: ctx.projectId, agent: agentOf(ctx), sessionId: ctx.params.sessionId }, opts(ctx))).session, 'session')),
     }),
   ];
 }
