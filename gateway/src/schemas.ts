@@ -84,7 +84,7 @@ export const emptyBody = obj({});
 
 // ---------- query strings ----------
 
-const paging = { limit: int({ minimum: 1, maximum: 200, default: 50 }), cursor: str({ maxLength: 500 }) };
+const paging = { limit: int({ minimum: 1, maximum: 200, default: 50 }), cursor: str({ maxLength: 2000 }) };
 export const pageQuery = obj(paging);
 export const listRunsQuery = obj({ ...paging, session_id: id('ses'), status: str({ enum: RUN_STATUSES }) });
 export const listBrowsersQuery = obj({ ...paging, status: str({ enum: ['active', 'stopped'] }), session_id: id('ses') });
