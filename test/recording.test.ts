@@ -200,7 +200,9 @@ describe('a crash of live-view', () => {
     await sleep(2000);
     const restartS = (Date.now() - b.createdAt) / 1000;
     await f.stack.startService('live-view');
-    await sleep(3000); // the animation is recorded again for a while
+    // The restarted recorder says when it has taken the recording up again; from then on the animation is recorded for a while (the scenario).
+    await until(() => f.logs('live-view').split('\n').some((l) => l.includes('"recording resumed"') && l.includes(b.id)), { timeoutMs: 30000, what: 'the recording resumed' });
+    await sleep(3000);
     const lived = await stop(b);
 
     const after = await download((await readyRecording(done.id)).url, 'after-crash-finished');

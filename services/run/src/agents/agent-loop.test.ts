@@ -131,6 +131,12 @@ describe('browser-agent recovery with an OpenAI-compatible model', () => {
     assert.match(userText(fake.requests[5]!), /could not be used: The model did not answer within 2 s/);
   });
 
+  test('when the provider refuses the key, then the run ends at the first call saying so (asking again cannot help)', async () => {
+    fake.script = () => ({ status: 401, body: { error: { message: 'Incorrect API key provided' } } });
+    await assert.rejects(run('What does the desk lamp cost?'), /^ModelError: The model provider failed: HTTP 401/);
+    assert.equal(fake.requests.length, 1);
+  });
+
   test('when the run hits the step limit, then a last call offers only done and the run ends with that partial answer and the reason', async () => {
     fake.script = (req, n) => {
       if (req.tools!.length === 1) return { tool: 'done', args: { result: `Partial: ${read(req, /Floor lamp: \d+ EUR/)}; the other prices were not found` } };

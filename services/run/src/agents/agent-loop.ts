@@ -271,7 +271,7 @@ export async function runAgentLoop(input: LoopInput, tools: LoopTools): Promise<
         }
       } catch (err) {
         if (input.signal.aborted) throw new RunStopped();
-        if (!llm || !(err instanceof ModelError)) throw err;
+        if (!llm || !(err instanceof ModelError) || err.fatal) throw err;
         if (err.usage) await input.recordUsage(err.usage);
         failures++;
         if (failures >= maxFailures) {

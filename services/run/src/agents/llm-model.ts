@@ -227,7 +227,7 @@ export class LlmModel implements AgentModel {
         throw new ModelError('The reply had no tool call', { cause: err });
       }
       if (timeout.aborted) throw new ModelError(`The model did not answer within ${Math.round(this.#o.timeoutMs / 1000)} s`, { cause: err, kind: 'provider' });
-      throw new ModelError(`The model provider failed: ${providerMessage(err)}`, { cause: err, kind: 'provider' });
+      throw new ModelError(`The model provider failed: ${providerMessage(err)}`, { cause: err, kind: 'provider', fatal: refusesUs(err) });
     }
     const u = result.usage;
     const cached = u.inputTokenDetails?.cacheReadTokens ?? 0;
@@ -262,6 +262,12 @@ export class LlmModel implements AgentModel {
       usage,
     };
   }
+}
+
+/** The provider refused the key or the model (401, 403, 404): no later call will fare better. */
+function refusesUs(err: unknown): boolean {
+  const e = (err as { lastError?: unknown }).lastError ?? err;
+  return APICallError.isInstance(e) && [401, 403, 404].includes(e.statusCode ?? 0);
 }
 
 /** What went wrong at the provider, without echoing request bodies or keys. */

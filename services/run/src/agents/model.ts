@@ -103,11 +103,14 @@ export class ModelError extends Error {
   readonly usage: Usage | undefined;
   /** `provider`: the call got no usable answer at all (HTTP error, timeout). */
   readonly kind: 'reply' | 'provider';
-  constructor(message: string, options?: { cause?: unknown; usage?: Usage; kind?: 'reply' | 'provider' }) {
+  /** Asking again cannot help (the provider refused the key, or does not know the model): the run ends at once. */
+  readonly fatal: boolean;
+  constructor(message: string, options?: { cause?: unknown; usage?: Usage; kind?: 'reply' | 'provider'; fatal?: boolean }) {
     super(message, options);
     this.name = this.constructor.name;
     this.usage = options?.usage;
     this.kind = options?.kind ?? 'reply';
+    this.fatal = options?.fatal ?? false;
   }
 }
 
