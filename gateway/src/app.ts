@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { INVALID_CURSOR_MESSAGE, RemoteError, Status } from '../../services/common/src/errors.js';
-import { redactUrl, type Logger } from '../../services/common/src/logger.js';
+import { isRequestId, redactUrl, REQUEST_ID_HEADER, type Logger } from '../../services/common/src/logger.js';
 import type { ApiKeyAuthenticator } from './auth.js';
 import type { Clients } from './clients.js';
 import { checkHealth } from './health.js';
@@ -16,7 +16,7 @@ import { browserRoutes } from './routes/browsers.routes.js';
 import { fileRoutes } from './routes/files.routes.js';
 import type { RouteDef } from './routes/route.js';
 import { runRoutes } from './routes/runs.routes.js';
-import { AGENT_NAMES } from './schemas.js';
+import { isAgentName } from '../../services/common/src/agent-name.js';
 import { RequestValidationError, coerceQuery, hasNul, validate, validator } from './validation.js';
 
 export const API_VERSION = '0.1.0';
@@ -39,11 +39,9 @@ export function allRoutes(agentSource?: AgentSource): RouteDef[] {
 /** The id parameters of the routes, with the resource each names (as the services' 404s say). */
 const PATH_IDS: Record<string, string> = { runId: 'Run', sessionId: 'Session', browserId: 'Browser', profileId: 'Profile', workspaceId: 'Workspace' };
 
-const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
-
 function requestIds(req: Request, res: Response, next: NextFunction): void {
-  const given = req.get('x-request-id');
-  const id = given && REQUEST_ID.test(given) ? given : randomUUID();
+  const given = req.get(REQUEST_ID_HEADER);
+  const id = isRequestId(given) ? given : randomUUID();
   res.locals.requestId = id;
   res.set('X-Request-Id', id);
   next();
@@ -97,7 +95,7 @@ export function createApp(deps: GatewayDeps): express.Express {
   // Only a route that takes a body reads one: a body sent to any other route is ignored, not parsed.
   const json = express.json({ limit: deps.bodyLimitBytes, strict: false });
   api.param('agent', (_req, _res, next, agent: string) => {
-    if (!(AGENT_NAMES as readonly string[]).includes(agent)) return next(new HttpError(404, 'Agent not found'));
+    if (!isAgentName(agent)) return next(new HttpError(404, 'Agent not found'));
     return next();
   });
   for (const [param, resource] of Object.entries(PATH_IDS)) {

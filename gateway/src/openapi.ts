@@ -27,7 +27,7 @@ function pathParams(path: string): string[] {
 }
 
 /** Every status `r` can answer besides its success, ascending. */
-export function errorStatuses(r: RouteDef): number[] {
+function errorStatuses(r: RouteDef): number[] {
   const out = new Set([...EVERY_ROUTE, ...(r.errors ?? [])]);
   // An unknown agent, an id with a NUL or a path segment that is not valid percent-encoding names nothing.
   if (pathParams(r.path).length) out.add(404);

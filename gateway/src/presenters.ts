@@ -3,10 +3,9 @@ import type { RunEvent } from '../../gen/ats/common/v1/common.js';
 import { RunStatus, SessionStatus, SessionKind, WatchVerb, Capability, type AgentInfo, type Run, type Session, type Step } from '../../gen/ats/run/v1/run.js';
 import { BrowserStatus, type Browser, type Download, type Profile } from '../../gen/ats/browserpool/v1/browser_pool.js';
 import { FileKind, type FileInfo, type UploadItem, type Workspace } from '../../gen/ats/filestorage/v1/file_storage.js';
-import { agentName, type Agent, type AgentName } from '../../services/common/src/agent-name.js';
+import { agentName, isAgentName, type Agent, type AgentName } from '../../services/common/src/agent-name.js';
 import { InternalError } from '../../services/common/src/errors.js';
 import {
-  AGENT_NAMES,
   type AgentInfoReply,
   type BrowserReply,
   type DownloadReply,
@@ -39,8 +38,8 @@ function publicAgent(a: Agent): AgentName {
 }
 
 function knownAgentName(name: string): AgentName {
-  if (!(AGENT_NAMES as readonly string[]).includes(name)) throw new InternalError(`downstream reply with agent ${name}`);
-  return name as AgentName;
+  if (!isAgentName(name)) throw new InternalError(`downstream reply with agent ${name}`);
+  return name;
 }
 
 export const RUN_STATUS: Record<RunStatusName, RunStatus> = {

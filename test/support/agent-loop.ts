@@ -2,8 +2,12 @@
 import puppeteer, { type Browser } from 'puppeteer-core';
 import { runBrowserAgent, type BrowserAgentInput, type RecordedStep } from '../../services/run/src/agents/browser-agent.js';
 import type { Usage } from '../../services/run/src/agents/model.js';
+import { createModelRegistry, type ModelRegistry, type ModelsConfig } from '../../services/run/src/agents/models.js';
+import { startFakeAnthropic, type FakeAnthropic } from './fake-anthropic.js';
+import { startFakeOpenAI, type FakeOpenAI } from './fake-openai.js';
+import { serveSite, type TestSite } from './site.js';
 
-export const TEST_CHROMIUM_ARGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'];
+const TEST_CHROMIUM_ARGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'];
 
 export function launchTestChromium(): Promise<Browser> {
   return puppeteer.launch({ executablePath: '/usr/bin/chromium', headless: true, args: TEST_CHROMIUM_ARGS });
@@ -30,4 +34,41 @@ export async function runLoop(o: LoopOptions): Promise<{ result: string; usage: 
     recordUsage: async (u) => void usage.push(u),
   });
   return { result, usage, steps };
+}
+
+/** What a test of the loop against the fake providers needs: the fixture site, both fake providers, a Chromium, and models on them. */
+export interface AgentHarness {
+  site: TestSite;
+  fake: FakeOpenAI;
+  anthropic: FakeAnthropic;
+  browser: Browser;
+  models: ModelRegistry;
+  /** Forgets the requests the fakes recorded (each test counts its own). */
+  reset(): void;
+  close(): Promise<void>;
+}
+
+/** Starts the harness; `models` names the models each fake serves and the registry's limits. */
+export async function startAgentHarness(models: Pick<ModelsConfig, 'openaiModels' | 'anthropicModels' | 'visionModels' | 'timeoutMs'>): Promise<AgentHarness> {
+  const site = await serveSite();
+  const fake = await startFakeOpenAI();
+  const anthropic = await startFakeAnthropic();
+  const browser = await launchTestChromium();
+  return {
+    site,
+    fake,
+    anthropic,
+    browser,
+    models: createModelRegistry({ openaiBaseUrl: fake.baseUrl, anthropicApiKey: 'sk-ant-test-not-a-secret', anthropicBaseUrl: anthropic.baseUrl, prices: {}, maxRetries: 0, ...models }),
+    reset() {
+      fake.requests.length = 0;
+      anthropic.requests.length = 0;
+    },
+    async close() {
+      await browser.close();
+      await fake.close();
+      await anthropic.close();
+      await site.close();
+    },
+  };
 }

@@ -4,8 +4,8 @@
  * schema fails the integration test that met the reply. Validators are compiled once each.
  */
 import { AssertionError } from 'node:assert';
-import type { ValidateFunction } from 'ajv';
-import { ajv } from '../../gateway/src/validation.js';
+import type { JsonSchema } from '../../gateway/src/json-schema.js';
+import { validator } from '../../gateway/src/validation.js';
 
 interface Operation {
   responses: Record<string, { content?: Record<string, { schema?: object }> }>;
@@ -23,7 +23,6 @@ const BEFORE_ROUTING = new Set([408, 431]);
 
 export class DocumentedReplies {
   readonly #templates: Template[];
-  readonly #validators = new Map<string, ValidateFunction>();
 
   constructor(doc: { paths: Record<string, Record<string, Operation>> }) {
     this.#templates = Object.entries(doc.paths)
@@ -65,8 +64,7 @@ export class DocumentedReplies {
     } catch {
       this.#fail(where, `a body that is not JSON: ${text.slice(0, 200)}`);
     }
-    let validate = this.#validators.get(where);
-    if (!validate) this.#validators.set(where, (validate = ajv.compile(schema)));
+    const validate = validator(schema as JsonSchema);
     if (!validate(body)) {
       const errors = (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}${e.keyword === 'additionalProperties' ? ` (${(e.params as { additionalProperty: string }).additionalProperty})` : ''}`);
       this.#fail(where, `the reply does not match its documented schema:\n  ${errors.join('\n  ')}\nbody: ${text.slice(0, 1000)}`);

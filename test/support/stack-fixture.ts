@@ -70,14 +70,17 @@ export async function startStackFixture(options: StackFixtureOptions = {}): Prom
       if (lines.length > 500) lines.shift();
     },
   });
+  let replies: DocumentedReplies;
   try {
     await stack.start();
+    replies = await DocumentedReplies.load(stack.baseUrl);
   } catch (err) {
+    await stack.stop().catch(() => undefined);
+    fs.rmSync(dataDir, { recursive: true, force: true });
     // What the services said before the start failed is the only clue to why.
     const said = lines.slice(-40).map(([s, l]) => `${s} | ${l}`).join('\n');
     throw new Error(`${(err as Error).message}\n${said}`, { cause: err });
   }
-  const replies = await DocumentedReplies.load(stack.baseUrl);
   return {
     stack,
     key,

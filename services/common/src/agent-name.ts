@@ -9,6 +9,11 @@ export const AGENT_NAMES = ['browser-agent', 'browsercode'] as const;
 /** An agent's REST name (and its value in every database column that names an agent). */
 export type AgentName = (typeof AGENT_NAMES)[number];
 
+/** Whether `s` names an agent. */
+export function isAgentName(s: string): s is AgentName {
+  return (AGENT_NAMES as readonly string[]).includes(s);
+}
+
 const ENUM_OF: Record<AgentName, Agent> = {
   'browser-agent': Agent.AGENT_BROWSER_AGENT,
   browsercode: Agent.AGENT_BROWSERCODE,

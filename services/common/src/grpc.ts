@@ -14,7 +14,7 @@ import {
 } from '../../../gen/grpc/health/v1/health.js';
 import { AppError, RemoteError, UnimplementedError, fromServiceError, toServiceError } from './errors.js';
 import type { InternalToken } from './internal-token.js';
-import { currentRequestId, withRequestId, type Logger } from './logger.js';
+import { currentRequestId, REQUEST_ID_HEADER, withRequestId, type Logger } from './logger.js';
 
 export { ServingStatus };
 export type { InternalToken };
@@ -57,11 +57,10 @@ function logFailure(logger: Logger, method: string, err: unknown): void {
 }
 
 /** The metadata key of the request id. */
-export const REQUEST_ID_KEY = 'x-request-id';
 
 /** The request id a call carries; undefined when it carries none (or not a well-formed one). */
 function requestIdOf(metadata: grpc.Metadata): string | undefined {
-  const v = metadata.get(REQUEST_ID_KEY)[0];
+  const v = metadata.get(REQUEST_ID_HEADER)[0];
   return typeof v === 'string' ? v : undefined;
 }
 
@@ -85,43 +84,24 @@ export function implement<D extends ServiceDef>(definition: D, handlers: Handler
         : (_call: unknown, callback: grpc.sendUnaryData<unknown>) => callback(err);
       continue;
     }
-    if (!def.requestStream && !def.responseStream) {
-      impl[key] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
-        withRequestId(requestIdOf(call.metadata), () =>
-          handler(call.request, call).then(
-            (res) => callback(null, res),
-            (err) => callback(fail(err)),
-          ),
-        );
-      };
-    } else if (!def.requestStream && def.responseStream) {
-      impl[key] = (call: grpc.ServerWritableStream<unknown, unknown>) => {
-        withRequestId(requestIdOf(call.metadata), () =>
-          handler(call.request, call).then(
-            () => call.end(),
-            (err) => call.emit('error', fail(err)),
-          ),
-        );
-      };
-    } else if (def.requestStream && !def.responseStream) {
-      impl[key] = (call: grpc.ServerReadableStream<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
-        withRequestId(requestIdOf(call.metadata), () =>
-          handler(call).then(
-            (res) => callback(null, res),
-            (err) => callback(fail(err)),
-          ),
-        );
-      };
-    } else {
-      impl[key] = (call: grpc.ServerDuplexStream<unknown, unknown>) => {
-        withRequestId(requestIdOf(call.metadata), () =>
-          handler(call).then(
-            () => call.end(),
-            (err) => call.emit('error', fail(err)),
-          ),
-        );
-      };
-    }
+    // The handler and what follows it, in the request context of the call's id (a streamed request is handed over whole).
+    const inContext = (call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerReadableStream<unknown, unknown>, settle: (p: Promise<unknown>) => unknown) =>
+      withRequestId(requestIdOf(call.metadata), () => settle(def.requestStream ? handler(call) : handler((call as grpc.ServerUnaryCall<unknown, unknown>).request, call)));
+    impl[key] = def.responseStream
+      ? (call: grpc.ServerWritableStream<unknown, unknown> | grpc.ServerDuplexStream<unknown, unknown>) =>
+          void inContext(call as never, (p) =>
+            p.then(
+              () => call.end(),
+              (err) => call.emit('error', fail(err)),
+            ),
+          )
+      : (call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerReadableStream<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) =>
+          void inContext(call, (p) =>
+            p.then(
+              (res) => callback(null, res),
+              (err) => callback(fail(err)),
+            ),
+          );
   }
   return impl;
 }
@@ -286,7 +266,7 @@ export interface ServiceClient<D extends ServiceDef> {
 export function callMetadata(token: InternalToken, opts?: CallOptions): grpc.Metadata {
   const md = token.apply(new grpc.Metadata());
   const requestId = opts?.requestId ?? currentRequestId();
-  if (requestId) md.set(REQUEST_ID_KEY, requestId);
+  if (requestId) md.set(REQUEST_ID_HEADER, requestId);
   return md;
 }
 

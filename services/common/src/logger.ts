@@ -25,6 +25,9 @@ interface RequestContext {
 
 const requestContext = new AsyncLocalStorage<RequestContext>();
 
+/** Where a request id travels: the HTTP header, the gRPC metadata key and the NATS header. */
+export const REQUEST_ID_HEADER = 'x-request-id';
+
 /** A request id as the gateway makes or accepts them (`X-Request-Id`); anything else is not carried on. */
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
 
@@ -60,7 +63,7 @@ export function createLogger(service: string, level = 'info', destination?: Dest
       // logger it was built with, and its lines must carry the id too.
       mixin: () => {
         const requestId = currentRequestId();
-        return requestId ? { requestId } : {};
+        return requestId ? { requestId } : {}; // a new object each line: pino writes the line's fields into it
       },
     },
     destination,

@@ -10,10 +10,9 @@
  */
 import { headers, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { BrowserLifecycleEvent, RunEvent, RunStop, RunWakeup, type MessageFns } from '../../../gen/ats/common/v1/common.js';
-import { currentRequestId, isRequestId, withRequestId, type Logger } from './logger.js';
+import { currentRequestId, isRequestId, REQUEST_ID_HEADER, withRequestId, type Logger } from './logger.js';
 
 /** The header of a NATS message that carries the request id. */
-export const REQUEST_ID_HEADER = 'x-request-id';
 
 type Key = Record<string, string>;
 type Codec<T> = Pick<MessageFns<T>, 'toJSON' | 'fromJSON'>;
@@ -91,12 +90,15 @@ export function publish<K extends Key, T>(nc: NatsConnection, t: Topic<K, T>, ke
   return nc.publish(subject, data, { headers: h });
 }
 
-/** One received message: its key (from the subject), its payload and the request it belongs to. */
+/** One received message: its key (from the subject), its payload (decoded when first read) and the request it belongs to. */
 export interface Delivery<K, T> {
   key: K;
-  payload: T;
+  readonly payload: T;
   requestId: string | undefined;
 }
+
+/** A message body that is not the topic's payload. */
+class Undecodable extends Error {}
 
 /** The payload of a message; an empty body is the empty message (a wake-up of the previous release had none). */
 function decode<T>(codec: Codec<T>, msg: Msg): T {
@@ -105,8 +107,8 @@ function decode<T>(codec: Codec<T>, msg: Msg): T {
 
 /**
  * Subscribes to the messages of `t` whose key matches `filter` (every part left out matches any).
- * `onMessage` runs in the request context of the message's request id; a message that cannot be
- * decoded, and an error thrown by `onMessage`, are logged and dropped.
+ * `onMessage` runs in the request context of the message's request id; a message whose payload
+ * cannot be decoded when read, and an error thrown by `onMessage`, are logged and dropped.
  */
 export function subscribe<K extends Key, T>(
   nc: NatsConnection,
@@ -121,17 +123,26 @@ export function subscribe<K extends Key, T>(
       if (!key) return undefined;
       const given = msg.headers?.get(REQUEST_ID_HEADER);
       const requestId = isRequestId(given) ? given : undefined;
+      // Decoded only when a handler reads it: most only need to know that something happened.
+      let decoded: { value: T } | undefined;
+      const delivery: Delivery<K, T> = {
+        key,
+        requestId,
+        get payload() {
+          try {
+            decoded ??= { value: decode(t.codec, msg) };
+          } catch (e) {
+            throw new Undecodable((e as Error).message);
+          }
+          return decoded.value;
+        },
+      };
       withRequestId(requestId, () => {
-        let payload: T;
         try {
-          payload = decode(t.codec, msg);
+          onMessage(delivery);
         } catch (e) {
-          return opts.logger.warn({ subject: msg.subject, err: (e as Error).message }, 'undecodable message dropped');
-        }
-        try {
-          onMessage({ key, payload, requestId });
-        } catch (e) {
-          opts.logger.error({ subject: msg.subject, err: e }, 'message handler failed');
+          if (e instanceof Undecodable) opts.logger.warn({ subject: msg.subject, err: e.message }, 'undecodable message dropped');
+          else opts.logger.error({ subject: msg.subject, err: e }, 'message handler failed');
         }
       });
       return undefined;

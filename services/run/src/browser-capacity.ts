@@ -86,7 +86,6 @@ export class BrowserCapacity {
     await stopBrowserOfStoppedRun(this.#d, run, browserId);
   }
 
-
   /**
    * Creates the run's browser. Throws BrowserLimitReached when every browser of the project is in
    * real use, RunStopped as soon as the run is stopped (a browser still starting is stopped when it

@@ -79,6 +79,11 @@ interface AnswerSpec<I> extends Common<I> {
 const browser = <I>(s: Omit<BrowserSpec<I>, 'kind'>): BrowserSpec<I> => ({ kind: 'browser', ...s });
 const code = <I>(s: Omit<CodeSpec<I>, 'kind'>): CodeSpec<I> => ({ kind: 'code', ...s });
 
+/** A reading the page cannot give is an action error the model is told about. */
+const reportable = (err: unknown): never => {
+  throw err instanceof ExtractError ? new ActionError(err.message) : err;
+};
+
 const short = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 3)}...` : s);
 const index: Prop = { type: 'integer', description: 'The [index] of the element' };
 const text: Prop = { type: 'string' };
@@ -199,9 +204,7 @@ export const ACTIONS = {
     run: async (a, c) => {
       const scope = { page: c.page, element: a.index !== undefined ? await element(c.page, a.index) : undefined };
       const r = await extract(scope, a, c.ask)
-        .catch((err: unknown) => {
-          throw err instanceof ExtractError ? new ActionError(err.message) : err;
-        })
+        .catch(reportable)
         .finally(() => scope.element?.dispose().catch(() => undefined));
       return { output: await deliverExtract(r.text, r.kind, c.diskDir) };
     },
@@ -212,11 +215,7 @@ export const ACTIONS = {
     input: input<{ text: string }>({ text }, ['text']),
     describe: (a) => `find ${JSON.stringify(short(a.text, 60))}`,
     builtin: { verbs: ['find', 'look', 'locate', 'is', 'does'], examples: ["find 'text'", "is 'text' on the page"] },
-    run: async (a, c) => ({
-      output: await findText(c.page, a.text).catch((err: unknown) => {
-        throw err instanceof ExtractError ? new ActionError(err.message) : err;
-      }),
-    }),
+    run: async (a, c) => ({ output: await findText(c.page, a.text).catch(reportable) }),
   }),
   switch_tab: browser({
     tool: 'switch_tab',

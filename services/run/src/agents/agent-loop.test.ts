@@ -6,18 +6,19 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import type { Browser } from 'puppeteer-core';
-import { launchTestChromium, runLoop } from '../../../../test/support/agent-loop.js';
-import { anthropicUserText, startFakeAnthropic, type FakeAnthropic } from '../../../../test/support/fake-anthropic.js';
-import { elementIndex, startFakeOpenAI, userText, type ChatRequest, type FakeOpenAI } from '../../../../test/support/fake-openai.js';
-import { serveSite, type TestSite } from '../../../../test/support/site.js';
+import { runLoop, startAgentHarness, type AgentHarness } from '../../../../test/support/agent-loop.js';
+import { anthropicUserText, type FakeAnthropic } from '../../../../test/support/fake-anthropic.js';
+import { elementIndex, userText, type ChatRequest, type FakeOpenAI } from '../../../../test/support/fake-openai.js';
+import type { TestSite } from '../../../../test/support/site.js';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { runBrowsercode } from './browsercode-agent.js';
 import { LimitReached } from './run-errors.js';
 import { shellUser } from './shell.js';
-import { createModelRegistry, type ModelRegistry } from './models.js';
+import type { ModelRegistry } from './models.js';
 
+let h: AgentHarness;
 let site: TestSite;
 let browser: Browser;
 let fake: FakeOpenAI;
@@ -25,31 +26,11 @@ let anthropic: FakeAnthropic;
 let models: ModelRegistry;
 
 before(async () => {
-  site = await serveSite();
-  fake = await startFakeOpenAI();
-  anthropic = await startFakeAnthropic();
-  browser = await launchTestChromium();
-  models = createModelRegistry({
-    openaiBaseUrl: fake.baseUrl,
-    openaiModels: ['fake-gpt'],
-    anthropicApiKey: 'sk-ant-test-not-a-secret',
-    anthropicBaseUrl: anthropic.baseUrl,
-    anthropicModels: ['fake-claude'],
-    prices: {},
-    timeoutMs: 1500,
-    maxRetries: 0,
-  });
+  h = await startAgentHarness({ openaiModels: ['fake-gpt'], anthropicModels: ['fake-claude'], timeoutMs: 1500 });
+  ({ site, browser, fake, anthropic, models } = h);
 });
-after(async () => {
-  await browser.close();
-  await fake.close();
-  await anthropic.close();
-  await site.close();
-});
-beforeEach(() => {
-  fake.requests.length = 0;
-  anthropic.requests.length = 0;
-});
+after(() => h.close());
+beforeEach(() => h.reset());
 
 async function run(task: string, opts: { model?: string; maxSteps?: number } = {}) {
   return runLoop({ browser, model: models.create(opts.model ?? 'fake-gpt', task), task, maxSteps: opts.maxSteps ?? 15 });

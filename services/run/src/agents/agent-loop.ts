@@ -14,7 +14,8 @@ import { DialogWatcher } from './dialogs.js';
 import { LoopWatch } from './loop-watch.js';
 import { ElementNotFound, ModelError, NeedsBrowser, turnResult, type AgentModel, type Decision, type LoopState, type StepMemory, type Usage } from './model.js';
 import { pageAsker } from './page-question.js';
-import { ActionError, activePage, observe, type Observation } from './page-tools.js';
+import { observePage, type Observation } from './observe.js';
+import { ActionError, activePage } from './page-tools.js';
 import { LimitReached, RunStopped } from './run-errors.js';
 import type { Terminal } from './shell.js';
 import { checkJson, wantsJson } from './structured-answer.js';
@@ -79,7 +80,7 @@ const NAVIGATION_RACE = /Execution context was destroyed|Cannot find context wit
 export async function observeSettled(browser: Browser, page: Page, tries = 5): Promise<Observation> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await observe(browser, page);
+      return await observePage(browser, page);
     } catch (err) {
       if (attempt >= tries || !NAVIGATION_RACE.test((err as Error).message ?? '')) throw err;
       await page.waitForFunction(() => document.readyState === 'complete', { timeout: 2000 }).catch(() => undefined);

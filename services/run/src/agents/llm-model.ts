@@ -9,7 +9,7 @@ import { describeAction, SPECS, type Action, type ActionName, type ActionSpec, t
 import { ModelError, type AgentModel, type DecideInput, type Decision, type Reasoning, type StepMemory, type Usage } from './model.js';
 import type { PageQuestion } from './page-extract.js';
 import { askModel } from './page-question.js';
-import type { Observation } from './page-tools.js';
+import type { Observation } from './observe.js';
 
 /** The browser-agent's instructions; `today` is the date the model should take as now. */
 export function systemPrompt(toolset: 'browser' | 'code', today: string): string {

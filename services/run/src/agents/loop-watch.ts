@@ -3,7 +3,7 @@
  * step after step, and words a nudge for the model.
  */
 import { createHash } from 'node:crypto';
-import type { Observation } from './page-tools.js';
+import type { Observation } from './observe.js';
 
 /** Steps of the same kind before the model is nudged. */
 const REPEATS = 3;

@@ -1,7 +1,7 @@
 /** What an agent model sees and decides each step, whatever is behind it (an LLM or the builtin interpreter). */
 import { describeAction, type Action } from './actions.js';
 import type { PageQuestion } from './page-extract.js';
-import type { Observation, PageElement } from './page-tools.js';
+import type { Observation, PageElement } from './observe.js';
 
 /** One earlier step of this run, as the model remembers it. */
 export interface StepMemory {

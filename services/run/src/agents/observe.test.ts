@@ -6,13 +6,14 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import type { Browser } from 'puppeteer-core';
-import { launchTestChromium, runLoop } from '../../../../test/support/agent-loop.js';
-import { anthropicUserText, startFakeAnthropic, type FakeAnthropic } from '../../../../test/support/fake-anthropic.js';
-import { elementIndex, startFakeOpenAI, userText, type ChatRequest, type FakeOpenAI, type FakeReply } from '../../../../test/support/fake-openai.js';
-import { serveSite, type TestSite } from '../../../../test/support/site.js';
-import { createModelRegistry, type ModelRegistry } from './models.js';
+import { runLoop, startAgentHarness, type AgentHarness } from '../../../../test/support/agent-loop.js';
+import { anthropicUserText, type FakeAnthropic } from '../../../../test/support/fake-anthropic.js';
+import { elementIndex, userText, type ChatRequest, type FakeOpenAI, type FakeReply } from '../../../../test/support/fake-openai.js';
+import type { TestSite } from '../../../../test/support/site.js';
+import type { ModelRegistry } from './models.js';
 import { observePage } from './observe.js';
 
+let h: AgentHarness;
 let site: TestSite;
 let browser: Browser;
 let fake: FakeOpenAI;
@@ -20,32 +21,11 @@ let anthropic: FakeAnthropic;
 let models: ModelRegistry;
 
 before(async () => {
-  site = await serveSite();
-  fake = await startFakeOpenAI();
-  anthropic = await startFakeAnthropic();
-  browser = await launchTestChromium();
-  models = createModelRegistry({
-    openaiBaseUrl: fake.baseUrl,
-    openaiModels: ['fake-gpt', 'fake-gpt-vision'],
-    anthropicApiKey: 'sk-ant-test-not-a-secret',
-    anthropicBaseUrl: anthropic.baseUrl,
-    anthropicModels: ['claude-text', 'claude-vision'],
-    visionModels: ['fake-gpt-vision', 'claude-vision'],
-    prices: {},
-    timeoutMs: 10000,
-    maxRetries: 0,
-  });
+  h = await startAgentHarness({ openaiModels: ['fake-gpt', 'fake-gpt-vision'], anthropicModels: ['claude-text', 'claude-vision'], visionModels: ['fake-gpt-vision', 'claude-vision'], timeoutMs: 10000 });
+  ({ site, browser, fake, anthropic, models } = h);
 });
-after(async () => {
-  await browser.close();
-  await fake.close();
-  await anthropic.close();
-  await site.close();
-});
-beforeEach(() => {
-  fake.requests.length = 0;
-  anthropic.requests.length = 0;
-});
+after(() => h.close());
+beforeEach(() => h.reset());
 
 async function run(task: string, model = 'fake-gpt', maxSteps = 12) {
   const page = await browser.newPage();

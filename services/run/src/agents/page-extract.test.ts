@@ -8,7 +8,8 @@ import type { Browser, Page } from 'puppeteer-core';
 import { launchTestChromium } from '../../../../test/support/agent-loop.js';
 import { serveSite, type TestSite } from '../../../../test/support/site.js';
 import { runBrowserAction, type Action } from './actions.js';
-import { ActionError, observe } from './page-tools.js';
+import { observePage } from './observe.js';
+import { ActionError } from './page-tools.js';
 import { chunkMarkdown, deliverExtract, savedExtractPath, type PageQuestion } from './page-extract.js';
 
 let site: TestSite;
@@ -47,7 +48,7 @@ describe('reading a page', () => {
 
   test('when an extraction names an element by its [index], then only that element is read', async () => {
     await page.goto(site.url('extract-tables.html'));
-    const refund = (await observe(browser, page)).elements.find((e) => e.text === 'Refund policy')!;
+    const refund = (await observePage(browser, page)).elements.find((e) => e.text === 'Refund policy')!;
     assert.equal(await extracted({ name: 'extract', what: 'text', index: refund.index }), 'Refund policy');
     assert.deepEqual(JSON.parse((await extracted({ name: 'extract', what: 'links', index: refund.index }))!), [{ text: 'Refund policy', href: site.url('run-article.html') }]);
     await assert.rejects(extracted({ name: 'extract', what: 'table', index: refund.index }), (err: unknown) => err instanceof ActionError && err.message === 'There is no table there');

@@ -8,10 +8,9 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Browser, ElementHandle, Page } from 'puppeteer-core';
 import { InvalidArgumentError } from '../../../common/src/errors.js';
-import { findIndexed, observePage, settlePage, type Observation } from './observe.js';
+import { findIndexed, settlePage } from './observe.js';
 import { insideDisk } from './shell.js';
 
-export type { Observation, PageElement } from './observe.js';
 
 /** An action's failure the agent can report (element gone, timeout, …), not a service bug. */
 export class ActionError extends Error {
@@ -30,25 +29,31 @@ export async function activePage(browser: Browser): Promise<Page> {
   return pages[pages.length - 1] ?? (await browser.newPage());
 }
 
-/** What the model sees of the tab `page` (see observe.ts). */
-export async function observe(browser: Browser, page: Page): Promise<Observation> {
-  return observePage(browser, page);
-}
-
-/** The element [index] of the page, in whichever frame or shadow root it is. */
+/** The element [index] of the page, in whichever frame or shadow root it is (the caller disposes of it). */
 export async function element(page: Page, index: number): Promise<ElementHandle<Element>> {
   const handle = await findIndexed(page, index);
   if (!handle) throw new ActionError(`There is no element [${index}] on the page any more`);
   return handle;
 }
 
+/** Runs `fn` on the element [index], then lets the page forget the handle. */
+async function withElement<T>(page: Page, index: number, fn: (el: ElementHandle<Element>) => Promise<T>): Promise<T> {
+  const el = await element(page, index);
+  try {
+    return await fn(el);
+  } finally {
+    await el.dispose().catch(() => undefined);
+  }
+}
+
 /** Clicks [index]; a link that opened a new tab is followed (the returned page). */
 export async function clickElement(browser: Browser, page: Page, index: number, timeoutMs: number): Promise<Page> {
-  const el = await element(page, index);
   const before = (await browser.pages()).length;
-  await el.click().catch((err: Error) => {
-    throw new ActionError(`Could not click [${index}]: ${err.message.split('\n')[0]}`);
-  });
+  await withElement(page, index, (el) =>
+    el.click().catch((err: Error) => {
+      throw new ActionError(`Could not click [${index}]: ${err.message.split('\n')[0]}`);
+    }),
+  );
   await settlePage(page, timeoutMs);
   const pages = await browser.pages();
   if (pages.length <= before) return page;
@@ -60,29 +65,31 @@ export async function clickElement(browser: Browser, page: Page, index: number, 
 
 /** Replaces the text of a field (or an editable element) with `text`, as keystrokes. */
 export async function typeInto(page: Page, index: number, text: string, submit: boolean, timeoutMs: number): Promise<void> {
-  const el = await element(page, index);
-  await el.evaluate((node) => {
-    const input = node as HTMLInputElement;
-    input.focus();
-    if ('value' in input) input.value = '';
-    else (node as HTMLElement).textContent = '';
+  await withElement(page, index, async (el) => {
+    await el.evaluate((node) => {
+      const input = node as HTMLInputElement;
+      input.focus();
+      if ('value' in input) input.value = '';
+      else (node as HTMLElement).textContent = '';
+    });
+    await el.type(text);
   });
-  await el.type(text);
   if (submit) await page.keyboard.press('Enter');
   await settlePage(page, timeoutMs);
 }
 
 /** Chooses the option of a <select> whose text (or value) is `option`, else the first that contains it. */
 export async function selectOption(page: Page, index: number, option: string, timeoutMs: number): Promise<void> {
-  const el = await element(page, index);
-  const value = await el.evaluate((node, wanted) => {
-    const sel = node as HTMLSelectElement;
-    const w = wanted.toLowerCase();
-    const opt = Array.from(sel.options ?? []).find((o) => o.text.trim().toLowerCase() === w || o.value.toLowerCase() === w) ?? Array.from(sel.options ?? []).find((o) => o.text.toLowerCase().includes(w));
-    return opt ? opt.value : null;
-  }, option);
-  if (value === null) throw new ActionError(`[${index}] has no option ${JSON.stringify(option)}`);
-  await el.select(value);
+  await withElement(page, index, async (el) => {
+    const value = await el.evaluate((node, wanted) => {
+      const sel = node as HTMLSelectElement;
+      const w = wanted.toLowerCase();
+      const opt = Array.from(sel.options ?? []).find((o) => o.text.trim().toLowerCase() === w || o.value.toLowerCase() === w) ?? Array.from(sel.options ?? []).find((o) => o.text.toLowerCase().includes(w));
+      return opt ? opt.value : null;
+    }, option);
+    if (value === null) throw new ActionError(`[${index}] has no option ${JSON.stringify(option)}`);
+    await el.select(value);
+  });
   await settlePage(page, timeoutMs);
 }
 
@@ -110,8 +117,8 @@ export async function waitOn(page: Page, w: { text?: string | undefined; seconds
 /** Puts a file of the run's disk into the file input [index]. */
 export async function uploadFile(page: Page, index: number, diskDir: string | undefined, p: string): Promise<void> {
   if (!diskDir) throw new ActionError('This run has no disk to upload from');
-  const el = (await element(page, index)) as ElementHandle<HTMLInputElement>;
-  await setInputFile(el, await readUpload(diskDir, p));
+  const file = await readUpload(diskDir, p);
+  await withElement(page, index, (el) => setInputFile(el as ElementHandle<HTMLInputElement>, file));
 }
 
 /** Largest file the agent uploads into a page (its bytes travel over CDP). */
