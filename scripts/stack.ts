@@ -12,7 +12,7 @@ import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { loadInternalToken, type InternalToken } from '../services/common/src/internal-token.js';
+import { INTERNAL_TOKEN_FILE_NAME, loadInternalToken, type InternalToken } from '../services/common/src/internal-token.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 /** The repository root, whether this runs from `scripts/` or from `dist/scripts/`. */
@@ -165,6 +165,26 @@ export interface StackOptions {
   /** Extra environment for every service. */
   env?: Record<string, string>;
   shutdownTimeoutMs?: number;
+  /**
+   * Processes per service (default 1). With more, every service is given every replica's gRPC
+   * address (`ipv4:a:p,b:p`), each replica its own ports and DATA_DIR (`<dataDir>/replica-<n>`
+   * from the second on), and all share one generated SIGNING_SECRET and the internal token.
+   * Replicas share state only through Postgres (`databaseUrl` is then required), NATS and what
+   * `env` configures (an object store). Edge URLs name the first replica's ports.
+   */
+  replicas?: number;
+}
+
+/** One replica of a service beyond the first: its process and ports. */
+export interface Replica {
+  service: ServiceName;
+  /** 2, 3, …; the first replica is the stack's `children` entry. */
+  n: number;
+  /** Unset until it was started. */
+  child?: ChildProcess;
+  /** gRPC port, or the HTTP port of the gateway. */
+  port: number;
+  edgePorts: Map<Edge, number>;
 }
 
 /** A running stack. */
@@ -180,6 +200,9 @@ export class Stack {
   readonly internalToken: InternalToken;
   gatewayPort = 0;
   readonly edgePorts = new Map<Edge, number>();
+  /** Replicas beyond the first (the `replicas` option). */
+  readonly replicas: Replica[] = [];
+  readonly #signingSecret: string | undefined;
   #stopping = false;
   #policy: RestartPolicy | undefined;
   readonly #crashes = new Map<ServiceName | 'nats', { inARow: number; startedAt: number }>();
@@ -189,6 +212,10 @@ export class Stack {
     this.opts = opts;
     // Resolved (and generated) here, before any service starts, so that they all read one file.
     this.internalToken = loadInternalToken({ internalToken: opts.internalToken, internalTokenFile: opts.internalTokenFile, dataDir: opts.dataDir });
+    if ((opts.replicas ?? 1) > 1) {
+      if (!opts.databaseUrl) throw new Error('replicas share state through Postgres: give databaseUrl');
+      this.#signingSecret = randomBytes(32).toString('base64url');
+    }
   }
 
   get baseUrl(): string {
@@ -204,12 +231,18 @@ export class Stack {
     return this.#stopping;
   }
 
-  #env(service: ServiceName): NodeJS.ProcessEnv {
-    const addr = (s: ServiceName) => `127.0.0.1:${this.ports.get(s)}`;
+  /** A gRPC target naming every replica of a service. */
+  address(service: ServiceName): string {
+    const more = this.replicas.filter((r) => r.service === service).map((r) => `127.0.0.1:${r.port}`);
+    return more.length ? `ipv4:${[`127.0.0.1:${this.ports.get(service)}`, ...more].join(',')}` : `127.0.0.1:${this.ports.get(service)}`;
+  }
+
+  #env(service: ServiceName, replica?: Replica): NodeJS.ProcessEnv {
+    const addr = (s: ServiceName) => this.address(s);
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       ...this.opts.env,
-      DATA_DIR: this.opts.dataDir,
+      DATA_DIR: replica ? path.join(this.opts.dataDir, `replica-${replica.n}`) : this.opts.dataDir,
       LOG_LEVEL: this.opts.logLevel ?? 'info',
       NATS_URL: this.natsUrl,
       GRPC_HOST: '127.0.0.1',
@@ -223,13 +256,18 @@ export class Stack {
     for (const v of ['INTERNAL_TOKEN', 'INTERNAL_TOKEN_FILE', 'NATS_TOKEN']) delete env[v];
     if (this.opts.internalToken) env.INTERNAL_TOKEN = this.opts.internalToken;
     if (this.opts.internalTokenFile) env.INTERNAL_TOKEN_FILE = path.resolve(this.opts.internalTokenFile);
+    if (this.#signingSecret) {
+      if (!env.INTERNAL_TOKEN) env.INTERNAL_TOKEN_FILE ??= path.join(this.opts.dataDir, INTERNAL_TOKEN_FILE_NAME); // one token, whichever DATA_DIR
+      env.SIGNING_SECRET = this.#signingSecret;
+    }
     if (this.natsToken && service !== 'gateway') env.NATS_TOKEN = this.natsToken; // the gateway does not use NATS
     if (this.opts.databaseUrl) env.DATABASE_URL = this.opts.databaseUrl;
     else delete env.DATABASE_URL;
     if (service === 'browser-pool') {
       // Browsers may open local sites, but no service's internal port (the pool knows its peers' only).
       const natsPort = Number(new URL(this.natsUrl).port) || 4222;
-      env.BROWSER_DENIED_PORTS = [...[...this.ports.values()], natsPort, ...(this.opts.env?.BROWSER_DENIED_PORTS ?? '').split(',').filter(Boolean).map(Number)].join(',');
+      const servicePorts = [...this.ports.values(), ...this.replicas.flatMap((r) => [r.port, ...r.edgePorts.values()])];
+      env.BROWSER_DENIED_PORTS = [...servicePorts, natsPort, ...(this.opts.env?.BROWSER_DENIED_PORTS ?? '').split(',').filter(Boolean).map(Number)].join(',');
     }
     for (const [edge, e] of Object.entries(EDGES) as [Edge, (typeof EDGES)[Edge]][]) {
       // Every service learns every edge's URL (the pool puts live view URLs into records);
@@ -237,26 +275,32 @@ export class Stack {
       env[e.url] = this.edgeUrl(edge);
       if (e.service === service) {
         env[e.host] = this.opts.gatewayHost ?? '127.0.0.1';
-        env[e.port] = String(this.edgePorts.get(edge));
+        env[e.port] = String((replica?.edgePorts ?? this.edgePorts).get(edge));
       }
     }
+    const port = replica?.port ?? this.ports.get(service);
     if (service === 'gateway') {
-      env.PORT = String(this.gatewayPort);
+      env.PORT = String(port);
       env.HOST = this.opts.gatewayHost ?? '127.0.0.1';
       env.BOOTSTRAP_API_KEY = this.opts.apiKey; // only the gateway ever sees the key
     } else {
-      env.GRPC_PORT = String(this.ports.get(service));
+      env.GRPC_PORT = String(port);
     }
     return env;
   }
 
-  /** Starts (or restarts) one service and waits until its port accepts connections. */
-  async startService(service: ServiceName): Promise<void> {
+  #spawn(service: ServiceName, replica?: Replica): ChildProcess {
     const entry = ENTRY[service];
     const args = this.opts.mode === 'dist' ? [path.join(ROOT, 'dist', `${entry}.js`)] : ['--import', 'tsx', path.join(ROOT, `${entry}.ts`)];
-    const child = spawn(process.execPath, args, { cwd: ROOT, env: this.#env(service), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, { cwd: ROOT, env: this.#env(service, replica), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    for (const s of [child.stdout!, child.stderr!]) readline.createInterface({ input: s }).on('line', (l) => this.opts.onLine?.(service, replica ? `[${replica.n}] ${l}` : l));
+    return child;
+  }
+
+  /** Starts (or restarts) one service and waits until its port accepts connections. */
+  async startService(service: ServiceName): Promise<void> {
+    const child = this.#spawn(service);
     this.children.set(service, child);
-    for (const s of [child.stdout!, child.stderr!]) readline.createInterface({ input: s }).on('line', (l) => this.opts.onLine?.(service, l));
     this.#markStarted(service);
     child.once('exit', (code, signal) => {
       if (this.#stopping || this.children.get(service) !== child) return;
@@ -281,13 +325,27 @@ export class Stack {
     this.gatewayPort = this.opts.gatewayPort ?? (await freePort());
     for (const edge of Object.keys(EDGES) as Edge[]) this.edgePorts.set(edge, this.opts.edgePorts?.[edge] ?? (await freePort()));
     this.ports.set('gateway', this.gatewayPort);
+    for (let n = 2; n <= (this.opts.replicas ?? 1); n++) {
+      for (const service of SERVICE_NAMES) {
+        const edgePorts = new Map<Edge, number>();
+        for (const edge of Object.keys(EDGES) as Edge[]) if (EDGES[edge].service === service) edgePorts.set(edge, await freePort());
+        this.replicas.push({ service, n, port: await freePort(), edgePorts });
+      }
+    }
     try {
-      await Promise.all(SERVICE_NAMES.filter((s) => s !== 'gateway').map((s) => this.startService(s)));
-      await this.startService('gateway');
+      const services = SERVICE_NAMES.filter((s) => s !== 'gateway');
+      await Promise.all([...services.map((s) => this.startService(s)), ...this.replicas.filter((r) => r.service !== 'gateway').map((r) => this.#startReplica(r))]);
+      await Promise.all([this.startService('gateway'), ...this.replicas.filter((r) => r.service === 'gateway').map((r) => this.#startReplica(r))]);
     } catch (err) {
       await this.stop();
       throw err;
     }
+  }
+
+  async #startReplica(r: Replica): Promise<void> {
+    fs.mkdirSync(path.join(this.opts.dataDir, `replica-${r.n}`), { recursive: true });
+    r.child = this.#spawn(r.service, r);
+    await waitFor(`${r.service} replica ${r.n}`, () => canConnect('127.0.0.1', r.port), 60000, r.child);
   }
 
   /** Restarts whatever dies from now on, per `policy`, until the stack stops. */
@@ -356,7 +414,7 @@ export class Stack {
 
   /** Process ids of everything the stack started. */
   pids(): number[] {
-    return [...this.children.values(), ...(this.nats ? [this.nats] : [])].map((c) => c.pid!).filter(Boolean);
+    return [...this.children.values(), ...this.replicas.map((r) => r.child), ...(this.nats ? [this.nats] : [])].flatMap((c) => (c?.pid ? [c.pid] : []));
   }
 
   /** Stops the gateway first, then the services, then NATS. Idempotent. */
@@ -366,8 +424,10 @@ export class Stack {
     this.#restartTimers.clear();
     const grace = (this.opts.shutdownTimeoutMs ?? 10000) + 2000;
     const gw = this.children.get('gateway');
-    if (gw) await stopChild(gw, grace);
-    await Promise.all([...this.children.entries()].filter(([s]) => s !== 'gateway').map(([, c]) => stopChild(c, grace)));
+    const gateways = [gw, ...this.replicas.filter((r) => r.service === 'gateway').map((r) => r.child)].filter((c) => c !== undefined);
+    await Promise.all(gateways.map((c) => stopChild(c, grace)));
+    const rest = [...[...this.children.entries()].filter(([s]) => s !== 'gateway').map(([, c]) => c), ...this.replicas.filter((r) => r.service !== 'gateway').map((r) => r.child)];
+    await Promise.all(rest.filter((c) => c !== undefined).map((c) => stopChild(c, grace)));
     this.children.clear();
     if (this.nats) await stopChild(this.nats, 5000);
   }

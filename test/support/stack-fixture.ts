@@ -38,10 +38,12 @@ export interface StackFixtureOptions {
   ownNats?: boolean;
   /** Postgres for every service (each in its own schema); PGlite in the data directory when unset. */
   databaseUrl?: string;
+  /** Processes per service (see StackOptions.replicas; needs `databaseUrl`). */
+  replicas?: number;
 }
 
 export async function startStackFixture(options: StackFixtureOptions = {}): Promise<StackFixture> {
-  const { env = {}, projects: projectNames = [], mode = 'tsx', ownNats = false, databaseUrl } = options;
+  const { env = {}, projects: projectNames = [], mode = 'tsx', ownNats = false, databaseUrl, replicas } = options;
   const dataDir = tempDir('stack');
   const projects: Record<string, TestProject> = {};
   if (projectNames.length) {
@@ -60,6 +62,7 @@ export async function startStackFixture(options: StackFixtureOptions = {}): Prom
     dataDir,
     natsUrl,
     databaseUrl,
+    replicas,
     apiKey: key,
     mode,
     logLevel: 'info',
@@ -67,7 +70,7 @@ export async function startStackFixture(options: StackFixtureOptions = {}): Prom
     env,
     onLine: (service, line) => {
       lines.push([service, line]);
-      if (lines.length > 500) lines.shift();
+      if (lines.length > 2000) lines.shift();
     },
   });
   let replies: DocumentedReplies;

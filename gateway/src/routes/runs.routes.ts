@@ -25,6 +25,7 @@ async function streamEvents(ctx: RouteContext<RunContext['params'], unknown, Fro
   const lastId = Number(ctx.req.get('last-event-id') ?? ctx.query.after ?? 0);
   // Event ids are 32-bit on the wire: a larger Last-Event-ID has seen them all.
   const after = Number.isInteger(lastId) && lastId >= 0 ? Math.min(lastId, 2 ** 31 - 1) : 0;
+  await ctx.clients.run.connected(); // a stream fails at once while the run service restarts; a unary call would wait
   const call = ctx.clients.run.api.watchEvents({ ...ref(ctx), after }, opts(ctx));
   let heartbeat: NodeJS.Timeout | undefined;
   const open = () => {

@@ -15,6 +15,7 @@ import {
   optionalUrl,
   port,
   str,
+  targetEndpoints,
 } from '../../common/src/config.js';
 
 /** The variables the browser-pool service reads (see the README table). */
@@ -103,9 +104,9 @@ export function toWebSocketBase(u: string): string {
   return u.replace(/^http(s?):\/\//, 'ws$1://').replace(/\/+$/, '');
 }
 
-/** host:port of a gRPC address or a URL (default port when it has none). */
+/** host:port of a URL (default port when it has none). */
 function endpointOf(raw: string, defaultPort: number): { host: string; port: number } {
-  const u = new URL(raw.includes('://') ? raw : `tcp://${raw}`);
+  const u = new URL(raw);
   return { host: u.hostname.replace(/^\[|\]$/g, ''), port: Number(u.port) || defaultPort };
 }
 
@@ -127,8 +128,8 @@ function browserEgress(c: {
   const bad = extra.filter((p) => !/^\d{1,5}$/.test(p) || Number(p) > 65535);
   if (bad.length) throw new ConfigError([`BROWSER_DENIED_PORTS must be port numbers separated by commas (got ${JSON.stringify(bad.join(','))})`]);
   const services = [
-    endpointOf(c.fileStorageAddr, 50053),
-    endpointOf(c.liveViewAddr, 50054),
+    ...targetEndpoints(c.fileStorageAddr),
+    ...targetEndpoints(c.liveViewAddr),
     endpointOf(c.natsUrl, 4222),
     endpointOf(c.databaseUrl ?? 'postgres://127.0.0.1:5432', 5432),
   ];

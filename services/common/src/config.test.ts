@@ -36,3 +36,12 @@ test('when several variables are malformed, then one error lists each by name', 
     },
   );
 });
+
+test('when a service address names every replica (DNS or a list), then it is taken as a gRPC target; a malformed one is refused', () => {
+  for (const peer of ['run:50051', 'dns:///run-grpc.ats.svc.cluster.local:50051', 'dns:run:50051', 'ipv4:127.0.0.1:5001,127.0.0.1:5002', 'ipv6:[::1]:5001,[::1]:5002']) {
+    assert.equal(loadConfig(spec, { PEER_ADDR: peer }).peer, peer);
+  }
+  for (const peer of ['dns:///run', 'ipv4:127.0.0.1:5001,', 'ipv4:', 'http://run:50051', 'run:99999']) {
+    assert.throws(() => loadConfig(spec, { PEER_ADDR: peer }), /PEER_ADDR must be host:port, dns:\/\/\/host:port or ipv4/, peer);
+  }
+});

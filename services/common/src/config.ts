@@ -126,13 +126,39 @@ export function optionalUrl(env: string, protocols: string[], opt: { describe?: 
   return field(env, opt.describe ?? '', (raw) => (raw === undefined || raw === '' ? undefined : inner.parse(raw)));
 }
 
-/** A `host:port` address of another service. */
+const HOST_PORT = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
+const IP_LIST = /^(ipv4|ipv6):(.+)$/;
+
+function isHostPort(v: string): boolean {
+  const m = HOST_PORT.exec(v);
+  return !!m && Number(m[2]) <= 65535;
+}
+
+/** Every host:port a gRPC target (as `address` accepts it) names; `[]` for anything else. */
+export function targetEndpoints(target: string): { host: string; port: number }[] {
+  const dns = /^dns:(?:\/\/[^/]*\/)?(.+)$/.exec(target);
+  const list = IP_LIST.exec(target);
+  const parts = dns ? [dns[1]!] : list ? list[2]!.split(',') : [target];
+  return parts.flatMap((p) => {
+    const m = HOST_PORT.exec(p.trim());
+    return m ? [{ host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) }] : [];
+  });
+}
+
+/**
+ * The address of another service, as a gRPC target: `host:port` (one connection, to whatever
+ * the name resolves to first), `dns:///host:port` (every address the name resolves to, e.g. a
+ * headless Service; calls are spread over them), or `ipv4:a:p,b:p` / `ipv6:[a]:p,[b]:p` (a
+ * fixed list of replicas).
+ */
 export function address(env: string, opt: Opt<string> = {}): Field<string> {
   return field(env, opt.describe ?? '', (raw) => {
-    const v = required(env, raw, opt.default);
-    const m = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(v.trim());
-    if (!m || Number(m[2]) > 65535) throw new FieldProblem(`${env} must be host:port (got ${JSON.stringify(v)})`);
-    return v.trim();
+    const v = required(env, raw, opt.default).trim();
+    const dns = /^dns:(?:\/\/[^/]*\/)?(.+)$/.exec(v);
+    const list = IP_LIST.exec(v);
+    const ok = dns ? isHostPort(dns[1]!) : list ? list[2]!.split(',').every(isHostPort) : isHostPort(v);
+    if (!ok) throw new FieldProblem(`${env} must be host:port, dns:///host:port or ipv4:host:port,host:port (got ${JSON.stringify(v)})`);
+    return v;
   });
 }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, describe, test } from 'node:test';
-import { drivers, tempDir, testSchema } from '../../../test/support/infra.js';
+import { drivers, postgresUrl, tempDir, testSchema } from '../../../test/support/infra.js';
 import { openDatabase, toCount, type Migration } from './db.js';
 import { LockHeldError } from './lock-file.js';
 
@@ -41,6 +41,39 @@ for (const driver of await drivers()) {
     });
   });
 }
+
+describe('replicas starting together on Postgres', { skip: !(await postgresUrl()) && 'no Postgres on 127.0.0.1:5432' }, () => {
+  const twoSteps: Migration[] = [...migrations, { name: '20261122000001_more', up: (knex) => knex.schema.alterTable('things', (t) => t.text('note')) }];
+
+  test('when ten open one empty schema at once, then all open, and each migration ran once', async () => {
+    const schema = testSchema();
+    const opts = { service: 'svc', dataDir: tempDir('db-ten'), databaseUrl: (await postgresUrl())!, schema, migrations: twoSteps };
+    const dbs = await Promise.all(Array.from({ length: 10 }, () => openDatabase(opts)));
+    try {
+      const applied = await dbs[0]!.knex('knex_migrations').select('name');
+      assert.deepEqual(applied.map((r) => r.name), twoSteps.map((m) => m.name));
+      await dbs[9]!.knex('things').insert({ id: 'a', n: 1, note: 'x' });
+    } finally {
+      await dbs[0]!.knex.raw(`drop schema "${schema}" cascade`);
+      await Promise.all(dbs.map((d) => d.stop()));
+    }
+  });
+
+  test('when a process died holding the knex migration lock, then the next start frees it and migrates', async () => {
+    const schema = testSchema();
+    const opts = { service: 'svc', dataDir: tempDir('db-stale'), databaseUrl: (await postgresUrl())!, schema, migrations };
+    const first = await openDatabase(opts);
+    await first.knex('knex_migrations_lock').update({ is_locked: 1 });
+    await first.stop();
+    const next = await openDatabase({ ...opts, migrations: twoSteps });
+    try {
+      assert.equal((await next.knex('knex_migrations').select('name')).length, 2);
+    } finally {
+      await next.knex.raw(`drop schema "${schema}" cascade`);
+      await next.stop();
+    }
+  });
+});
 
 test('when a second process opens the same embedded database, then the lock refuses it', async () => {
   const dataDir = tempDir('db-lock');

@@ -1,7 +1,8 @@
 /**
  * knex on embedded PGlite (no DATABASE_URL: data in DATA_DIR/<service>/pgdata, guarded by a
  * lock file) or Postgres (DATABASE_URL: the service's tables live in its own schema).
- * Migrations are code (a list per service) and run at start.
+ * Migrations are code (a list per service) and run at start; on Postgres, under an advisory lock
+ * per schema, so any number of replicas may start at once on an empty database.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -51,6 +52,32 @@ function migrationSource(migrations: Migration[]): Knex.MigrationSource<Migratio
   };
 }
 
+async function migrate(knex: Knex, migrations: Migration[], schema?: string): Promise<string[]> {
+  const [, applied] = (await knex.migrate.latest({ migrationSource: migrationSource(migrations), ...(schema ? { schemaName: schema } : {}) })) as [number, string[]];
+  return applied;
+}
+
+/**
+ * Creates the schema and runs pending migrations on one connection that holds a session advisory
+ * lock keyed by the schema: replicas starting together wait for the first, then find nothing to
+ * do. Holding the lock, a knex migration lock left set by a process that died mid-migration is
+ * stale, and is freed.
+ */
+async function migrateLocked(databaseUrl: string, schema: string, migrations: Migration[]): Promise<string[]> {
+  const one = knexFactory({ client: 'pg', connection: databaseUrl, searchPath: [schema], pool: { min: 0, max: 1 } });
+  const key = `ats.migrate.${schema}`;
+  try {
+    await one.raw('select pg_advisory_lock(hashtext(?))', [key]);
+    await one.raw(`create schema if not exists "${schema}"`);
+    const lockTable = await one.schema.withSchema(schema).hasTable('knex_migrations_lock');
+    if (lockTable) await one.migrate.forceFreeMigrationsLock({ schemaName: schema });
+    return await migrate(one, migrations, schema);
+  } finally {
+    await one.raw('select pg_advisory_unlock(hashtext(?))', [key]).catch(() => undefined);
+    await one.destroy();
+  }
+}
+
 /** Opens the database, creating the schema or data dir, and runs pending migrations. */
 export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   let knex: Knex;
@@ -65,7 +92,6 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
       searchPath: [schema],
       pool: { min: 0, max: 10 },
     });
-    await knex.raw(`create schema if not exists "${schema}"`);
   } else {
     const dir = path.join(opts.dataDir, opts.service);
     fs.mkdirSync(dir, { recursive: true });
@@ -79,10 +105,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     }
   }
   try {
-    const [, applied] = (await knex.migrate.latest({
-      migrationSource: migrationSource(opts.migrations),
-      ...(schema ? { schemaName: schema } : {}),
-    })) as [number, string[]];
+    const applied = opts.databaseUrl ? await migrateLocked(opts.databaseUrl, schema!, opts.migrations) : await migrate(knex, opts.migrations);
     if (applied.length) opts.logger?.info({ migrations: applied }, 'migrations applied');
   } catch (err) {
     await knex.destroy();

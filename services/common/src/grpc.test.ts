@@ -228,3 +228,67 @@ describe('the request id of a call', () => {
     assert.deepEqual(heardBack, ['req-ctx-1', 'req-explicit', undefined]);
   });
 });
+
+describe('a client of a service with several replicas', () => {
+  const logger = createLogger('test', 'silent');
+  /** A replica of the run service that counts the ListAgents calls it answers. */
+  function replica() {
+    const r: { calls: number; server: GrpcServer } = {
+      calls: 0,
+      server: new GrpcServer([
+        {
+          definition: RunServiceService,
+          implementation: implement(RunServiceService, { listAgents: async () => (r.calls++, { agents: [] }) }, logger),
+        },
+      ], token),
+    };
+    return r;
+  }
+
+  test('when the target lists two replicas, then calls are spread over both; when one dies, then within seconds every call reaches the other', async () => {
+    const a = replica();
+    const b = replica();
+    const target = `ipv4:127.0.0.1:${await a.server.listen('127.0.0.1', 0)},127.0.0.1:${await b.server.listen('127.0.0.1', 0)}`;
+    const client = createServiceClient(RunServiceService, target, 5000, token);
+    try {
+      await Promise.all([client.checkHealth(), client.checkHealth()]); // both connections up
+      for (let i = 0; i < 20; i++) await client.api.listAgents({});
+      assert.ok(a.calls >= 5 && b.calls >= 5, `calls spread over both replicas (got ${a.calls} and ${b.calls})`);
+
+      b.server.server.forceShutdown(); // as a crash would: connections close under the client
+      const before = a.calls;
+      const deadline = Date.now() + 3000;
+      let inARow = 0;
+      while (inARow < 20) {
+        assert.ok(Date.now() < deadline, `20 calls in a row succeed within 3 s of a replica dying (${inARow} so far)`);
+        inARow = await client.api.listAgents({}).then(() => inARow + 1, () => 0);
+      }
+      assert.ok(a.calls - before >= 20, 'the surviving replica answered them');
+    } finally {
+      client.close();
+      await a.server.stop(500);
+      await b.server.stop(500);
+    }
+  });
+
+  test('when the only replica restarts, then a call made as soon as it listens again succeeds', async () => {
+    const first = replica();
+    const port = await first.server.listen('127.0.0.1', 0);
+    const client = createServiceClient(RunServiceService, `127.0.0.1:${port}`, 5000, token);
+    try {
+      await client.api.listAgents({});
+      first.server.server.forceShutdown();
+      await assert.rejects(client.api.listAgents({}), (err: unknown) => err instanceof RemoteError && err.code === Status.UNAVAILABLE, 'down: UNAVAILABLE');
+      const second = replica();
+      await second.server.listen('127.0.0.1', port);
+      try {
+        await client.api.listAgents({});
+        assert.equal(second.calls, 1);
+      } finally {
+        await second.server.stop(500);
+      }
+    } finally {
+      client.close();
+    }
+  });
+});

@@ -188,7 +188,7 @@ export class GrpcServer {
   #stopped = false;
 
   constructor(services: ServiceRegistration[], token: InternalToken) {
-    this.server = new grpc.Server({ 'grpc.max_receive_message_length': 32 * 1024 * 1024 });
+    this.server = new grpc.Server({ 'grpc.max_receive_message_length': 32 * 1024 * 1024, 'grpc.max_connection_age_ms': MAX_CONNECTION_AGE_MS });
     this.server.addService(HealthService, this.health.handlers());
     this.health.set('', ServingStatus.NOT_SERVING);
     for (const s of services) {
@@ -244,22 +244,60 @@ export type PromiseClient<D extends ServiceDef> = {
       : (request: Req<D[K]>, opts?: CallOptions) => Promise<Res<D[K]>>;
 };
 
-/** Channel options: reconnect quickly after a peer restarts instead of backing off for minutes. */
+/**
+ * Channel options. A client spreads its calls over every address its target resolves to
+ * (`round_robin`: a `dns:///` name of a headless Service, or an `ipv4:a:p,b:p` list), skipping an
+ * address whose connection is down; a replica that dies closes its connections (or misses two
+ * keepalive pings) and is skipped from the next call on. grpc-js has no client-side health
+ * checking (gRFC A17): a connected replica counts as healthy, and one that is draining says so
+ * with GOAWAY. A failed connection asks DNS again (at most every 5 s), and servers end
+ * connections after `MAX_CONNECTION_AGE_MS`, so new replicas get calls without a failure first.
+ * Peers that restart are reconnected quickly instead of after minutes of backoff.
+ */
 export const CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
+  'grpc.dns_min_time_between_resolutions_ms': 5000,
   'grpc.initial_reconnect_backoff_ms': 200,
   'grpc.min_reconnect_backoff_ms': 200,
-  'grpc.max_reconnect_backoff_ms': 2000,
-  'grpc.keepalive_time_ms': 30000,
+  'grpc.max_reconnect_backoff_ms': 1000,
+  'grpc.keepalive_time_ms': 10000,
+  'grpc.keepalive_timeout_ms': 5000,
   'grpc.max_receive_message_length': 32 * 1024 * 1024,
 };
+
+/** How long a server keeps one client connection before asking it to reconnect (and re-resolve). Streams open then run on. */
+export const MAX_CONNECTION_AGE_MS = 5 * 60_000;
 
 /** A connection to one service: its promise client plus health and close. */
 export interface ServiceClient<D extends ServiceDef> {
   readonly api: PromiseClient<D>;
   readonly address: string;
+  /**
+   * Resolves when a connection is up, or after CONNECT_WAIT_MS. Unary calls do this themselves;
+   * await it before opening a stream that should ride over a peer's restart.
+   */
+  connected(): Promise<void>;
   /** Asks the peer's health service; resolves to its status or rejects (unreachable, timeout). */
   checkHealth(service?: string, deadlineMs?: number): Promise<ServingStatus>;
   close(): void;
+}
+
+/**
+ * How long a unary call waits for a connection when none is up (a peer restarting) before it
+ * fails UNAVAILABLE: as long as the longest pause between reconnect tries, so a peer that is back
+ * is found.
+ */
+export const CONNECT_WAIT_MS = 1000;
+
+/**
+ * Resolves once the channel has a connection, or after CONNECT_WAIT_MS (or the deadline). A
+ * channel whose every replica was unreachable fails calls at once until its next reconnect try;
+ * waiting briefly rides over a peer's restart, while a peer that stays down still fails fast.
+ */
+function connected(client: grpc.Client, deadline: Date): Promise<void> {
+  if (client.getChannel().getConnectivityState(true) === grpc.connectivityState.READY) return Promise.resolve();
+  const until = new Date(Math.min(deadline.getTime(), Date.now() + CONNECT_WAIT_MS));
+  return new Promise((resolve) => client.waitForReady(until, () => resolve()));
 }
 
 /** Metadata of one outgoing call: the internal token, and the request id given or else the current one. */
@@ -283,12 +321,15 @@ export function createServiceClient<D extends ServiceDef>(definition: D, address
     const ser = (v: unknown) => def.requestSerialize(v);
     const de = (b: Buffer) => def.responseDeserialize(b);
     if (!def.requestStream && !def.responseStream) {
-      api[key] = (request: unknown, opts?: CallOptions) =>
-        new Promise((resolve, reject) => {
-          client.makeUnaryRequest(def.path, ser, de, request, metadataFor(opts), { deadline: deadline(opts) }, (err, res) =>
+      api[key] = async (request: unknown, opts?: CallOptions) => {
+        const end = deadline(opts);
+        await connected(client, end);
+        return new Promise((resolve, reject) => {
+          client.makeUnaryRequest(def.path, ser, de, request, metadataFor(opts), { deadline: end }, (err, res) =>
             err ? reject(fromServiceError(err)) : resolve(res),
           );
         });
+      };
     } else if (!def.requestStream && def.responseStream) {
       api[key] = (request: unknown, opts?: CallOptions) =>
         client.makeServerStreamRequest(def.path, ser, de, request, metadataFor(opts), opts?.deadlineMs ? { deadline: deadline(opts) } : {});
@@ -310,6 +351,7 @@ export function createServiceClient<D extends ServiceDef>(definition: D, address
   return {
     api: api as PromiseClient<D>,
     address,
+    connected: () => connected(client, new Date(Date.now() + CONNECT_WAIT_MS)),
     checkHealth(service = '', healthDeadlineMs = 1000) {
       return new Promise((resolve, reject) => {
         client.makeUnaryRequest(
