@@ -40,10 +40,12 @@ export interface StackFixtureOptions {
   databaseUrl?: string;
   /** Processes per service (see StackOptions.replicas; needs `databaseUrl`). */
   replicas?: number;
+  /** The services' log level (default info). */
+  logLevel?: string;
 }
 
 export async function startStackFixture(options: StackFixtureOptions = {}): Promise<StackFixture> {
-  const { env = {}, projects: projectNames = [], mode = 'tsx', ownNats = false, databaseUrl, replicas } = options;
+  const { env = {}, projects: projectNames = [], mode = 'tsx', ownNats = false, databaseUrl, replicas, logLevel = 'info' } = options;
   const dataDir = tempDir('stack');
   const projects: Record<string, TestProject> = {};
   if (projectNames.length) {
@@ -65,7 +67,7 @@ export async function startStackFixture(options: StackFixtureOptions = {}): Prom
     replicas,
     apiKey: key,
     mode,
-    logLevel: 'info',
+    logLevel,
     shutdownTimeoutMs: 5000,
     env,
     onLine: (service, line) => {

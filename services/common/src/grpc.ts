@@ -86,7 +86,10 @@ export function implement<D extends ServiceDef>(definition: D, handlers: Handler
     }
     // The handler and what follows it, in the request context of the call's id (a streamed request is handed over whole).
     const inContext = (call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerReadableStream<unknown, unknown>, settle: (p: Promise<unknown>) => unknown) =>
-      withRequestId(requestIdOf(call.metadata), () => settle(def.requestStream ? handler(call) : handler((call as grpc.ServerUnaryCall<unknown, unknown>).request, call)));
+      withRequestId(requestIdOf(call.metadata), () => {
+        logger.debug({ method: name }, 'call received');
+        return settle(def.requestStream ? handler(call) : handler((call as grpc.ServerUnaryCall<unknown, unknown>).request, call));
+      });
     impl[key] = def.responseStream
       ? (call: grpc.ServerWritableStream<unknown, unknown> | grpc.ServerDuplexStream<unknown, unknown>) =>
           void inContext(call as never, (p) =>
