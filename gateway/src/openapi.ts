@@ -89,6 +89,18 @@ export function buildOpenApi(routes: RouteDef[], version: string): Record<string
       },
     },
   };
+  paths['/readyz'] = {
+    get: {
+      operationId: 'readiness',
+      summary: 'Whether this gateway takes new requests; it does not ask the downstream services (no key needed)',
+      tags: ['health'],
+      security: [],
+      responses: {
+        '200': { description: 'Listening and not shutting down', content: { 'application/json': { schema: s.readiness } } },
+        '503': { description: 'Shutting down: send new requests elsewhere', content: { 'application/json': { schema: s.readiness } } },
+      },
+    },
+  };
   return {
     openapi: '3.1.0',
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
