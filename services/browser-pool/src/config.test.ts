@@ -43,18 +43,19 @@ test('when a number is out of range, then the variable is named', () => {
   });
 });
 
-test("when the services' addresses are configured, then browsers are denied every internal port, wherever the service runs", () => {
+test("when the services' addresses are configured (host:port or dns:///host:port), then browsers are denied every internal port, wherever the service runs", () => {
   const c = loadBrowserPoolConfig({
     DATABASE_URL: 'postgres://u:p@db.internal:6543/ats',
     NATS_URL: 'nats://nats:4333',
     FILE_STORAGE_SERVICE_ADDR: 'files:7000',
+    LIVE_VIEW_SERVICE_ADDR: 'dns:///live-view-grpc:7100',
     CDP_PORT: '9333',
     BROWSER_DENIED_PORTS: '8125, 9000',
   });
-  for (const p of [50051, 50052, 50053, 50054, 4222, 5432, 6543, 4333, 7000, 9333, 8125, 9000]) assert.ok(c.egress.deniedLocalPorts.includes(p), `port ${p}`);
+  for (const p of [50051, 50052, 50053, 50054, 4222, 5432, 6543, 4333, 7000, 7100, 9333, 8125, 9000]) assert.ok(c.egress.deniedLocalPorts.includes(p), `port ${p}`);
   assert.deepEqual(
     c.egress.deniedEndpoints.map((e) => `${e.host}:${e.port}`).sort(),
-    ['127.0.0.1:50054', 'db.internal:6543', 'files:7000', 'nats:4333'].sort(),
+    ['live-view-grpc:7100', 'db.internal:6543', 'files:7000', 'nats:4333'].sort(),
   );
   assert.equal(c.egress.allowPrivateNetworks, true, 'loopback and private networks are reachable by default (local development)');
   assert.equal(loadBrowserPoolConfig({ BROWSER_ALLOW_PRIVATE_NETWORKS: 'false' }).egress.allowPrivateNetworks, false);

@@ -2,6 +2,7 @@ import {
   ConfigError,
   DEFAULT_PORTS,
   addressFields,
+  addressHostPort,
   commonFields,
   grpcClientFields,
   grpcFields,
@@ -127,8 +128,8 @@ function browserEgress(c: {
   const bad = extra.filter((p) => !/^\d{1,5}$/.test(p) || Number(p) > 65535);
   if (bad.length) throw new ConfigError([`BROWSER_DENIED_PORTS must be port numbers separated by commas (got ${JSON.stringify(bad.join(','))})`]);
   const services = [
-    endpointOf(c.fileStorageAddr, 50053),
-    endpointOf(c.liveViewAddr, 50054),
+    endpointOf(addressHostPort(c.fileStorageAddr), 50053),
+    endpointOf(addressHostPort(c.liveViewAddr), 50054),
     endpointOf(c.natsUrl, 4222),
     endpointOf(c.databaseUrl ?? 'postgres://127.0.0.1:5432', 5432),
   ];

@@ -16,6 +16,13 @@ test('when every variable is valid or defaulted, then the typed values come back
   assert.deepEqual(c, { port: 50051, peer: 'run:50051', name: 'x', debug: true, db: undefined, workers: 4 });
 });
 
+test('when an address names every replica with the dns:/// scheme, then it is kept for the gRPC client as given; a scheme without host:port is refused', () => {
+  assert.equal(loadConfig(spec, { PEER_ADDR: 'dns:///run-grpc.ats.svc.cluster.local:50051' }).peer, 'dns:///run-grpc.ats.svc.cluster.local:50051');
+  for (const bad of ['dns:///run-grpc', 'dns://run-grpc:50051', 'http://run:50051']) {
+    assert.throws(() => loadConfig(spec, { PEER_ADDR: bad }), /PEER_ADDR must be host:port or dns:\/\/\/host:port/, bad);
+  }
+});
+
 test('when a required variable is missing, then the error names it', () => {
   assert.throws(() => loadConfig(spec, {}), (err: unknown) => {
     assert.ok(err instanceof ConfigError);

@@ -126,13 +126,24 @@ export function optionalUrl(env: string, protocols: string[], opt: { describe?: 
   return field(env, opt.describe ?? '', (raw) => (raw === undefined || raw === '' ? undefined : inner.parse(raw)));
 }
 
-/** A `host:port` address of another service. */
+/** The gRPC target scheme that resolves every address of a name (a headless Service's pods). */
+const DNS_SCHEME = 'dns:///';
+
+/** `host:port` of an address field's value, without its `dns:///` scheme. */
+export function addressHostPort(value: string): string {
+  return value.startsWith(DNS_SCHEME) ? value.slice(DNS_SCHEME.length) : value;
+}
+
+/**
+ * The address of another service: `host:port`, or `dns:///host:port` (gRPC's own target syntax)
+ * to resolve every address of `host`, as a headless Kubernetes Service returns one per pod.
+ */
 export function address(env: string, opt: Opt<string> = {}): Field<string> {
   return field(env, opt.describe ?? '', (raw) => {
-    const v = required(env, raw, opt.default);
-    const m = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(v.trim());
-    if (!m || Number(m[2]) > 65535) throw new FieldProblem(`${env} must be host:port (got ${JSON.stringify(v)})`);
-    return v.trim();
+    const v = required(env, raw, opt.default).trim();
+    const m = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(addressHostPort(v));
+    if (!m || Number(m[2]) > 65535) throw new FieldProblem(`${env} must be host:port or dns:///host:port (got ${JSON.stringify(v)})`);
+    return v;
   });
 }
 
