@@ -959,7 +959,7 @@ function dockerStages(): { name: string; from: string; steps: Instruction[] }[] 
 test('when the image is built, then it compiles in one stage, installs only production dependencies in another and runs as a non-root uid under tini', () => {
   const stages = dockerStages();
   assert.ok(stages.length >= 3, 'build, production dependencies and runtime stages');
-  for (const stage of stages) assert.equal(stage.from, 'node:20-bookworm-slim', `stage ${stage.name} base image`);
+  for (const stage of stages) assert.equal(stage.from, 'node:22-bookworm-slim', `stage ${stage.name} runs Node 22 LTS (@nats-io/nuid needs >= 22)`);
   const runs = (stage: { steps: Instruction[] }) => stage.steps.filter((s) => s.op === 'RUN').map((s) => s.args);
   const runtime = stages[stages.length - 1];
   const earlier = stages.slice(0, -1);
