@@ -7,6 +7,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -405,6 +406,35 @@ test('when a kustomization lists resources, then each exists and every YAML file
   }
   assert.ok(kustomization(DEV_DIR).resources.includes('../../base'), 'dev builds on the base');
   assert.ok(kustomization(PROD_DIR).resources.includes('../../base'), 'production builds on the base');
+});
+
+/** kubectl's own kustomize, where this machine has kubectl; undefined otherwise. */
+function kubectlKustomize(dir: string): K8s[] | undefined {
+  let out: string;
+  try {
+    out = execFileSync('kubectl', ['kustomize', dir], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  return YAML.parseAllDocuments(out).map((d) => d.toJS() as K8s);
+}
+
+test("when kubectl is installed, then its kustomize builds every overlay into what this test's build checks (namespace and image names aside)", (t) => {
+  // Namespaces and the images: transformer are the two kustomize features build() leaves out.
+  const normalize = (objects: K8s[]) =>
+    Object.fromEntries(
+      structuredClone(objects).map((o) => {
+        delete o.metadata.namespace;
+        if (POD_KINDS.has(o.kind)) for (const c of containersOf(o)) c.image = String(c.image).split('/').pop()!.split(':')[0];
+        return [`${o.kind}/${o.metadata.name}`, o];
+      }),
+    );
+  for (const [label, dir] of BUILDS) {
+    const real = kubectlKustomize(dir);
+    if (!real) return t.skip('kubectl is not installed');
+    assert.deepEqual(normalize(build(dir)), normalize(real), `${label}: kubectl kustomize ${rel(dir)}`);
+  }
 });
 
 test('when the base is built, then it is namespace-less, holds no Secret and no two objects share a kind and name', () => {
