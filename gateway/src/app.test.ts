@@ -13,6 +13,7 @@ import type { ApiKeyRepository } from './api-key.repository.js';
 import { createApp } from './app.js';
 import { ApiKeyAuthenticator } from './auth.js';
 import type { Clients } from './clients.js';
+import { Readiness } from './health.js';
 
 const KEY = 'ats_test_key_0123456789abcdefghijklmnop';
 const SECRET = 'password authentication failed for user "ats" at 10.1.2.3:5432';
@@ -30,6 +31,7 @@ const logLines: string[] = [];
 let server: http.Server;
 let base: string;
 let runClient: ReturnType<typeof createServiceClient<typeof RunServiceService>>;
+const readiness = new Readiness();
 
 before(async () => {
   // The run service is a real gRPC client of an address where nothing listens: UNAVAILABLE as in production.
@@ -55,7 +57,7 @@ before(async () => {
   } as unknown as Clients;
   const keys = { projectFor: async (key: string) => (key === KEY ? 'prj_test' : undefined) } as unknown as ApiKeyRepository;
   const logger = createLogger('gateway', 'info', new Writable({ write: (chunk, _enc, done) => done(void logLines.push(String(chunk))) }));
-  const app = createApp({ logger, clients, auth: new ApiKeyAuthenticator(keys, 1000), bodyLimitBytes: 1 << 20 });
+  const app = createApp({ logger, clients, readiness, auth: new ApiKeyAuthenticator(keys, 1000), bodyLimitBytes: 1 << 20, healthDeadlineMs: 300 });
   server = http.createServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
@@ -98,4 +100,27 @@ test('when a downstream service is UNAVAILABLE, then 503 at once with a generic 
   assert.deepEqual(JSON.parse(text), { detail: 'Service unavailable, try again shortly' });
   assert.ok(!text.includes('127.0.0.1'), text);
   assert.ok(Date.now() - started < 2000, 'refused at once, not after the deadline');
+});
+
+test('when a downstream service is down, then /healthz answers 503 naming it while /readyz keeps the gateway in service (200 ready)', async () => {
+  const health = await fetch(`${base}/healthz`);
+  const ready = await fetch(`${base}/readyz`);
+
+  assert.equal(health.status, 503);
+  assert.equal(((await health.json()) as { services: Record<string, string> }).services.run, 'UNREACHABLE');
+  assert.equal(ready.status, 200);
+  assert.deepEqual(await ready.json(), { status: 'ready' });
+});
+
+// Last: it drains the shared app for good.
+test('when the gateway starts draining at shutdown, then /readyz answers 503 draining (twice is fine) and the API still answers', async () => {
+  readiness.drain();
+  readiness.drain();
+
+  const ready = await fetch(`${base}/readyz`);
+  const api = await call('/api/v1/browsers', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+
+  assert.equal(ready.status, 503);
+  assert.deepEqual(await ready.json(), { status: 'draining' });
+  assert.equal(api.status, 429, 'requests in flight or still arriving are served while draining');
 });

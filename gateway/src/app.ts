@@ -8,9 +8,10 @@ import { INVALID_CURSOR_MESSAGE, RemoteError, Status } from '../../services/comm
 import { isRequestId, redactUrl, REQUEST_ID_HEADER, type Logger } from '../../services/common/src/logger.js';
 import type { ApiKeyAuthenticator } from './auth.js';
 import type { Clients } from './clients.js';
-import { checkHealth } from './health.js';
+import { checkHealth, Readiness } from './health.js';
 import { HttpError, errorMiddleware } from './http-errors.js';
 import { buildOpenApi } from './openapi.js';
+import type { ReadinessReply } from './schemas.js';
 import { agentRoutes, type AgentSource } from './routes/agents.routes.js';
 import { browserRoutes } from './routes/browsers.routes.js';
 import { fileRoutes } from './routes/files.routes.js';
@@ -27,6 +28,8 @@ export interface GatewayDeps {
   auth: ApiKeyAuthenticator;
   bodyLimitBytes: number;
   healthDeadlineMs?: number;
+  /** Drained by main at shutdown; default: always ready. */
+  readiness?: Readiness;
   /** Overrides where GET /agents reads the registry (benchmark baseline). */
   agentSource?: AgentSource;
 }
@@ -81,6 +84,11 @@ export function createApp(deps: GatewayDeps): express.Express {
 
   app.get('/livez', (_req, res) => {
     res.json({ status: 'ok' });
+  });
+  const readiness = deps.readiness ?? new Readiness();
+  app.get('/readyz', (_req, res) => {
+    const reply: ReadinessReply = readiness.draining ? { status: 'draining' } : { status: 'ready' };
+    res.status(readiness.draining ? 503 : 200).json(reply);
   });
   app.get('/healthz', async (_req, res) => {
     const report = await checkHealth(deps.clients, deps.healthDeadlineMs ?? 1000);

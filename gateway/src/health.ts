@@ -1,4 +1,7 @@
-/** `/healthz`: asks every downstream service's gRPC health service, in parallel, with a short deadline. */
+/**
+ * The gateway's health endpoints: `/healthz` asks every downstream service's gRPC health service,
+ * in parallel, with a short deadline; `/readyz` depends on the gateway alone (see Readiness).
+ */
 import { ServingStatus } from '../../services/common/src/grpc.js';
 import { SERVICE_NAMES, type Clients } from './clients.js';
 
@@ -22,4 +25,22 @@ export async function checkHealth(clients: Clients, deadlineMs: number): Promise
   );
   const services = Object.fromEntries(entries);
   return { status: entries.every(([, v]) => v === 'SERVING') ? 'ok' : 'degraded', services };
+}
+
+/**
+ * Whether this gateway takes new requests (`GET /readyz`): from the moment it listens until its
+ * shutdown begins. A downstream outage does not make it unready: its routes answer 503 on their own,
+ * and taking every gateway out of the load balancer would only turn those 503s into refused connections.
+ */
+export class Readiness {
+  #draining = false;
+
+  get draining(): boolean {
+    return this.#draining;
+  }
+
+  /** Shutdown has begun: `/readyz` answers 503 so load balancers stop sending new requests. Safe to call twice. */
+  drain(): void {
+    this.#draining = true;
+  }
 }

@@ -8,6 +8,7 @@ import { ApiKeyRepository, migrations } from './api-key.repository.js';
 import { createApp } from './app.js';
 import { ApiKeyAuthenticator } from './auth.js';
 import { closeClients, createClients } from './clients.js';
+import { Readiness } from './health.js';
 import { answerClientErrors } from './http-errors.js';
 import { loadGatewayConfig } from './config.js';
 
@@ -21,7 +22,8 @@ runMain('gateway', async () => {
     logger.info({ project: config.bootstrapProject }, 'bootstrap key registered');
   }
   const clients = createClients(config, loadInternalToken(config));
-  const app = createApp({ logger, clients, auth: new ApiKeyAuthenticator(keys, config.authCacheMs), bodyLimitBytes: config.bodyLimitBytes });
+  const readiness = new Readiness();
+  const app = createApp({ logger, clients, readiness, auth: new ApiKeyAuthenticator(keys, config.authCacheMs), bodyLimitBytes: config.bodyLimitBytes });
   const server = http.createServer(app);
   server.keepAliveTimeout = 65000;
   answerClientErrors(server);
@@ -30,6 +32,8 @@ runMain('gateway', async () => {
   logger.info({ host: config.host, port: typeof addr === 'object' && addr ? addr.port : config.port }, 'listening');
   onShutdownSignals(
     [
+      // First: a load balancer that still probes this process sees it leave before connections close.
+      { name: 'readiness', stop: () => readiness.drain() },
       {
         name: 'http',
         stop: () =>

@@ -42,6 +42,16 @@ test('when the spec routes are looked up, then the paths the spec names exist', 
   for (const [m, p] of must) assert.ok(doc.paths[p]?.[m], `${m.toUpperCase()} ${p}`);
 });
 
+test('when a load balancer or probe reads the document, then /healthz and /readyz are documented with 200 and 503 and need no key', () => {
+  const doc = buildOpenApi(allRoutes(), '0') as { paths: Record<string, Record<string, any>> };
+  for (const path of ['/healthz', '/readyz']) {
+    const op = doc.paths[path]?.get;
+    assert.ok(op, `GET ${path}`);
+    assert.deepEqual(Object.keys(op.responses).sort(), ['200', '503'], path);
+    assert.deepEqual(op.security, [], `${path} needs no key`);
+  }
+});
+
 test('when every schema in the document is compiled, then each is valid JSON Schema 2020-12', () => {
   const doc = buildOpenApi(allRoutes(), '0') as { paths: Record<string, Record<string, any>> };
   let n = 0;

@@ -41,6 +41,12 @@ function describe(r: RouteDef, code: number): string {
   return STATUS_TEXT[code] ?? 'Error';
 }
 
+/** A probe endpoint: no key, 200 or 503 with the same body. */
+function probe(operationId: string, summary: string, schema: unknown, ok: string, unavailable: string): Record<string, unknown> {
+  const body = { 'application/json': { schema } };
+  return { get: { operationId, summary, tags: ['health'], security: [], responses: { '200': { description: ok, content: body }, '503': { description: unavailable, content: body } } } };
+}
+
 export function buildOpenApi(routes: RouteDef[], version: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routes) {
@@ -77,18 +83,14 @@ export function buildOpenApi(routes: RouteDef[], version: string): Record<string
       responses,
     };
   }
-  paths['/healthz'] = {
-    get: {
-      operationId: 'health',
-      summary: "Each downstream service's health (no key needed)",
-      tags: ['health'],
-      security: [],
-      responses: {
-        '200': { description: 'All services serving', content: { 'application/json': { schema: s.health } } },
-        '503': { description: 'A service is not serving', content: { 'application/json': { schema: s.health } } },
-      },
-    },
-  };
+  paths['/healthz'] = probe('health', "Each downstream service's health (no key needed)", s.health, 'All services serving', 'A service is not serving');
+  paths['/readyz'] = probe(
+    'readiness',
+    'Whether this gateway takes new requests; it does not ask the downstream services (no key needed)',
+    s.readiness,
+    'Listening and not shutting down',
+    'Shutting down: send new requests elsewhere',
+  );
   return {
     openapi: '3.1.0',
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',

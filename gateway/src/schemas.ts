@@ -213,6 +213,7 @@ export const profile = reply({ id: str(), name: str(), userId: nullable(str()), 
 export const profileList = pageOf(profile);
 
 export const health = obj({ status: str({ enum: ['ok', 'degraded'] }), services: { type: 'object', additionalProperties: str() } }, ['status', 'services']);
+export const readiness = obj({ status: str({ enum: ['ready', 'draining'] }) }, ['status']);
 
 // ---------- the types the presenters build (read off the schemas above) ----------
 
@@ -231,3 +232,4 @@ export type BrowserReply = FromSchema<typeof browser>;
 export type DownloadReply = FromSchema<typeof downloadList>['items'][number];
 export type ProfileReply = FromSchema<typeof profile>;
 export type HealthReply = FromSchema<typeof health>;
+export type ReadinessReply = FromSchema<typeof readiness>;

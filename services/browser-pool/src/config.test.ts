@@ -43,7 +43,7 @@ test('when a number is out of range, then the variable is named', () => {
   });
 });
 
-test("when the services' addresses are configured, then browsers are denied every internal port, wherever the service runs", () => {
+test("when the services' addresses are configured (host:port, dns:///host:port or a list of replicas), then browsers are denied every internal port, wherever the service runs", () => {
   const c = loadBrowserPoolConfig({
     DATABASE_URL: 'postgres://u:p@db.internal:6543/ats',
     NATS_URL: 'nats://nats:4333',
