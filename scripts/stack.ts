@@ -13,6 +13,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { loadInternalToken, type InternalToken } from '../services/common/src/internal-token.js';
+import { startS3Server, type S3Server } from '../services/file-storage/src/testing/s3-server.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 /** The repository root, whether this runs from `scripts/` or from `dist/scripts/`. */
@@ -164,6 +165,8 @@ export interface StackOptions {
   onLine?: (service: ServiceName | 'nats', line: string) => void;
   /** Extra environment for every service. */
   env?: Record<string, string>;
+  /** Where file-storage keeps bytes: `local` (default) or `s3`, a bucket on an s3rver the stack starts in DATA_DIR/s3. */
+  blobStore?: 'local' | 's3';
   shutdownTimeoutMs?: number;
 }
 
@@ -173,6 +176,8 @@ export class Stack {
   readonly children = new Map<ServiceName, ChildProcess>();
   readonly ports = new Map<ServiceName, number>();
   nats: ChildProcess | undefined;
+  /** The S3 server file-storage uses with `blobStore: 's3'`. */
+  s3: S3Server | undefined;
   natsUrl = '';
   /** The token NATS requires (generated for a child nats-server); undefined = none. */
   natsToken: string | undefined;
@@ -229,8 +234,10 @@ export class Stack {
     if (service === 'browser-pool') {
       // Browsers may open local sites, but no service's internal port (the pool knows its peers' only).
       const natsPort = Number(new URL(this.natsUrl).port) || 4222;
-      env.BROWSER_DENIED_PORTS = [...[...this.ports.values()], natsPort, ...(this.opts.env?.BROWSER_DENIED_PORTS ?? '').split(',').filter(Boolean).map(Number)].join(',');
+      const s3Port = this.s3 ? [Number(new URL(this.s3.endpoint).port)] : [];
+      env.BROWSER_DENIED_PORTS = [...[...this.ports.values()], natsPort, ...s3Port, ...(this.opts.env?.BROWSER_DENIED_PORTS ?? '').split(',').filter(Boolean).map(Number)].join(',');
     }
+    if (service === 'file-storage' && this.s3) Object.assign(env, this.s3.env());
     for (const [edge, e] of Object.entries(EDGES) as [Edge, (typeof EDGES)[Edge]][]) {
       // Every service learns every edge's URL (the pool puts live view URLs into records);
       // only the owner binds the port.
@@ -277,6 +284,7 @@ export class Stack {
       this.natsToken = n.token;
       this.#watchNats(n.child);
     }
+    if (this.opts.blobStore === 's3') this.s3 = await startS3Server({ dir: path.join(this.opts.dataDir, 's3') });
     for (const s of SERVICE_NAMES) if (s !== 'gateway') this.ports.set(s, await freePort());
     this.gatewayPort = this.opts.gatewayPort ?? (await freePort());
     for (const edge of Object.keys(EDGES) as Edge[]) this.edgePorts.set(edge, this.opts.edgePorts?.[edge] ?? (await freePort()));
@@ -370,5 +378,6 @@ export class Stack {
     await Promise.all([...this.children.entries()].filter(([s]) => s !== 'gateway').map(([, c]) => stopChild(c, grace)));
     this.children.clear();
     if (this.nats) await stopChild(this.nats, 5000);
+    await this.s3?.close();
   }
 }

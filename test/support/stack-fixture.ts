@@ -38,10 +38,12 @@ export interface StackFixtureOptions {
   ownNats?: boolean;
   /** Postgres for every service (each in its own schema); PGlite in the data directory when unset. */
   databaseUrl?: string;
+  /** file-storage's bytes: in the data directory (default) or in a bucket on an s3rver the stack starts. */
+  blobStore?: 'local' | 's3';
 }
 
 export async function startStackFixture(options: StackFixtureOptions = {}): Promise<StackFixture> {
-  const { env = {}, projects: projectNames = [], mode = 'tsx', ownNats = false, databaseUrl } = options;
+  const { env = {}, projects: projectNames = [], mode = 'tsx', ownNats = false, databaseUrl, blobStore } = options;
   const dataDir = tempDir('stack');
   const projects: Record<string, TestProject> = {};
   if (projectNames.length) {
@@ -65,6 +67,7 @@ export async function startStackFixture(options: StackFixtureOptions = {}): Prom
     logLevel: 'info',
     shutdownTimeoutMs: 5000,
     env,
+    blobStore,
     onLine: (service, line) => {
       lines.push([service, line]);
       if (lines.length > 500) lines.shift();
