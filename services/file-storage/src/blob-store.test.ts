@@ -16,12 +16,15 @@ async function text(s: Readable | undefined): Promise<string | undefined> {
   return Buffer.concat(chunks).toString();
 }
 
-/** A put whose body the test feeds: it stays in flight until `finish` or `cut`. */
-function inFlight(store: LocalBlobStore): { done: Promise<StoredBlob>; finish(last: string): void; cut(): void } {
+const files = (dir: string) => (fs.existsSync(dir) ? fs.readdirSync(dir) : []);
+
+/** A put whose body the test feeds, once its temporary exists: it stays in flight until `finish` or `cut`. */
+async function inFlight(store: LocalBlobStore): Promise<{ done: Promise<StoredBlob>; finish(last: string): void; cut(): void }> {
   const body = new Readable({ read() {} });
   body.push(randomBytes(64 * 1024).toString('hex'));
   const done = store.put(body, 1 << 30);
   done.catch(() => undefined);
+  await until(() => files(store.temporaries).length === 1, { what: 'the upload’s temporary' });
   return {
     done,
     finish: (last) => (body.push(last), body.push(null)),
@@ -29,16 +32,13 @@ function inFlight(store: LocalBlobStore): { done: Promise<StoredBlob>; finish(la
   };
 }
 
-const files = (dir: string) => (fs.existsSync(dir) ? fs.readdirSync(dir) : []);
-
 describe('local blob store temporaries', () => {
   const root = path.join(tempDir('blob-store'), 'blobs');
   after(() => fs.rmSync(path.dirname(root), { recursive: true, force: true }));
 
   test('when a second instance starts on the same directory, then its sweep leaves the first one’s upload in flight alone', async () => {
     const first = new LocalBlobStore(root, { instance: 'pod-a' });
-    const upload = inFlight(first);
-    await until(() => files(first.temporaries).length === 1, { what: 'the upload’s temporary' });
+    const upload = await inFlight(first);
 
     const second = new LocalBlobStore(root, { instance: 'pod-b' });
     assert.deepEqual(await second.sweep(), { own: 0, stale: 0 });
@@ -52,8 +52,7 @@ describe('local blob store temporaries', () => {
 
   test('when an instance restarts under the same name, then it removes what its predecessor left', async () => {
     const crashed = new LocalBlobStore(root, { instance: 'pod-c' });
-    const upload = inFlight(crashed);
-    await until(() => files(crashed.temporaries).length === 1, { what: 'the upload’s temporary' });
+    const upload = await inFlight(crashed);
 
     const restarted = new LocalBlobStore(root, { instance: 'pod-c' });
     assert.deepEqual(await restarted.sweep(), { own: 1, stale: 0 });
@@ -64,8 +63,7 @@ describe('local blob store temporaries', () => {
 
   test('when a replaced instance’s temporaries are over a day old, then any instance removes them and its folder', async () => {
     const replaced = new LocalBlobStore(root, { instance: 'pod-gone' });
-    const upload = inFlight(replaced);
-    await until(() => files(replaced.temporaries).length === 1, { what: 'the upload’s temporary' });
+    const upload = await inFlight(replaced);
     const legacy = path.join(root, '.tmp', 'blb_0123456789abcdef0123456789abcdef.part'); // the layout before per-instance folders
     fs.writeFileSync(legacy, 'partial');
 

@@ -43,6 +43,16 @@ describe('S3 blob store on a real S3 server', () => {
     return found;
   };
 
+  /** A put of a hand-fed body under `maxBytes`, once more than a part of it went up. */
+  const onePartSent = async (maxBytes: number) => {
+    const body = handFed();
+    const put = store.put(body, maxBytes);
+    put.catch(() => undefined);
+    body.push(randomBytes(6 * MiB));
+    await until(async () => (await pending(store)).length === 1, { what: 'the first part on its way' });
+    return { body, put };
+  };
+
   before(async () => {
     s3 = await startS3Server();
     raw = createS3Client(s3.settings());
@@ -105,10 +115,7 @@ describe('S3 blob store on a real S3 server', () => {
 
   test('when a body grows past the cap after parts went up, then TooLargeError, no object and no incomplete upload remain', async () => {
     const before = (await store.list()).sort();
-    const body = handFed();
-    const put = store.put(body, 7 * MiB);
-    body.push(randomBytes(6 * MiB));
-    await until(async () => (await pending(store)).length === 1, { what: 'the first part on its way' });
+    const { body, put } = await onePartSent(7 * MiB);
     body.push(randomBytes(2 * MiB));
     body.push(null);
     await assert.rejects(put, (err: unknown) => err instanceof TooLargeError && err.limit === 7 * MiB);
@@ -121,10 +128,7 @@ describe('S3 blob store on a real S3 server', () => {
 
   test('when the body fails mid-way (a client cut off), then its error comes back and nothing is kept', async () => {
     const before = (await store.list()).sort();
-    const body = handFed();
-    const put = store.put(body, 100 * MiB);
-    body.push(randomBytes(6 * MiB));
-    await until(async () => (await pending(store)).length === 1, { what: 'the first part on its way' });
+    const { body, put } = await onePartSent(100 * MiB);
     body.fail(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
     await assert.rejects(put, (err: unknown) => (err as NodeJS.ErrnoException).code === 'ECONNRESET');
     assert.deepEqual((await store.list()).sort(), before);
