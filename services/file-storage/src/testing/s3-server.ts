@@ -48,7 +48,10 @@ export async function startS3Server(options: { bucket?: string; dir?: string } =
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const said: string[] = [];
-  readline.createInterface({ input: child.stderr! }).on('line', (l) => said.push(l) > 20 && said.shift());
+  readline.createInterface({ input: child.stderr! }).on('line', (l) => {
+    said.push(l);
+    if (said.length > 20) said.shift();
+  });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let closed = false;
   const close = async () => {
