@@ -103,10 +103,10 @@ export class S3BlobStore implements BlobStore {
   readonly #hasher = new BackgroundHasher();
   #stopped = false;
 
-  constructor(settings: S3Settings, options: S3BlobStoreOptions = {}, client = createS3Client(settings)) {
+  constructor(settings: S3Settings, options: S3BlobStoreOptions = {}) {
     this.bucket = settings.bucket;
     this.prefix = settings.prefix;
-    this.#client = client;
+    this.#client = createS3Client(settings);
     this.#partSize = options.partSizeBytes ?? 8 * 1024 * 1024;
     this.#queueSize = options.queueSize ?? 2;
     this.#pageSize = options.pageSize ?? 1000;
