@@ -1,12 +1,13 @@
 /**
  * `make bench`: runs each benchmark and prints its figures; JSON goes to bench/results/.
- * BENCH_ONLY=name[,name] runs some: gateway, files, runs, queue (part of runs), browsercode, pool, live-view, live-view-idle (the idle recording part alone), observe.
+ * BENCH_ONLY=name[,name] runs some: gateway, files, s3, runs, queue (part of runs), browsercode, pool, live-view, live-view-idle (the idle recording part alone), observe.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT } from '../scripts/stack.js';
 import { browserPoolBench } from './browser-pool.bench.js';
 import { fileStorageBench } from './file-storage.bench.js';
+import { s3StorageBench } from './s3-storage.bench.js';
 import { idleRecordingBench, liveViewBench } from './live-view.bench.js';
 import { gatewayRoundtrip } from './gateway-roundtrip.bench.js';
 import { runQueueBench, runsBench } from './runs.bench.js';
@@ -44,6 +45,17 @@ if (want('files')) {
   process.stdout.write(
     `  POST /agents/browser-agent/files, 32 clients: ${f(fsb.addFiles32.rps, 0)} req/s, p50 ${f(fsb.addFiles32.p50Ms)} ms, p99 ${f(fsb.addFiles32.p99Ms)} ms, errors ${fsb.addFiles32.errors}` +
       `   (GET /agents same run: ${f(fsb.agents32.rps, 0)} req/s, p50 ${f(fsb.agents32.p50Ms)} ms, p99 ${f(fsb.agents32.p99Ms)} ms)\n`,
+  );
+}
+if (want('s3')) {
+  const sizeMiB = Number(process.env.BENCH_S3_MIB ?? 64);
+  process.stdout.write(`\ns3 blob store: ${sizeMiB} MiB through presigned links (curl) with the local store vs the S3 store (s3rver), and the SDK straight to s3rver (median of ${rounds})\n`);
+  const s3b = await s3StorageBench({ sizeMiB, rounds });
+  results.s3Storage = s3b;
+  const row = (name: string, t: { uploadMiBps: number; downloadMiBps: number }) => `  ${name.padEnd(22)} upload ${f(t.uploadMiBps, 0).padStart(5)} MiB/s   download ${f(t.downloadMiBps, 0).padStart(5)} MiB/s\n`;
+  process.stdout.write(row('local store', s3b.local) + row('S3 store (s3rver)', s3b.s3) + row('SDK → s3rver, raw', s3b.rawS3rver));
+  process.stdout.write(
+    `  S3 store / local store: upload ${f(s3b.s3VsLocalUpload)}, download ${f(s3b.s3VsLocalDownload)};  S3 store / raw s3rver: upload ${f(s3b.s3VsRawUpload)}, download ${f(s3b.s3VsRawDownload)}\n`,
   );
 }
 if (want('runs')) {

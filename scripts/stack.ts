@@ -13,6 +13,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { INTERNAL_TOKEN_FILE_NAME, loadInternalToken, type InternalToken } from '../services/common/src/internal-token.js';
+import type { S3Server } from '../services/file-storage/src/testing/s3-server.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 /** The repository root, whether this runs from `scripts/` or from `dist/scripts/`. */
@@ -164,6 +165,8 @@ export interface StackOptions {
   onLine?: (service: ServiceName | 'nats', line: string) => void;
   /** Extra environment for every service. */
   env?: Record<string, string>;
+  /** Where file-storage keeps bytes: `local` (default) or `s3`, a bucket on an s3rver the stack starts in DATA_DIR/s3. */
+  blobStore?: 'local' | 's3';
   shutdownTimeoutMs?: number;
   /**
    * Processes per service (default 1). With more, every service is given every replica's gRPC
@@ -193,6 +196,8 @@ export class Stack {
   readonly children = new Map<ServiceName, ChildProcess>();
   readonly ports = new Map<ServiceName, number>();
   nats: ChildProcess | undefined;
+  /** The S3 server file-storage uses with `blobStore: 's3'`. */
+  s3: S3Server | undefined;
   natsUrl = '';
   /** The token NATS requires (generated for a child nats-server); undefined = none. */
   natsToken: string | undefined;
@@ -267,8 +272,10 @@ export class Stack {
       // Browsers may open local sites, but no service's internal port (the pool knows its peers' only).
       const natsPort = Number(new URL(this.natsUrl).port) || 4222;
       const servicePorts = [...this.ports.values(), ...this.replicas.flatMap((r) => [r.port, ...r.edgePorts.values()])];
-      env.BROWSER_DENIED_PORTS = [...servicePorts, natsPort, ...(this.opts.env?.BROWSER_DENIED_PORTS ?? '').split(',').filter(Boolean).map(Number)].join(',');
+      const s3Port = this.s3 ? [Number(new URL(this.s3.endpoint).port)] : [];
+      env.BROWSER_DENIED_PORTS = [...servicePorts, natsPort, ...s3Port, ...(this.opts.env?.BROWSER_DENIED_PORTS ?? '').split(',').filter(Boolean).map(Number)].join(',');
     }
+    if (service === 'file-storage' && this.s3) Object.assign(env, this.s3.env());
     for (const [edge, e] of Object.entries(EDGES) as [Edge, (typeof EDGES)[Edge]][]) {
       // Every service learns every edge's URL (the pool puts live view URLs into records);
       // only the owner binds the port.
@@ -321,6 +328,7 @@ export class Stack {
       this.natsToken = n.token;
       this.#watchNats(n.child);
     }
+    if (this.opts.blobStore === 's3') this.s3 = await (await import('../services/file-storage/src/testing/s3-server.js')).startS3Server({ dir: path.join(this.opts.dataDir, 's3') });
     for (const s of SERVICE_NAMES) if (s !== 'gateway') this.ports.set(s, await freePort());
     this.gatewayPort = this.opts.gatewayPort ?? (await freePort());
     for (const edge of Object.keys(EDGES) as Edge[]) this.edgePorts.set(edge, this.opts.edgePorts?.[edge] ?? (await freePort()));
@@ -430,5 +438,6 @@ export class Stack {
     await Promise.all(rest.filter((c) => c !== undefined).map((c) => stopChild(c, grace)));
     this.children.clear();
     if (this.nats) await stopChild(this.nats, 5000);
+    await this.s3?.close();
   }
 }

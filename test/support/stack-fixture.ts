@@ -42,10 +42,12 @@ export interface StackFixtureOptions {
   replicas?: number;
   /** The services' log level (default info). */
   logLevel?: string;
+  /** file-storage's bytes: in the data directory (default) or in a bucket on an s3rver the stack starts. */
+  blobStore?: 'local' | 's3';
 }
 
 export async function startStackFixture(options: StackFixtureOptions = {}): Promise<StackFixture> {
-  const { env = {}, projects: projectNames = [], mode = 'tsx', ownNats = false, databaseUrl, replicas, logLevel = 'info' } = options;
+  const { env = {}, projects: projectNames = [], mode = 'tsx', ownNats = false, databaseUrl, replicas, logLevel = 'info', blobStore } = options;
   const dataDir = tempDir('stack');
   const projects: Record<string, TestProject> = {};
   if (projectNames.length) {
@@ -70,6 +72,7 @@ export async function startStackFixture(options: StackFixtureOptions = {}): Prom
     logLevel,
     shutdownTimeoutMs: 5000,
     env,
+    blobStore,
     onLine: (service, line) => {
       lines.push([service, line]);
       if (lines.length > 2000) lines.shift();

@@ -12,7 +12,7 @@ export type { Logger };
 export const REDACT_PATHS = [
   'apiKey', '*.apiKey', 'key', '*.key', 'token', '*.token', 'secret', '*.secret', 'password', '*.password',
   'authorization', '*.authorization', 'signingSecret', '*.signingSecret', 'bootstrapApiKey', '*.bootstrapApiKey',
-  'internalToken', '*.internalToken', 'natsToken', '*.natsToken',
+  'internalToken', '*.internalToken', 'natsToken', '*.natsToken', 'secretAccessKey', '*.secretAccessKey',
   'databaseUrl', '*.databaseUrl', 'uploadUrl', '*.uploadUrl', 'downloadUrl', '*.downloadUrl', 'upload_url', '*.upload_url',
   'cdpUrl', '*.cdpUrl', 'liveViewUrl', '*.liveViewUrl', 'url', '*.url',
   'req.headers["x-service-api-key"]', 'headers["x-service-api-key"]', 'req.headers.authorization', 'req.headers.cookie',

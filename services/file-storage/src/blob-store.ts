@@ -6,9 +6,11 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { HashJob } from './hasher.js';
 import { BackgroundHasher } from './hasher.js';
 
 /** A body grew past the cap. */
@@ -27,6 +29,15 @@ export interface StoredBlob {
   sha256: string;
 }
 
+/** What a start-up sweep removed: this instance's leftovers, and other instances' stale ones. */
+export interface Swept {
+  own: number;
+  stale: number;
+}
+
+/** No upload takes this long: older leftovers of any instance are abandoned. */
+export const STALE_LEFTOVER_MS = 24 * 3600_000;
+
 export interface BlobStore {
   /** Stores the stream as a new blob; throws TooLargeError past `maxBytes` (nothing is kept). */
   put(body: Readable, maxBytes: number): Promise<StoredBlob>;
@@ -37,6 +48,11 @@ export interface BlobStore {
   delete(id: string): Promise<void>;
   /** Every stored blob's id (for garbage collection). */
   list(): Promise<string[]>;
+  /**
+   * Removes what interrupted writes left behind: everything this instance left (call it before
+   * the instance stores anything) and other instances' leftovers older than `staleMs`.
+   */
+  sweep(staleMs?: number, now?: number): Promise<Swept>;
 }
 
 export function newBlobId(): string {
@@ -45,23 +61,85 @@ export function newBlobId(): string {
 
 const BLOB_ID = /^blb_[0-9a-f]{32}$/;
 
-/** Blobs as files under a root directory, sharded by id; temporaries in `<root>/.tmp`. */
+export function isBlobId(id: string): boolean {
+  return BLOB_ID.test(id);
+}
+
+/** A name that is safe as one path segment (an instance id). */
+export const INSTANCE_NAME = /^(?!\.\.?$)[A-Za-z0-9._-]{1,128}$/;
+
+/**
+ * A pass-through that counts and hashes the bytes of an upload and fails with TooLargeError
+ * once more than `maxBytes` went through. `size()` is the count so far.
+ */
+export function meteredHash(maxBytes: number, hash: HashJob): { meter: Transform; size(): number } {
+  let size = 0;
+  const meter = new Transform({
+    highWaterMark: 1 << 20, // like the file stream: fewer pauses of the socket
+    transform(chunk: Buffer, _enc, cb) {
+      size += chunk.length;
+      if (size > maxBytes) return cb(new TooLargeError(maxBytes));
+      hash.update(chunk);
+      return cb(null, chunk);
+    },
+  });
+  return { meter, size: () => size };
+}
+
+export interface LocalBlobStoreOptions {
+  /** Names this process's folder of temporaries, `<root>/.tmp/<instance>`; default the host name. */
+  instance?: string;
+}
+
+/**
+ * Blobs as files under a root directory, sharded by id. Temporaries live in a folder per
+ * instance, `<root>/.tmp/<instance>`, so that replicas sharing the directory never sweep each
+ * other's uploads in flight.
+ */
 export class LocalBlobStore implements BlobStore {
   readonly root: string;
+  readonly instance: string;
+  readonly #tmpRoot: string;
   readonly #tmp: string;
   readonly #hasher = new BackgroundHasher();
 
-  constructor(root: string) {
+  constructor(root: string, options: LocalBlobStoreOptions = {}) {
     this.root = root;
-    this.#tmp = path.join(root, '.tmp');
-    fs.mkdirSync(this.#tmp, { recursive: true });
+    this.instance = options.instance ?? os.hostname();
+    if (!INSTANCE_NAME.test(this.instance)) throw new Error(`invalid instance name ${JSON.stringify(this.instance)}`);
+    this.#tmpRoot = path.join(root, '.tmp');
+    this.#tmp = path.join(this.#tmpRoot, this.instance);
+    fs.mkdirSync(this.#tmp, { recursive: true, mode: 0o700 });
   }
 
-  /** Removes temporaries a crashed predecessor left behind. */
-  async sweepTemporaries(): Promise<number> {
-    const names = await fsp.readdir(this.#tmp);
-    await Promise.all(names.map((n) => fsp.rm(path.join(this.#tmp, n), { force: true })));
-    return names.length;
+  /** The folder of this instance's temporaries. */
+  get temporaries(): string {
+    return this.#tmp;
+  }
+
+  async sweep(staleMs = STALE_LEFTOVER_MS, now = Date.now()): Promise<Swept> {
+    const own = await fsp.readdir(this.#tmp).catch(() => []);
+    await Promise.all(own.map((n) => fsp.rm(path.join(this.#tmp, n), { force: true })));
+    let stale = 0;
+    const old = async (p: string) => ((await fsp.stat(p).catch(() => undefined))?.mtimeMs ?? now) <= now - staleMs;
+    for (const entry of await fsp.readdir(this.#tmpRoot, { withFileTypes: true })) {
+      const p = path.join(this.#tmpRoot, entry.name);
+      if (entry.name === this.instance) continue;
+      if (!entry.isDirectory()) {
+        // A temporary of a version that kept them all in one folder.
+        if (await old(p)) stale += await fsp.rm(p, { force: true }).then(() => 1);
+        continue;
+      }
+      // Nothing was created or removed in it for that long: a replaced pod's. A live instance
+      // idle that long re-creates it on its next upload.
+      const idle = await old(p);
+      for (const name of await fsp.readdir(p).catch(() => [])) {
+        const file = path.join(p, name);
+        if (await old(file)) stale += await fsp.rm(file, { force: true }).then(() => 1);
+      }
+      if (idle) await fsp.rmdir(p).catch(() => undefined);
+    }
+    return { own: own.length, stale };
   }
 
   pathOf(id: string): string {
@@ -69,23 +147,26 @@ export class LocalBlobStore implements BlobStore {
     return path.join(this.root, id.slice(4, 6), id);
   }
 
+  async #createTemporary(file: string): Promise<fsp.FileHandle> {
+    try {
+      return await fsp.open(file, 'wx', 0o600);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      // Another instance's sweep removed this folder while this one was idle for a day.
+      await fsp.mkdir(this.#tmp, { recursive: true, mode: 0o700 });
+      return fsp.open(file, 'wx', 0o600);
+    }
+  }
+
   async put(body: Readable, maxBytes: number): Promise<StoredBlob> {
     const id = newBlobId();
     const tmp = path.join(this.#tmp, `${id}.part`);
     const hash = this.#hasher.start();
-    let size = 0;
-    const meter = new Transform({
-      highWaterMark: 1 << 20, // like the file stream: fewer pauses of the socket
-      transform(chunk: Buffer, _enc, cb) {
-        size += chunk.length;
-        if (size > maxBytes) return cb(new TooLargeError(maxBytes));
-        hash.update(chunk);
-        return cb(null, chunk);
-      },
-    });
+    const { meter, size } = meteredHash(maxBytes, hash);
     let sha256: string;
     try {
-      await pipeline(body, meter, fs.createWriteStream(tmp, { flags: 'wx', mode: 0o600, highWaterMark: 1 << 20 }));
+      const handle = await this.#createTemporary(tmp);
+      await pipeline(body, meter, handle.createWriteStream({ highWaterMark: 1 << 20 }));
       sha256 = await hash.digest();
       const final = this.pathOf(id);
       await fsp.mkdir(path.dirname(final), { recursive: true });
@@ -95,7 +176,7 @@ export class LocalBlobStore implements BlobStore {
       await fsp.rm(tmp, { force: true });
       throw err;
     }
-    return { id, sizeBytes: size, sha256 };
+    return { id, sizeBytes: size(), sha256 };
   }
 
   async size(id: string): Promise<number | undefined> {

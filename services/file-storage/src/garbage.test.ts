@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import path from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { drivers, tempDir, testSchema } from '../../../test/support/infra.js';
@@ -8,21 +7,24 @@ import { openDatabase, type Database } from '../../common/src/db.js';
 import { ConflictError } from '../../common/src/errors.js';
 import { createLogger } from '../../common/src/logger.js';
 import { Signer } from '../../common/src/signing.js';
-import { LocalBlobStore } from './blob-store.js';
+import type { BlobStore } from './blob-store.js';
 import { FileRepository, migrations } from './file.repository.js';
 import { FileStorage } from './file-storage.js';
+import { BACKENDS, openBlobBackend, type BlobBackend } from './testing/blob-backends.js';
 
 const GRACE = 60_000;
 
-for (const driver of await drivers()) {
-  describe(`blob garbage collection on ${driver.name}`, () => {
+for (const driver of await drivers()) for (const backend of BACKENDS) {
+  describe(`blob garbage collection on ${driver.name}, ${backend} store`, () => {
     let db: Database;
-    let store: LocalBlobStore;
+    let blobs: BlobBackend;
+    let store: BlobStore;
     let files: FileStorage;
     const dataDir = tempDir('blob-gc');
     before(async () => {
       db = await openDatabase({ service: 'file-storage', dataDir, databaseUrl: driver.databaseUrl, schema: testSchema(), migrations });
-      store = new LocalBlobStore(path.join(dataDir, 'blobs'));
+      blobs = await openBlobBackend(backend, dataDir);
+      store = blobs.store;
       files = new FileStorage({
         repo: new FileRepository(db.knex),
         store,
@@ -37,6 +39,7 @@ for (const driver of await drivers()) {
     after(async () => {
       if (db.schema) await db.knex.raw(`drop schema "${db.schema}" cascade`);
       await db.stop();
+      await blobs.close();
       fs.rmSync(dataDir, { recursive: true, force: true });
     });
 

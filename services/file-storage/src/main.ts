@@ -1,12 +1,11 @@
 /** Composition root of the file-storage service: config → database → blob store → HTTP + gRPC → signals. */
-import path from 'node:path';
 import { openDatabase } from '../../common/src/db.js';
 import { loadInternalToken } from '../../common/src/internal-token.js';
 import { createLogger } from '../../common/src/logger.js';
 import { serveGrpc } from '../../common/src/service-host.js';
 import { runMain } from '../../common/src/shutdown.js';
 import { Signer, loadSigningSecret } from '../../common/src/signing.js';
-import { LocalBlobStore } from './blob-store.js';
+import { openBlobStore } from './blob-store.factory.js';
 import { createBlobServer } from './blob.http.js';
 import { loadFileStorageConfig } from './config.js';
 import { FileRepository, migrations } from './file.repository.js';
@@ -18,9 +17,11 @@ runMain('file-storage', async () => {
   const logger = createLogger('file-storage', config.logLevel);
   const token = loadInternalToken(config);
   const db = await openDatabase({ service: 'file-storage', dataDir: config.dataDir, databaseUrl: config.databaseUrl, migrations, logger });
-  const store = new LocalBlobStore(config.storageDir ?? path.join(config.dataDir, 'file-storage', 'blobs'));
-  const swept = await store.sweepTemporaries();
-  if (swept) logger.info({ swept }, 'removed partial uploads left by a previous process');
+  const blobs = await openBlobStore(config.store, logger).catch(async (err: unknown) => {
+    await db.stop();
+    throw err;
+  });
+  const { store } = blobs;
   const files = new FileStorage({
     repo: new FileRepository(db.knex),
     store,
@@ -60,6 +61,7 @@ runMain('file-storage', async () => {
             setTimeout(() => http.closeAllConnections(), Math.floor(config.shutdownTimeoutMs / 4)).unref();
           }),
       },
+      { name: 'blob-store', stop: () => blobs.stop() },
       { name: 'database', stop: () => db.stop() },
     ],
   });
