@@ -61,13 +61,6 @@ const SPECS: Record<string, Record<string, Field<unknown>>> = {
   'live-view': liveViewConfigSpec,
 };
 
-/**
- * TEMPORARY, remove when the S3 backend of file-storage lands: the object-store variables the
- * manifests already set for it, which services/file-storage/src/config.ts does not declare yet.
- * A test below fails once the spec declares one of them, as a reminder to delete it here.
- */
-const PENDING_FILE_STORAGE_VARS = ['BLOB_STORE', 'S3_BUCKET', 'S3_ENDPOINT', 'S3_REGION', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'S3_FORCE_PATH_STYLE', 'S3_PREFIX'];
-
 /** Variables of the process itself (Node, Chromium, ffmpeg read them), not of a config spec. */
 const PROCESS_VARS = new Set(['HOME']);
 
@@ -75,7 +68,7 @@ const PROCESS_VARS = new Set(['HOME']);
 const READS: Record<string, Set<string>> = Object.fromEntries(
   Object.entries(SPECS).map(([name, spec]) => [
     name,
-    new Set([...Object.values(spec).map((f) => f.env), ...(name === 'file-storage' ? PENDING_FILE_STORAGE_VARS : [])]),
+    new Set(Object.values(spec).map((f) => f.env)),
   ]),
 );
 
@@ -856,11 +849,6 @@ test("when a component's spec requires a variable that has no default, then its 
       }
     }
   }
-});
-
-test('when the S3 backend of file-storage lands, then the temporary allow-list of its variables is removed (each entry is still undeclared)', () => {
-  const declared = new Set(Object.values(fileStorageConfigSpec).map((f) => f.env));
-  assert.deepEqual(PENDING_FILE_STORAGE_VARS.filter((v) => declared.has(v)), [], 'file-storage declares these now: delete them from PENDING_FILE_STORAGE_VARS');
 });
 
 test('when a credential is set, then it comes from a secretKeyRef on the shared Secret, never a literal or a ConfigMap; the cluster-wide ones are required', () => {
