@@ -1,14 +1,19 @@
 /**
- * Two replicas of every service on one Postgres and one NATS, every gRPC target listing both
- * replicas (as a headless Service would): ten processes start together on an empty database
- * and all serve, and calls spread over the replicas.
+ * Two replicas of every service on one Postgres, one NATS and one S3 server, every gRPC target
+ * listing both replicas (as a headless Service would): ten processes start together on an empty
+ * database and all serve; calls spread over the replicas; a file uploaded through one
+ * file-storage replica is served by the other, also after the first is killed and its disk lost.
  */
 import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import knexFactory, { type Knex } from 'knex';
+import { FileStorageServiceService } from '../gen/ats/filestorage/v1/file_storage.js';
 import { HealthService } from '../gen/grpc/health/v1/health.js';
 import { ServingStatus, createServiceClient } from '../services/common/src/grpc.js';
-import { SERVICE_NAMES } from '../scripts/stack.js';
+import { SERVICE_NAMES, type ServiceName } from '../scripts/stack.js';
 import { postgresUrl } from './support/infra.js';
 import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
 
@@ -26,7 +31,7 @@ describe('two replicas of every service on one Postgres', { skip: !pg && 'needs 
     const url = new URL(pg!);
     url.pathname = `/${database}`;
     db = knexFactory({ client: 'pg', connection: url.toString(), pool: { min: 0, max: 1 } });
-    f = await startStackFixture({ databaseUrl: url.toString(), replicas: 2, env: { POOL_WARM_SIZE: '0' } });
+    f = await startStackFixture({ databaseUrl: url.toString(), replicas: 2, blobStore: 's3', logLevel: 'debug', projects: ['alpha'], env: { POOL_WARM_SIZE: '0' } });
   });
   after(async () => {
     await f?.stop();
@@ -59,6 +64,87 @@ describe('two replicas of every service on one Postgres', { skip: !pg && 'needs 
       const { rows } = await db.raw(`select name, count(*)::int as n from "${schema}".knex_migrations group by name`);
       assert.ok(rows.length > 0, `${schema} was migrated`);
       assert.deepEqual(rows.filter((r: { n: number }) => r.n !== 1), [], `each migration of ${schema} ran once`);
+    }
+  });
+
+  const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
+  const second = (service: ServiceName) => f.stack.replicas.find((r) => r.service === service)!;
+  /** The same link, on another port (another replica of the same edge). */
+  const onPort = (link: string, port: number) => Object.assign(new URL(link), { port: String(port) }).toString();
+  /** A gateway call without the fixture's reply check (which knows the first gateway only). */
+  const apiAt = (port: number, url: string, method = 'GET', body?: unknown) =>
+    fetch(`http://127.0.0.1:${port}${url}`, {
+      method,
+      headers: { 'x-service-api-key': f.projects.alpha!.key, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+  /** How many gRPC calls each file-storage replica answered (its debug log). */
+  const fileStorageCalls = () => {
+    const lines = f.logs('file-storage').split('\n').filter((l) => l.includes('"call received"'));
+    return { first: lines.filter((l) => !l.startsWith('file-storage | [2] ')).length, second: lines.filter((l) => l.startsWith('file-storage | [2] ')).length };
+  };
+
+  const bytes = randomBytes(300_000);
+  let fileId = '';
+  let runId = '';
+
+  test('when a file is uploaded through one file-storage replica, then a run made through the other gateway attaches it, and both replicas serve it', async () => {
+    const before = fileStorageCalls();
+    const added = await apiAt(f.stack.gatewayPort, '/api/v1/agents/browser-agent/files', 'POST', { files: [{ name: 'notes.bin' }] });
+    assert.equal(added.status, 201, await added.clone().text());
+    const [item] = ((await added.json()) as { items: { id: string; upload_url: string }[] }).items;
+    fileId = item!.id;
+    assert.equal(new URL(item!.upload_url).port, String(f.stack.edgePorts.get('files')), 'the link names the first replica');
+    assert.equal((await fetch(item!.upload_url, { method: 'PUT', body: new Uint8Array(bytes) })).status, 200);
+
+    const created = await apiAt(second('gateway').port, '/api/v1/agents/browser-agent/runs', 'POST', { task: 'Extract the title', attached_file_ids: [fileId] });
+    assert.equal(created.status, 202, await created.clone().text());
+    const run = (await created.json()) as { id: string; missingFileIds: string[] };
+    runId = run.id;
+    assert.deepEqual(run.missingFileIds, []);
+
+    for (let i = 0; i < 10; i++) {
+      const listed = await apiAt(second('gateway').port, `/api/v1/agents/browser-agent/runs/${runId}/files?kind=input`);
+      assert.equal(listed.status, 200);
+      const { items } = (await listed.json()) as { items: { id: string; downloadUrl: string }[] };
+      assert.deepEqual(items.map((x) => x.id), [fileId]);
+      const link = i % 2 ? items[0]!.downloadUrl : onPort(items[0]!.downloadUrl, second('file-storage').edgePorts.get('files')!);
+      assert.equal(sha(Buffer.from(await (await fetch(link)).arrayBuffer())), sha(bytes), `download ${i} through replica ${i % 2 ? 1 : 2}`);
+    }
+    const after = fileStorageCalls();
+    assert.ok(after.first > before.first && after.second > before.second, `gRPC calls reached both file-storage replicas (${JSON.stringify({ before, after })})`);
+  });
+
+  test('when the file-storage replica that took the upload is killed and its disk lost, then the other serves every file and object', async () => {
+    assert.ok(runId, 'the upload test ran');
+    const first = createServiceClient(FileStorageServiceService, `127.0.0.1:${f.stack.ports.get('file-storage')}`, 5000, f.stack.internalToken);
+    const both = createServiceClient(FileStorageServiceService, f.stack.address('file-storage'), 5000, f.stack.internalToken);
+    const projectId = f.projects.alpha!.projectId;
+    const shot = randomBytes(50_000);
+    try {
+      // A screenshot, as the pool stores one: through the first replica only.
+      const { stream, response } = first.api.putObject();
+      stream.write({ header: { projectId, key: 'screenshots/replica-test.png', contentType: 'image/png' } });
+      stream.write({ chunk: shot });
+      stream.end();
+      assert.equal((await response).sizeBytes, shot.length);
+
+      await f.stack.kill('file-storage');
+      fs.rmSync(path.join(f.dataDir, 'file-storage'), { recursive: true, force: true });
+
+      const listed = await apiAt(second('gateway').port, `/api/v1/agents/browser-agent/runs/${runId}/files?kind=input`);
+      assert.equal(listed.status, 200, await listed.clone().text());
+      const { items } = (await listed.json()) as { items: { id: string; downloadUrl: string }[] };
+      const link = onPort(items[0]!.downloadUrl, second('file-storage').edgePorts.get('files')!);
+      assert.equal(sha(Buffer.from(await (await fetch(link)).arrayBuffer())), sha(bytes));
+
+      const chunks: Buffer[] = [];
+      for await (const m of both.api.getObject({ projectId, key: 'screenshots/replica-test.png' })) chunks.push(Buffer.from(m.chunk));
+      assert.equal(sha(Buffer.concat(chunks)), sha(shot), 'the object is read from the store by the surviving replica');
+    } finally {
+      first.close();
+      both.close();
+      await f.stack.startService('file-storage');
     }
   });
 });
