@@ -169,13 +169,20 @@ export interface StackOptions {
   blobStore?: 'local' | 's3';
   shutdownTimeoutMs?: number;
   /**
-   * Processes per service (default 1). With more, every service is given every replica's gRPC
-   * address (`ipv4:a:p,b:p`), each replica its own ports and DATA_DIR (`<dataDir>/replica-<n>`
-   * from the second on), and all share one generated SIGNING_SECRET and the internal token.
-   * Replicas share state only through Postgres (`databaseUrl` is then required), NATS and what
-   * `env` configures (an object store). Edge URLs name the first replica's ports.
+   * Processes per service (default 1): one number for every service, or a count per service
+   * (unnamed services: 1). With more, every service is given every replica's gRPC address
+   * (`ipv4:a:p,b:p`), each replica its own ports and DATA_DIR (`<dataDir>/replica-<n>` from the
+   * second on), and all share one generated SIGNING_SECRET and the internal token; live-view
+   * replicas get distinct LIVE_VIEW_INSTANCE_IDs (`live-view-<n>`). Replicas share state only
+   * through Postgres (`databaseUrl` is then required), NATS and what `env` configures (an object
+   * store). Edge URLs name the first replica's ports.
    */
-  replicas?: number;
+  replicas?: number | Partial<Record<ServiceName, number>>;
+}
+
+/** How many processes of `service` the `replicas` option asks for. */
+export function replicaCount(replicas: StackOptions['replicas'], service: ServiceName): number {
+  return (typeof replicas === 'number' ? replicas : replicas?.[service]) ?? 1;
 }
 
 /** One replica of a service beyond the first: its process and ports. */
@@ -217,7 +224,7 @@ export class Stack {
     this.opts = opts;
     // Resolved (and generated) here, before any service starts, so that they all read one file.
     this.internalToken = loadInternalToken({ internalToken: opts.internalToken, internalTokenFile: opts.internalTokenFile, dataDir: opts.dataDir });
-    if ((opts.replicas ?? 1) > 1) {
+    if (SERVICE_NAMES.some((s) => replicaCount(opts.replicas, s) > 1)) {
       if (!opts.databaseUrl) throw new Error('replicas share state through Postgres: give databaseUrl');
       this.#signingSecret = randomBytes(32).toString('base64url');
     }
@@ -266,6 +273,8 @@ export class Stack {
       env.SIGNING_SECRET = this.#signingSecret;
     }
     if (this.natsToken && service !== 'gateway') env.NATS_TOKEN = this.natsToken; // the gateway does not use NATS
+    // Each live-view process holds leases on recordings under its own name (a pod name in Kubernetes).
+    if (service === 'live-view' && replicaCount(this.opts.replicas, service) > 1) env.LIVE_VIEW_INSTANCE_ID = `live-view-${replica?.n ?? 1}`;
     if (this.opts.databaseUrl) env.DATABASE_URL = this.opts.databaseUrl;
     else delete env.DATABASE_URL;
     if (service === 'browser-pool') {
@@ -333,8 +342,9 @@ export class Stack {
     this.gatewayPort = this.opts.gatewayPort ?? (await freePort());
     for (const edge of Object.keys(EDGES) as Edge[]) this.edgePorts.set(edge, this.opts.edgePorts?.[edge] ?? (await freePort()));
     this.ports.set('gateway', this.gatewayPort);
-    for (let n = 2; n <= (this.opts.replicas ?? 1); n++) {
-      for (const service of SERVICE_NAMES) {
+    const most = Math.max(...SERVICE_NAMES.map((s) => replicaCount(this.opts.replicas, s)));
+    for (let n = 2; n <= most; n++) {
+      for (const service of SERVICE_NAMES.filter((s) => replicaCount(this.opts.replicas, s) >= n)) {
         const edgePorts = new Map<Edge, number>();
         for (const edge of Object.keys(EDGES) as Edge[]) if (EDGES[edge].service === service) edgePorts.set(edge, await freePort());
         this.replicas.push({ service, n, port: await freePort(), edgePorts });
@@ -411,11 +421,13 @@ export class Stack {
     }
   }
 
-  /** Kills one service at once (SIGKILL), as a crash would. */
-  async kill(service: ServiceName): Promise<void> {
-    const child = this.children.get(service);
+  /** Kills one process of a service at once (SIGKILL), as a crash would: the first, or replica `n` (2, 3, …). */
+  async kill(service: ServiceName, n = 1): Promise<void> {
+    const replica = n > 1 ? this.replicas.find((r) => r.service === service && r.n === n) : undefined;
+    const child = n > 1 ? replica?.child : this.children.get(service);
     if (!child) return;
-    this.children.delete(service);
+    if (replica) replica.child = undefined;
+    else this.children.delete(service);
     killGroup(child.pid, 'SIGKILL');
     await exited(child);
   }

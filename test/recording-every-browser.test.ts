@@ -5,22 +5,23 @@
  * once live-view is back, and the first gets its live view link.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import fs from 'node:fs';
-import path from 'node:path';
 import { after, before, test } from 'node:test';
 import WebSocket from 'ws';
+import { browsersOf, TOLERANCE_S, wallSeconds, type BrowserRecord } from './support/recordings.js';
 import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
 import { tempDir } from './support/infra.js';
 import { until } from './support/until.js';
 
 let f: StackFixture;
 let videos: string;
+let browsers: ReturnType<typeof browsersOf>;
 
 before(async () => {
   videos = tempDir('recordings');
   f = await startStackFixture({ projects: ['alpha'], env: { MAX_ACTIVE_BROWSERS_PER_PROJECT: '12' } });
+  browsers = browsersOf(f, key, videos);
 });
 after(async () => {
   await f?.stop();
@@ -29,54 +30,6 @@ after(async () => {
 
 const key = () => f.projects.alpha!.key;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
-
-interface BrowserRecord {
-  id: string;
-  status: string;
-  liveViewUrl: string | null;
-  createdAt: string;
-  stoppedAt: string | null;
-}
-
-async function createBrowser(): Promise<BrowserRecord> {
-  const res = await f.api('/api/v1/browsers', { method: 'POST', key: key(), headers: { 'content-type': 'application/json' }, body: '{}' });
-  assert.equal(res.status, 201, await res.clone().text());
-  return (await res.json()) as BrowserRecord;
-}
-
-async function stopBrowser(id: string): Promise<BrowserRecord> {
-  const res = await f.api(`/api/v1/browsers/${id}/stop`, { method: 'POST', key: key() });
-  assert.equal(res.status, 200);
-  return (await res.json()) as BrowserRecord;
-}
-
-async function getBrowser(id: string): Promise<BrowserRecord> {
-  const res = await f.api(`/api/v1/browsers/${id}`, { key: key() });
-  assert.equal(res.status, 200);
-  return (await res.json()) as BrowserRecord;
-}
-
-/** Polls GET /recording through 409 (being made) until the MP4 link comes; returns ffprobe's length of the video. */
-async function recordedSeconds(id: string, timeoutMs = 60000): Promise<number> {
-  const url = await until(
-    async () => {
-      const res = await f.api(`/api/v1/browsers/${id}/recording`, { key: key() });
-      if (res.status === 200) return ((await res.json()) as { url: string }).url;
-      assert.equal(res.status, 409, `${id}: a stopped browser's recording is being made or ready (got ${res.status})\n${f.logs('live-view')}`);
-      return undefined;
-    },
-    { timeoutMs, intervalMs: 250, what: `the recording of ${id}` },
-  );
-  const file = path.join(videos, `${id}.mp4`);
-  fs.writeFileSync(file, Buffer.from(await (await fetch(url)).arrayBuffer()));
-  const out = spawnSync('ffprobe', ['-v', 'error', '-show_entries', 'format=duration', '-of', 'csv=p=0', file], { encoding: 'utf8' });
-  assert.equal(out.status, 0, out.stderr);
-  return Number(out.stdout.trim());
-}
-
-const wallSeconds = (b: BrowserRecord) => (Date.parse(b.stoppedAt!) - Date.parse(b.createdAt)) / 1000;
-/** A tick (0.1 s) either side, and the moments between the pool's records and the recorder's. */
-const TOLERANCE_S = 0.3;
 
 test('when 30 short-lived browsers come and go, some stopped at once, then each has a recording as long as it lived', async (t) => {
   const began = Date.now();
@@ -87,9 +40,9 @@ test('when 30 short-lived browsers come and go, some stopped at once, then each 
   await Promise.all(
     Array.from({ length: 5 }, async () => {
       for (let life = queue.shift(); life !== undefined; life = queue.shift()) {
-        const b = await createBrowser();
+        const b = await browsers.create();
         await sleep(life);
-        stopped.push(await stopBrowser(b.id));
+        stopped.push(await browsers.stop(b.id));
       }
     }),
   );
@@ -97,7 +50,7 @@ test('when 30 short-lived browsers come and go, some stopped at once, then each 
   const churned = Date.now();
   const misses: string[] = [];
   for (const b of stopped) {
-    const got = await recordedSeconds(b.id);
+    const got = await browsers.recordedSeconds(b.id);
     if (Math.abs(got - wallSeconds(b)) > TOLERANCE_S) misses.push(`${b.id}: ${got} s of video for ${wallSeconds(b)} s`);
   }
   t.diagnostic(`churn ${((churned - began) / 1000).toFixed(1)} s, then every recording ready and checked in ${((Date.now() - churned) / 1000).toFixed(1)} s`);
@@ -108,16 +61,16 @@ test('when browsers are created while live-view is down, then once it is back ea
   await f.stack.kill('live-view');
   let live: BrowserRecord | undefined;
   try {
-    live = await createBrowser();
+    live = await browsers.create();
     assert.equal(live.liveViewUrl, null, 'no live view while live-view is down');
-    const gone = await createBrowser();
+    const gone = await browsers.create();
     await sleep(500);
-    const goneStopped = await stopBrowser(gone.id);
+    const goneStopped = await browsers.stop(gone.id);
     await sleep(1500);
     await f.stack.startService('live-view');
 
     // The link: minted when the browser is read once live-view is back.
-    const url = await until(async () => (await getBrowser(live!.id)).liveViewUrl, { intervalMs: 200, what: 'the browser’s liveViewUrl' });
+    const url = await until(async () => (await browsers.get(live!.id)).liveViewUrl, { intervalMs: 200, what: 'the browser’s liveViewUrl' });
     const u = new URL(url);
     const ws = new WebSocket(`ws://${u.host}${u.pathname}/ws${u.search}`);
     const [frame] = (await once(ws, 'message')) as [Buffer];
@@ -126,14 +79,14 @@ test('when browsers are created while live-view is down, then once it is back ea
     const link = await f.api(`/api/v1/browsers/${live.id}/live-view-links`, { method: 'POST', key: key(), headers: { 'content-type': 'application/json' }, body: '{"mode":"view"}' });
     assert.equal(link.status, 201);
 
-    const liveStopped = await stopBrowser(live.id);
+    const liveStopped = await browsers.stop(live.id);
     live = undefined;
     for (const b of [liveStopped, goneStopped]) {
-      const got = await recordedSeconds(b.id);
+      const got = await browsers.recordedSeconds(b.id);
       assert.ok(Math.abs(got - wallSeconds(b)) <= TOLERANCE_S, `${b.id}: ${got} s of video for ${wallSeconds(b)} s`);
     }
   } finally {
     if (!f.stack.children.has('live-view')) await f.stack.startService('live-view');
-    if (live) await stopBrowser(live.id);
+    if (live) await browsers.stop(live.id);
   }
 });

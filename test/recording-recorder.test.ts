@@ -2,8 +2,10 @@
  * The recorder in-process with real ffmpeg, a real database and a stand-in pool on real gRPC:
  * the video lasts from the browser's creation to its stop and shows each frame when it was on
  * screen, encoding a still screen once; a lost `stopped` event still ends the recording; a restart
- * after the browser stopped fills the gap with the last frame; a browser nobody told the recorder
- * of is found in the pool; a browser that never showed anything is a black picture for its life.
+ * after the browser stopped fills the gap with the last frame; a replica that loses the lease
+ * stops writing and the one taking over carries the video on from the stored parts; a browser
+ * nobody told the recorder of is found in the pool; a browser that never showed anything is a
+ * black picture for its life.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -15,10 +17,13 @@ import { createLogger } from '../services/common/src/logger.js';
 import { Ffmpeg } from '../services/live-view/src/ffmpeg.js';
 import { createPoolClient, type FrameSource } from '../services/live-view/src/pool-client.js';
 import { FakePool } from '../services/live-view/src/pool.fake.js';
+import { PartStore, scratchDir } from '../services/live-view/src/part-store.js';
 import { Recorder } from '../services/live-view/src/recorder.js';
 import { RecordingRepository, migrations } from '../services/live-view/src/recording.repository.js';
 import { Finalizer } from '../services/live-view/src/recording-finalizer.js';
-import type { RecordingStore } from '../services/live-view/src/recording-store.js';
+import { RecordingLeases } from '../services/live-view/src/recording-leases.js';
+import { recordingKey } from '../services/live-view/src/recording-store.js';
+import { FolderStore } from '../services/live-view/src/recording-store.fake.js';
 import { tempDir } from './support/infra.js';
 import { until } from './support/until.js';
 
@@ -31,22 +36,8 @@ let db: Database;
 let repo: RecordingRepository;
 let RED: Buffer;
 let BLUE: Buffer;
-const stored = new Map<string, string>();
-
-/** file-storage stand-in: keeps each stored MP4 as a file. */
-const store: RecordingStore = {
-  async put(_projectId, key, file) {
-    const to = path.join(dir, 'stored', key.replace(/\//g, '_'));
-    fs.mkdirSync(path.dirname(to), { recursive: true });
-    fs.copyFileSync(file, to);
-    stored.set(key, to);
-    return { sizeBytes: fs.statSync(to).size };
-  },
-  async link() {
-    throw new Error('not used');
-  },
-  close() {},
-};
+/** file-storage stand-in, shared by every recorder (as object storage is by every replica). */
+let store: FolderStore;
 
 function jpeg(colour: string): Buffer {
   const out = spawnSync('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', `color=c=${colour}:s=320x200`, '-frames:v', '1', '-f', 'image2pipe', '-c:v', 'mjpeg', 'pipe:1']);
@@ -58,6 +49,7 @@ before(async () => {
   dir = tempDir('recorder');
   db = await openDatabase({ service: 'live-view', dataDir: dir, migrations });
   repo = new RecordingRepository(db.knex);
+  store = new FolderStore(path.join(dir, 'stored'));
   [RED, BLUE] = [jpeg('red'), jpeg('blue')];
 });
 after(async () => {
@@ -69,25 +61,40 @@ after(async () => {
 async function world(browserId: string) {
   const pool = new FakePool(PROJECT, browserId, logger);
   const source: FrameSource = createPoolClient(`127.0.0.1:${await pool.server.listen('127.0.0.1', 0)}`, 5000, pool.token);
-  const recorders: { recorder: Recorder; finalizer: Finalizer; ffmpeg: Ffmpeg }[] = [];
-  const startRecorder = async () => {
+  const recorders: { recorder: Recorder; finalizer: Finalizer; ffmpeg: Ffmpeg; leases: RecordingLeases }[] = [];
+  /** A recorder process of instance `instanceId` (another id: another replica), with its own clock for leases. */
+  const startRecorder = async (instanceId = 'test', o: { leaseMs?: number; now?: () => number; partMs?: number } = {}) => {
     const ffmpeg = new Ffmpeg({ ffmpegPath: 'ffmpeg', ffprobePath: 'ffprobe' });
-    const finalizer = new Finalizer({ repo, store, ffmpeg, dir: path.join(dir, 'parts'), concurrency: 1, logger, retryBaseMs: 50 });
-    const settings = { ffmpegPath: 'ffmpeg', fps: FPS, crf: 30, preset: 'ultrafast', dir: path.join(dir, 'parts'), maxWidth: 1280, maxHeight: 1280 };
-    const recorder = new Recorder({ repo, source, finalizer, ffmpeg, settings, instanceId: 'test', logger });
+    const instanceRepo = o.now ? new RecordingRepository(db.knex, { now: o.now }) : repo;
+    const leaseMs = o.leaseMs ?? 20000;
+    const leases = new RecordingLeases({ repo: instanceRepo, instanceId, leaseMs, renewMs: Math.min(200, leaseMs / 2), logger });
+    const parts = new PartStore({ repo: instanceRepo, store, ffmpeg, holder: leases.holder, dir: scratchDir(path.join(dir, 'parts'), instanceId), logger });
+    const finalizer = new Finalizer({ repo: instanceRepo, store, ffmpeg, parts, concurrency: 1, logger, retryBaseMs: 50 });
+    const settings = { ffmpegPath: 'ffmpeg', fps: FPS, crf: 30, preset: 'ultrafast', dir: path.join(dir, 'parts'), maxWidth: 1280, maxHeight: 1280, partMs: o.partMs ?? 10000 };
+    const recorder = new Recorder({ repo: instanceRepo, source, finalizer, ffmpeg, settings, parts, leases, logger });
     await recorder.start(undefined);
-    recorders.push({ recorder, finalizer, ffmpeg });
+    recorders.push({ recorder, finalizer, ffmpeg, leases });
     return recorder;
+  };
+  /** Stops a recorder process as SIGTERM does. */
+  const stopRecorder = async (recorder: Recorder) => {
+    const r = recorders.find((x) => x.recorder === recorder)!;
+    await r.recorder.stop();
+    await r.finalizer.stop(1000);
+    await r.leases.stop();
+    r.ffmpeg.stop();
   };
   return {
     pool,
     startRecorder,
+    stopRecorder,
     /** Waits for the recording's own stream (the recorder opened it). */
     streaming: () => until(() => pool.openStreams.some((s) => s.purpose === 'recording')),
     async stop() {
       for (const r of recorders) {
         await r.recorder.stop();
         await r.finalizer.stop(1000);
+        await r.leases.stop();
         r.ffmpeg.stop();
       }
       source.close();
@@ -97,7 +104,7 @@ async function world(browserId: string) {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const ready = (browserId: string) => until(async () => ((await repo.get(browserId))?.state === 'ready' ? stored.get(`recordings/${browserId}.mp4`) : undefined));
+const ready = (browserId: string) => until(async () => ((await repo.get(browserId))?.state === 'ready' ? store.file(PROJECT, recordingKey(browserId)) : undefined));
 
 function durationS(file: string): number {
   return Number(spawnSync('ffprobe', ['-v', 'error', '-show_entries', 'format=duration', '-of', 'csv=p=0', file], { encoding: 'utf8' }).stdout);
@@ -142,7 +149,8 @@ test('when frames come only on change and the browser stops, then the video runs
     assert.ok(Math.abs(durationS(file) - 2.5) < 0.06, `2.5 s (got ${durationS(file)})`);
     assert.deepEqual([0.05, 1.0, 1.39, 1.51, 2.4].map((s) => shows(file, s)), ['red', 'red', 'red', 'blue', 'blue']);
     assert.equal(frames(file), 3, 'red, blue and the closing repeat: a still screen is not encoded again and again');
-    await until(() => !fs.existsSync(path.join(dir, 'parts', 'brw_plain'))); // the parts go once the MP4 is stored
+    await until(() => !fs.existsSync(path.join(dir, 'parts', 'test', 'brw_plain'))); // the parts go once the MP4 is stored
+    assert.deepEqual(store.keys(PROJECT, 'recordings/parts/brw_plain'), [], 'and so do the stored parts');
   } finally {
     await w.stop();
   }
@@ -177,7 +185,7 @@ test('when live-view restarts after the browser stopped, then the recording is c
     w.pool.push({ jpeg: RED, timestampMs: t0 + 100 }, 'recording');
     w.pool.push({ jpeg: BLUE, timestampMs: t0 + 600 }, 'recording');
     await sleep(t0 + 1200 - Date.now());
-    await first.stop(); // the process goes away; its part ends about here
+    await w.stopRecorder(first); // the process goes away; its part ends about here
     assert.equal((await repo.get('brw_restart'))?.state, 'recording');
 
     w.pool.stop(t0 + 4000); // the browser stops while nobody records it
@@ -185,6 +193,41 @@ test('when live-view restarts after the browser stopped, then the recording is c
     const file = await ready('brw_restart');
     assert.ok(Math.abs(durationS(file) - 4) < 0.06, `4 s (got ${durationS(file)})`);
     assert.deepEqual([0.3, 0.8, 2.5, 3.9].map((s) => shows(file, s)), ['red', 'blue', 'blue', 'blue']);
+  } finally {
+    await w.stop();
+  }
+});
+
+test('when the replica holding a recording stops renewing its lease, then another takes it over and the video covers the browser’s life from what was stored', async () => {
+  const w = await world('brw_takeover');
+  try {
+    const a = await w.startRecorder('lv-a', { leaseMs: 1000, partMs: 500 });
+    const t0 = Date.now();
+    w.pool.createdAtMs = t0;
+    a.onStarted({ browserId: 'brw_takeover', projectId: PROJECT, tsMs: t0 });
+    await w.streaming();
+    w.pool.push({ jpeg: RED, timestampMs: t0 + 100 }, 'recording');
+    w.pool.push({ jpeg: BLUE, timestampMs: t0 + 1200 }, 'recording'); // ends the first part (red) and is in the second
+    await until(async () => (await repo.parts('brw_takeover')).some((p) => p.stored));
+
+    // lv-a is paused, or its clock lags: by lv-b's clock its lease ran out long ago.
+    await w.startRecorder('lv-b', { leaseMs: 1000, partMs: 500, now: () => Date.now() + 5000 });
+    await until(async () => (await repo.get('brw_takeover'))?.instanceId === 'lv-b');
+    await until(() => w.pool.openStreams.filter((s) => s.purpose === 'recording').length === 1 && w.pool.streams.filter((s) => s.purpose === 'recording').length === 2);
+    const tb = Date.now();
+    w.pool.push({ jpeg: BLUE, timestampMs: tb }, 'recording');
+    await sleep(600);
+    const stopMs = Date.now();
+    w.pool.stop(stopMs);
+
+    const file = await ready('brw_takeover');
+    const lifeS = (stopMs - t0) / 1000;
+    assert.ok(Math.abs(durationS(file) - lifeS) < 0.06, `${lifeS} s (got ${durationS(file)})`);
+    assert.equal(shows(file, 0.5), 'red', 'what lv-a stored is in the video');
+    assert.equal(shows(file, (tb - t0) / 1000 - 0.2), 'red', 'what lv-a never stored shows the last stored picture');
+    assert.equal(shows(file, (tb - t0) / 1000 + 0.2), 'blue', 'then what lv-b recorded');
+    assert.deepEqual(store.keys(PROJECT, 'recordings/parts/'), [], 'no part is left in object storage');
+    assert.equal(fs.existsSync(path.join(dir, 'parts', 'lv-a', 'brw_takeover')), false, 'lv-a dropped what it was writing');
   } finally {
     await w.stop();
   }

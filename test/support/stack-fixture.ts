@@ -1,6 +1,6 @@
 /** Starts the real stack (every service its own process, real gRPC on loopback) for a test file. */
 import fs from 'node:fs';
-import { canConnect, Stack, type ServiceName } from '../../scripts/stack.js';
+import { canConnect, Stack, type ServiceName, type StackOptions } from '../../scripts/stack.js';
 import { ApiKeyRepository, migrations as gatewayMigrations } from '../../gateway/src/api-key.repository.js';
 import { openDatabase } from '../../services/common/src/db.js';
 import { tempDir } from './infra.js';
@@ -38,8 +38,8 @@ export interface StackFixtureOptions {
   ownNats?: boolean;
   /** Postgres for every service (each in its own schema); PGlite in the data directory when unset. */
   databaseUrl?: string;
-  /** Processes per service (see StackOptions.replicas; needs `databaseUrl`). */
-  replicas?: number;
+  /** Processes per service, one count for all or per service (see StackOptions.replicas; needs `databaseUrl`). */
+  replicas?: StackOptions['replicas'];
   /** The services' log level (default info). */
   logLevel?: string;
   /** file-storage's bytes: in the data directory (default) or in a bucket on an s3rver the stack starts. */

@@ -133,6 +133,9 @@ export function fileStorageHandlers(files: FileStorage): Handlers<typeof FileSto
       call.write({ contentType: o.contentType, sizeBytes: o.sizeBytes, chunk: Buffer.alloc(0) });
       await pump(o.stream, call as grpc.ServerWritableStream<unknown, unknown>, (chunk) => ({ contentType: '', sizeBytes: 0, chunk }));
     },
+    async deleteObject(req) {
+      return { deleted: await files.deleteObject(req.projectId, req.key) };
+    },
     async signObjectUrl(req) {
       return files.objectLink(req.projectId, req.key, req.ttlSeconds, req.downloadFilename);
     },

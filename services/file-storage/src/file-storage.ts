@@ -318,6 +318,11 @@ export class FileStorage {
     return { contentType: o.contentType, sizeBytes: o.sizeBytes, stream };
   }
 
+  /** Removes an object; its blob goes with the next garbage collection unless something else refers to it. */
+  async deleteObject(projectId: string, key: string): Promise<boolean> {
+    return this.#o.repo.deleteObject(projectId, this.checkObjectKey(key));
+  }
+
   async objectLink(projectId: string, key: string, ttlSeconds: number, filename: string): Promise<Link> {
     const o = await this.#o.repo.object(projectId, this.checkObjectKey(key));
     if (!o) throw new NotFoundError('Object not found');

@@ -333,6 +333,11 @@ export class FileRepository {
     return r ? { projectId: r.project_id, key: r.key, blobId: r.blob_id, sizeBytes: Number(r.size_bytes), sha256: r.sha256, contentType: r.content_type } : undefined;
   }
 
+  /** True when the object existed. */
+  async deleteObject(projectId: string, key: string): Promise<boolean> {
+    return (await this.#knex('objects').where({ project_id: projectId, key }).delete(['key'])).length > 0;
+  }
+
   /** Every blob id some row refers to (for checks and clean-up). */
   async referencedBlobIds(): Promise<Set<string>> {
     const ids = new Set<string>();

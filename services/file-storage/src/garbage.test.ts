@@ -76,6 +76,17 @@ for (const driver of await drivers()) for (const backend of BACKENDS) {
       assert.equal((await files.getObject('prj_gc', 'runs/r1/step-1.jpg')).sizeBytes, 8);
     });
 
+    test('when an object is deleted, then it is gone at once and its bytes go after the grace', async () => {
+      const o = await files.putObject('prj_gc', 'recordings/parts/brw_1/1.ts', 'video/mp2t', Readable.from([Buffer.from('part one')]));
+      assert.equal(await files.deleteObject('prj_gc', 'recordings/parts/brw_1/1.ts'), true);
+      assert.equal(await files.deleteObject('prj_gc', 'recordings/parts/brw_1/1.ts'), false, 'deleting again says it was not there');
+      await assert.rejects(files.getObject('prj_gc', 'recordings/parts/brw_1/1.ts'), /Object not found/);
+      const t0 = Date.now();
+      assert.deepEqual(await files.collectGarbage(GRACE, t0), { deleted: 0, candidates: 1 });
+      assert.deepEqual(await files.collectGarbage(GRACE, t0 + GRACE), { deleted: 1, candidates: 0 });
+      assert.equal(await bytes(o.id), undefined);
+    });
+
     test('when a stored blob gets its row before the grace ends, then it is never deleted', async () => {
       const early = await store.put(Readable.from([Buffer.from('not yet recorded')]), 1 << 20);
       const t0 = Date.now();

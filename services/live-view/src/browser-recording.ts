@@ -1,10 +1,10 @@
 /**
  * One browser being recorded by this process: its frame feed (purpose `recording`) drives a
- * Timeline, whose frames go to a PartEncoder. The part's file and start are recorded in the
- * database as soon as it starts, so whatever it writes survives a crash of this process.
+ * Timeline, whose frames go to a PartEncoder. The video is cut into parts of about `partMs`;
+ * each part is recorded in the database as it starts and stored in object storage as soon as it
+ * is finished, so a replica taking the recording over loses at most the part being written.
  * A frame is written once the next tick has passed (by the pool's clock, as estimated from the
- * frames), so a crash loses only the last moment. A browser that never showed a frame is a
- * black picture for its whole life.
+ * frames). A browser that never showed a frame is a black picture for its whole life.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -13,15 +13,19 @@ import type { StreamFramesResponse } from '../../../gen/ats/browserpool/v1/brows
 import { FrameFeed, type FeedEnd } from './frame-feed.js';
 import { fitEven, jpegSize } from './jpeg-size.js';
 import { PartEncoder, type EncoderSettings } from './part-encoder.js';
+import type { PartStore } from './part-store.js';
 import type { FrameSource } from './pool-client.js';
 import type { RecordingRepository } from './recording.repository.js';
+import { partKey } from './recording-store.js';
 import { Timeline } from './recording-timeline.js';
 
 export interface RecordingSettings extends EncoderSettings {
-  /** Root of the parts (one folder per browser). */
+  /** Root of the recordings in progress (one scratch folder per instance). */
   dir: string;
   maxWidth: number;
   maxHeight: number;
+  /** A part is cut (and stored) once it lasts this long. */
+  partMs: number;
 }
 
 export interface BrowserRecordingOptions {
@@ -32,6 +36,8 @@ export interface BrowserRecordingOptions {
   /** The browser's screen: the size of a recording that never got a frame. */
   screen?: { width: number; height: number } | undefined;
   repo: RecordingRepository;
+  /** Where finished parts go; its holder is the one writing. */
+  parts: PartStore;
   source: FrameSource;
   settings: RecordingSettings;
   logger: Logger;
@@ -56,6 +62,9 @@ export const BLACK_JPEG = Buffer.from(
   'base64',
 );
 
+/** How far behind the estimated pool clock a still screen's part may be cut. */
+const SURELY_PAST_MS = 2000;
+
 /** Pool-clock estimates further off than this are treated as a bad clock and ignored. */
 const MAX_CLOCK_LEAD_MS = 60_000;
 
@@ -75,7 +84,12 @@ export class BrowserRecording {
   /** Estimated pool clock minus ours: the largest lead seen (fresh frames lag least). */
   #clockOffset = -Infinity;
   #lastFrameMs: number;
+  /** The part being written. */
+  #part: { seq: number; file: string; objectKey: string } | undefined;
+  #abandoned = false;
   #db: Promise<void> = Promise.resolve();
+  /** Finished parts being stored, one after the other. */
+  #shipping: Promise<void> = Promise.resolve();
   #done = false;
   #dropped = 0;
 
@@ -87,7 +101,9 @@ export class BrowserRecording {
     this.#size = o.size;
     this.#seq = o.seq;
     this.#lastFrameMs = o.startMs;
-    this.#timeline = new Timeline(o.startMs, o.settings.fps, o.seed);
+    // Only a followed recording is cut into parts (a pad is one still picture).
+    const cuts = o.follow ? { ticks: Math.max(1, Math.round((o.settings.partMs * o.settings.fps) / 1000)), cut: () => this.#closePart(3) } : undefined;
+    this.#timeline = new Timeline(o.startMs, o.settings.fps, o.seed, cuts);
   }
 
   /** The latest moment of the browser this recording knows of (pool clock). */
@@ -140,10 +156,12 @@ export class BrowserRecording {
   #flushStill(): void {
     if (this.#done || this.#clockOffset === -Infinity) return;
     this.#timeline.advanceTo(this.#now() + this.#clockOffset - (this.#o.flushLagMs ?? 500), this.#write);
+    // A stop is learnt within moments: two seconds back the browser surely still lived.
+    this.#timeline.split(this.#now() + this.#clockOffset - SURELY_PAST_MS, this.#write);
   }
 
   readonly #write = (jpeg: Buffer, tick: number): void => {
-    if (this.#encoder?.failed) this.#nextPart();
+    if (this.#encoder?.failed) this.#closePart(3);
     this.#encoder ??= this.#openPart(jpeg, tick);
     this.#encoder?.write(jpeg, ((tick - this.#partTick) * 1000) / this.#timeline.fps);
   };
@@ -157,22 +175,59 @@ export class BrowserRecording {
       }
       this.#size = fitEven(px.width, px.height, this.#o.settings.maxWidth, this.#o.settings.maxHeight);
       const { width, height } = this.#size;
-      this.#persist(() => this.#o.repo.setSize(this.browserId, width, height));
+      this.#persist(async () => void (await this.#o.repo.setSize(this.#o.parts.holder, this.browserId, width, height)));
     }
-    const dir = path.join(this.#o.settings.dir, this.browserId);
+    const dir = this.#o.parts.browserDir(this.browserId);
     fs.mkdirSync(dir, { recursive: true });
     const seq = this.#seq;
     const file = path.join(dir, `part-${String(seq).padStart(5, '0')}.ts`);
     const startMs = this.#timeline.tickMs(tick);
+    const objectKey = partKey(this.browserId, seq, this.#o.parts.holder.nonce);
     this.#partTick = tick;
-    this.#persist(() => this.#o.repo.addPart({ browserId: this.browserId, seq, startMs, fps: this.#o.settings.fps, file }));
+    this.#part = { seq, file, objectKey };
+    this.#persist(async () => {
+      if (!(await this.#o.repo.addPart(this.#o.parts.holder, { browserId: this.browserId, seq, startMs, fps: this.#o.settings.fps, file, objectKey }))) {
+        this.#log.warn({ seq }, 'recording held by another replica now; this part will not count');
+      }
+    });
     return new PartEncoder({ ...this.#o.settings, file, ...this.#size, logger: this.#log });
   }
 
-  /** ffmpeg died: what it wrote stays a part; the next frames go to a new one. */
-  #nextPart(): void {
+  /**
+   * The current part is finished (cut, or its ffmpeg died): once ffmpeg wrote the rest it is
+   * stored, `attempts` times at most; the next frames go to a new part.
+   */
+  #closePart(attempts: number): void {
+    const encoder = this.#encoder;
+    const part = this.#part;
     this.#encoder = undefined;
+    this.#part = undefined;
     this.#seq++;
+    if (!encoder || !part) return;
+    const finished = encoder.finish(60000);
+    // After the part's row is written (#db), in order of the parts.
+    const db = this.#db;
+    this.#shipping = this.#shipping.then(async () => {
+      await Promise.all([finished, db]);
+      await this.#ship(part, attempts);
+    });
+  }
+
+  async #ship(part: { seq: number; file: string; objectKey: string }, attempts: number): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.#o.parts.ship(this.#o.projectId, { browserId: this.browserId, ...part });
+        return;
+      } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
+        if (attempt >= attempts || this.#abandoned) {
+          // Still here for this instance's finaliser; a replica taking over would not have it.
+          this.#log.warn({ seq: part.seq, err: message }, 'part not stored; kept here');
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 500 * 2 ** attempt));
+      }
+    }
   }
 
   #persist(fn: () => Promise<void>): void {
@@ -186,17 +241,31 @@ export class BrowserRecording {
     this.#stopInputs();
     if (!this.#timeline.hasFrame) this.#timeline.frame(BLACK_JPEG, this.#timeline.startMs, this.#write);
     this.#timeline.finish(stopMs, this.#write);
-    await this.#encoder?.finish(60000);
+    this.#closePart(3);
+    await this.#shipping;
     await this.#db;
   }
 
-  /** This process is stopping: closes the part cleanly; the row stays `recording` for the next process. */
+  /** This process is stopping: closes and stores the part; the row stays `recording` for whoever takes the lease. */
   async halt(): Promise<void> {
     if (this.#done) return;
     this.#done = true;
     this.#stopInputs();
     if (this.#clockOffset !== -Infinity) this.#timeline.advanceTo(this.#now() + this.#clockOffset, this.#write);
-    await this.#encoder?.finish(5000);
+    this.#closePart(1);
+    await this.#shipping;
+    await this.#db;
+  }
+
+  /** Another replica holds the recording now: stops at once, storing nothing more. */
+  async abandon(): Promise<void> {
+    this.#abandoned = true;
+    this.#done = true;
+    this.#stopInputs();
+    const encoder = this.#encoder;
+    this.#encoder = undefined;
+    await encoder?.kill();
+    await this.#shipping;
     await this.#db;
   }
 

@@ -10,10 +10,12 @@ import { loadLiveViewConfig } from './config.js';
 import { Ffmpeg } from './ffmpeg.js';
 import { createLiveViewHttp } from './live-view.http.js';
 import { loadPageAssets } from './page-assets.js';
+import { PartStore, scratchDir } from './part-store.js';
 import { createPoolClient } from './pool-client.js';
 import { Recorder } from './recorder.js';
 import { RecordingRepository, migrations } from './recording.repository.js';
 import { Finalizer } from './recording-finalizer.js';
+import { RecordingLeases } from './recording-leases.js';
 import { createRecordingStore } from './recording-store.js';
 import { createLiveViewServer } from './server.js';
 import { ViewerHub } from './viewer-hub.js';
@@ -37,15 +39,19 @@ runMain('live-view', async () => {
     dir: config.recordingDir,
     maxWidth: config.recordingMaxWidth,
     maxHeight: config.recordingMaxHeight,
+    partMs: config.recordingPartMs,
   };
-  const finalizer = new Finalizer({ repo, store, ffmpeg, dir: config.recordingDir, concurrency: config.recordingFinalizeConcurrency, logger });
+  const leases = new RecordingLeases({ repo, instanceId: config.instanceId, leaseMs: config.recordingLeaseMs, renewMs: config.recordingRenewMs, logger });
+  const parts = new PartStore({ repo, store, ffmpeg, holder: leases.holder, dir: scratchDir(config.recordingDir, config.instanceId), logger });
+  const finalizer = new Finalizer({ repo, store, ffmpeg, parts, concurrency: config.recordingFinalizeConcurrency, logger });
   const recorder = new Recorder({
     repo,
     source: pool,
     finalizer,
     ffmpeg,
     settings,
-    instanceId: config.instanceId,
+    parts,
+    leases,
     logger,
     reconcileMs: config.recordingReconcileSeconds * 1000,
     lookbackMs: config.recordingLookbackHours * 3600_000,
@@ -88,6 +94,8 @@ runMain('live-view', async () => {
       { name: 'viewer-hub', stop: () => hub.stop() },
       { name: 'recorder', stop: () => recorder.stop() },
       { name: 'finalizer', stop: () => finalizer.stop(Math.floor(config.shutdownTimeoutMs / 4)) },
+      // Last of the recording steps: what is let go of is taken over by another replica at once.
+      { name: 'leases', stop: () => leases.stop() },
       { name: 'ffmpeg', stop: () => ffmpeg.stop() },
       { name: 'clients', stop: () => (pool.close(), store.close()) },
       { name: 'nats', stop: () => bus.stop() },

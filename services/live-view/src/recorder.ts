@@ -3,14 +3,17 @@
  * truth: on start and every `reconcileMs` the recorder lists the browsers that are active or
  * stopped since it last looked, and takes on each it has no recording of; the
  * `ats.browser.<id>.{started,stopped}` events only make it quicker. A browser is claimed in the
- * database (so it is recorded once, and resumed by this instance after a restart); its video
- * begins at the browser's creation as the pool recorded it, so a recorder that learns of a browser
- * late still makes a video as long as the browser lived (the first picture stands for the time
- * before), and a browser that stopped before anyone recorded it gets a still picture for its whole
- * life. Its end comes from the `stopped` event or, if that is lost, from its frame stream ending
- * with the pool saying it stopped. On start, recordings left `recording` are resumed (the gap while
- * nobody recorded shows the last frame, so the video still lasts wall time) or, when their browser
- * stopped meanwhile, closed and finalised; `finalizing` ones are finalised.
+ * database with a lease (so one replica records it); its video begins at the browser's creation
+ * as the pool recorded it, so a recorder that learns of a browser late still makes a video as long
+ * as the browser lived (the first picture stands for the time before), and a browser that stopped
+ * before anyone recorded it gets a still picture for its whole life. Its end comes from the
+ * `stopped` event or, if that is lost, from its frame stream ending with the pool saying it
+ * stopped.
+ *
+ * Any replica resumes a recording whose holder died (its lease ran out) or an earlier process of
+ * this instance left: from where its stored parts end, the gap while nobody recorded showing the
+ * last picture, so the video still lasts wall time; when the browser stopped meanwhile, the
+ * recording is closed there and finalised. A `finalizing` one is finalised.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -25,17 +28,25 @@ import type { Ffmpeg } from './ffmpeg.js';
 import type { FeedEnd } from './frame-feed.js';
 import { fitEven } from './jpeg-size.js';
 import { reapOrphanEncoders } from './part-encoder.js';
+import type { PartStore } from './part-store.js';
 import { isActive, type FrameSource } from './pool-client.js';
 import type { RecordingRepository, RecordingRow } from './recording.repository.js';
 import type { Finalizer } from './recording-finalizer.js';
+import type { RecordingLeases } from './recording-leases.js';
+
+/** Scratch of an instance silent this long, holding no lease, is removed by whoever starts next to it. */
+const SCRATCH_KEPT_MS = 3600_000;
 
 export interface RecorderOptions {
   repo: RecordingRepository;
   source: FrameSource;
   finalizer: Finalizer;
   ffmpeg: Ffmpeg;
+  /** `dir` is the root of every instance's scratch. */
   settings: RecordingSettings;
-  instanceId: string;
+  /** This instance's scratch and the parts in object storage. */
+  parts: PartStore;
+  leases: RecordingLeases;
   logger: Logger;
   now?: () => number;
   /** Longest gap filled with the last frame when a recording resumes (longer ones are cut). */
@@ -82,13 +93,17 @@ export class Recorder {
   }
 
   /**
-   * Cleans up after a predecessor and resumes its recordings; with `record`, takes on every
-   * browser of the pool and follows lifecycle events (from `nc`, when there is a bus).
+   * Takes over from an earlier process of this instance (refusing to start beside a live one of
+   * the same id), cleans up its scratch and resumes its recordings; then follows the leases (taking
+   * over what dead replicas held); with `record`, takes on every browser of the pool and follows
+   * lifecycle events (from `nc`, when there is a bus).
    */
   async start(nc: NatsConnection | undefined, record = true): Promise<void> {
-    fs.mkdirSync(this.#o.settings.dir, { recursive: true });
-    reapOrphanEncoders(this.#o.settings.dir, this.#o.logger);
+    await this.#o.leases.start();
+    fs.mkdirSync(this.#o.parts.dir, { recursive: true });
+    reapOrphanEncoders(this.#o.parts.dir, this.#o.logger);
     await this.#removeStrays();
+    await this.#removeLongGone();
     if (nc && record) {
       const sub = subscribe(
         nc,
@@ -102,8 +117,12 @@ export class Recorder {
       );
       this.#unsubscribe = () => sub.unsubscribe();
     }
-    for (const row of await this.#o.repo.listByState(this.#o.instanceId, ['finalizing'])) this.#o.finalizer.enqueue(row.browserId);
-    for (const row of await this.#o.repo.listByState(this.#o.instanceId, ['recording'])) this.#lane(row.browserId, () => this.#resume(row));
+    for (const row of await this.#o.repo.held(this.#o.parts.holder)) void this.#lane(row.browserId, () => this.#resume(row));
+    this.#o.leases.listen({
+      writing: () => [...this.#active.keys()],
+      lost: (ids) => ids.forEach((id) => this.#lost(id)),
+      taken: (row) => void this.#lane(row.browserId, () => this.#resume(row)),
+    });
     // In the background: a pool that is down must not hold up the start.
     if (record) void this.#reconcileLoop();
   }
@@ -139,12 +158,35 @@ export class Recorder {
     this.#reconciledAt = began;
   }
 
-  /** Deletes part folders no unfinished recording refers to (a crash between steps leaves them). */
+  /** Deletes folders of this instance's scratch that no recording it holds refers to (a crash between steps leaves them). */
   async #removeStrays(): Promise<void> {
-    const keep = await this.#o.repo.unfinishedBrowserIds(this.#o.instanceId);
-    for (const name of fs.readdirSync(this.#o.settings.dir)) {
-      if (!keep.has(name)) fs.rmSync(path.join(this.#o.settings.dir, name), { recursive: true, force: true });
+    const keep = new Set((await this.#o.repo.held(this.#o.parts.holder)).map((r) => r.browserId));
+    for (const name of fs.readdirSync(this.#o.parts.dir)) {
+      if (!keep.has(name)) fs.rmSync(path.join(this.#o.parts.dir, name), { recursive: true, force: true });
     }
+  }
+
+  /** Removes the scratch of other instances on this disk that have been gone for long (never a live one's). */
+  async #removeLongGone(): Promise<void> {
+    const root = this.#o.settings.dir;
+    const others = fs.readdirSync(root, { withFileTypes: true }).filter((d) => d.isDirectory() && d.name !== this.#o.parts.holder.instanceId).map((d) => d.name);
+    for (const id of await this.#o.repo.longGone(others, SCRATCH_KEPT_MS)) {
+      reapOrphanEncoders(path.join(root, id), this.#o.logger);
+      fs.rmSync(path.join(root, id), { recursive: true, force: true });
+      this.#o.logger.info({ instanceId: id }, 'scratch of an instance gone for long removed');
+    }
+  }
+
+  /** Another replica took the recording over: stop writing it, keeping nothing. */
+  #lost(browserId: string): void {
+    const rec = this.#active.get(browserId);
+    if (!rec) return;
+    this.#active.delete(browserId);
+    this.#o.logger.warn({ browserId }, 'recording taken over by another replica; this one stops writing it');
+    void this.#lane(browserId, async () => {
+      await rec.abandon();
+      await this.#o.parts.clear(browserId);
+    });
   }
 
   onStarted(e: BrowserEvent): void {
@@ -178,9 +220,9 @@ export class Recorder {
     if (this.#active.has(b.id)) return;
     const createdMs = Date.parse(b.createdAt);
     const startMs = Math.max(Number.isFinite(createdMs) ? createdMs : this.#now(), this.#now() - (this.#o.maxGapMs ?? 4 * 3600_000));
-    if (!(await this.#o.repo.claim({ browserId: b.id, projectId: b.projectId, instanceId: this.#o.instanceId, startedAtMs: startMs }))) {
+    if (!(await this.#o.repo.claim({ browserId: b.id, projectId: b.projectId, startedAtMs: startMs }, this.#o.parts.holder, this.#o.leases.leaseMs))) {
       const row = await this.#o.repo.get(b.id);
-      if (row?.state === 'recording' && row.instanceId === this.#o.instanceId) await this.#resume(row);
+      if (row?.state === 'recording' && (await this.#o.repo.holds(this.#o.parts.holder, b.id))) await this.#resume(row);
       return;
     }
     const screen = screenOf(b, this.#o.settings);
@@ -193,13 +235,13 @@ export class Recorder {
     // It stopped before anyone recorded it: its video is one still picture for its whole life.
     const stopMs = Math.max(startMs, b.stoppedAt ? Date.parse(b.stoppedAt) : startMs);
     await this.#pad({ browserId: b.id, projectId: b.projectId, size: undefined, screen, startMs, seq: 1 }, stopMs);
-    if (await this.#o.repo.markStopped(b.id, stopMs)) this.#o.finalizer.enqueue(b.id);
+    if (await this.#o.repo.markStopped(this.#o.parts.holder, b.id, stopMs)) this.#o.finalizer.enqueue(b.id);
     this.#o.logger.info({ browserId: b.id, wallMs: stopMs - startMs }, 'browser stopped before it was recorded; a still picture stands for it');
   }
 
   /** Writes one still picture (the seed, else black) from `startMs` to `stopMs` as a part. */
   async #pad(r: { browserId: string; projectId: string; size: { width: number; height: number } | undefined; screen: { width: number; height: number } | undefined; startMs: number; seq: number; seed?: Buffer | undefined }, stopMs: number): Promise<void> {
-    const pad = new BrowserRecording({ ...r, repo: this.#o.repo, source: this.#o.source, settings: this.#o.settings, logger: this.#o.logger, follow: false });
+    const pad = new BrowserRecording({ ...r, repo: this.#o.repo, parts: this.#o.parts, source: this.#o.source, settings: this.#o.settings, logger: this.#o.logger, follow: false });
     await pad.end(stopMs);
   }
 
@@ -219,6 +261,7 @@ export class Recorder {
     const rec = new BrowserRecording({
       ...r,
       repo: this.#o.repo,
+      parts: this.#o.parts,
       source: this.#o.source,
       settings: this.#o.settings,
       logger: this.#o.logger,
@@ -249,17 +292,19 @@ export class Recorder {
         if (b) await this.#adopt(b);
         return;
       }
-      if (row?.state !== 'recording' || row.instanceId !== this.#o.instanceId) return;
+      // Another replica's (its holder ends it), or one whose holder died (whoever takes it over ends it).
+      if (row?.state !== 'recording' || !(await this.#o.repo.holds(this.#o.parts.holder, browserId))) return;
     }
-    if (await this.#o.repo.markStopped(browserId, stopMs)) {
+    if (await this.#o.repo.markStopped(this.#o.parts.holder, browserId, stopMs)) {
       this.#o.logger.info({ browserId, frames: rec?.framesWritten }, 'recording stopped; finalising');
       this.#o.finalizer.enqueue(browserId);
     }
   }
 
-  /** Picks up a recording an earlier process left `recording`. */
+  /** Carries on a recording this process now holds, which another (or an earlier) process left unfinished. */
   async #resume(row: RecordingRow): Promise<void> {
     if (this.#active.has(row.browserId)) return;
+    if (row.state === 'finalizing') return this.#complete(row);
     let b;
     try {
       b = await this.#o.source.getBrowser(row.projectId, row.browserId);
@@ -273,7 +318,9 @@ export class Recorder {
       this.#resumeTimers.add(t);
       return;
     }
-    const { endMs, seed, nextSeq } = await this.#recorded(row);
+    const recorded = await this.#recorded(row);
+    if (!recorded) return;
+    const { endMs, seed, nextSeq } = recorded;
     if (isActive(b)) {
       const startMs = Math.max(endMs, this.#now() - (this.#o.maxGapMs ?? 4 * 3600_000));
       this.#begin({ browserId: row.browserId, projectId: row.projectId, startMs, size: sizeOf(row), seq: nextSeq, seed });
@@ -286,26 +333,52 @@ export class Recorder {
       const screen = b ? screenOf(b, this.#o.settings) : undefined;
       await this.#pad({ browserId: row.browserId, projectId: row.projectId, size: sizeOf(row), screen, startMs: endMs, seed, seq: nextSeq }, Math.min(stopMs, endMs + (this.#o.maxGapMs ?? 4 * 3600_000)));
     }
-    if (await this.#o.repo.markStopped(row.browserId, stopMs)) this.#o.finalizer.enqueue(row.browserId);
+    if (await this.#o.repo.markStopped(this.#o.parts.holder, row.browserId, stopMs)) this.#o.finalizer.enqueue(row.browserId);
   }
 
-  /** Where the parts on disk end, their last frame, and the next part's number. Empty parts are dropped. */
-  async #recorded(row: RecordingRow): Promise<{ endMs: number; seed: Buffer | undefined; nextSeq: number }> {
-    const parts = await this.#o.repo.parts(row.browserId);
-    const nextSeq = (parts.at(-1)?.seq ?? 0) + 1;
-    for (const p of [...parts].reverse()) {
-      const frames = fs.existsSync(p.file) ? await this.#o.ffmpeg.countFrames(p.file) : 0;
-      if (frames === 0) {
-        fs.rmSync(p.file, { force: true });
-        await this.#o.repo.deletePart(row.browserId, p.seq);
-        continue;
-      }
-      const seed = await this.#o.ffmpeg.lastFrame(p.file, path.join(path.dirname(p.file), 'last-frame.jpg'));
-      // Frames have their own times (a still screen is one frame): the part ends where its video does.
-      const durationMs = await this.#o.ffmpeg.durationMs(p.file).catch(() => (frames * 1000) / p.fps);
-      return { endMs: p.startMs + (Number.isFinite(durationMs) ? durationMs : (frames * 1000) / p.fps), seed, nextSeq };
+  /** A stopped recording this process now holds: what its holder did not store is filled with the last picture up to the stop, then it is finalised. */
+  async #complete(row: RecordingRow): Promise<void> {
+    const recorded = await this.#recorded(row);
+    if (!recorded) return;
+    const stopMs = row.stoppedAtMs ?? recorded.endMs;
+    // Less than a tick short is rounding, not a gap.
+    if (stopMs - recorded.endMs >= 1000 / this.#o.settings.fps) {
+      await this.#pad({ browserId: row.browserId, projectId: row.projectId, size: sizeOf(row), screen: undefined, startMs: recorded.endMs, seed: recorded.seed, seq: recorded.nextSeq }, stopMs);
     }
-    return { endMs: row.startedAtMs, seed: undefined, nextSeq };
+    this.#o.finalizer.enqueue(row.browserId);
+  }
+
+  /**
+   * Where the recording's parts end, its last picture, and the next part's number. Counted are
+   * the parts in order up to the first that is nowhere (lost with a holder that died before
+   * storing it); a part an earlier process of this instance left here unstored is stored now.
+   * The parts after that are dropped: the gap shows the last picture. Undefined when this process
+   * no longer holds the recording.
+   */
+  async #recorded(row: RecordingRow): Promise<{ endMs: number; seed: Buffer | undefined; nextSeq: number } | undefined> {
+    const { repo, parts: store } = this.#o;
+    const parts = await repo.parts(row.browserId);
+    const nextSeq = (parts.at(-1)?.seq ?? 0) + 1;
+    let endMs = row.startedAtMs;
+    let last: (typeof parts)[number] | undefined;
+    let kept = 0;
+    for (const p of parts) {
+      const durationMs = p.stored ? p.durationMs : await store.recover(row.projectId, p);
+      if (durationMs === null || durationMs === undefined || !(durationMs > 0)) break;
+      endMs = p.startMs + durationMs;
+      last = p;
+      kept++;
+    }
+    const lost = parts.slice(kept);
+    if (lost.length) {
+      if (!(await repo.dropParts(store.holder, row.browserId, lost.map((p) => p.seq)))) return undefined;
+      await store.discard(row.projectId, row.browserId, lost);
+      this.#o.logger.warn({ browserId: row.browserId, parts: lost.length }, 'parts lost with their writer; the last picture stands for their time');
+    }
+    if (!last) return { endMs, seed: undefined, nextSeq };
+    const file = await store.localFile(row.projectId, last);
+    const seed = file ? await this.#o.ffmpeg.lastFrame(file, path.join(store.browserDir(row.browserId), 'last-frame.jpg')) : undefined;
+    return { endMs, seed, nextSeq };
   }
 
   /**
@@ -323,9 +396,13 @@ export class Recorder {
     return adopted?.projectId === projectId ? adopted : undefined;
   }
 
-  /** Stops following events and closes every part cleanly; recordings stay `recording` for the next process. Idempotent. */
+  /**
+   * Stops following events and taking over, and closes and stores every part; recordings stay
+   * `recording`, for whoever takes their leases once this process lets go of them. Idempotent.
+   */
   stop(): Promise<void> {
     this.#stopping ??= (async () => {
+      this.#o.leases.stopTakingOver();
       this.#unsubscribe?.();
       clearTimeout(this.#reconcileTimer);
       for (const t of this.#resumeTimers) clearTimeout(t);

@@ -1,13 +1,15 @@
 /**
- * Turns a stopped browser's parts into its MP4: join them (no re-encoding, index up front),
- * store the file in file-storage, then mark the recording ready and delete the parts. Each step
- * can be repeated, so a crash anywhere leads to the same result on the next start; the row only
- * says `ready` once the MP4 is stored. A few at a time; failures are retried with backoff.
+ * Turns a stopped browser's parts into its MP4: gather them (those written here from scratch,
+ * the others from object storage), join them (no re-encoding, index up front), store the file in
+ * file-storage, then mark the recording ready and delete the parts. Only the lease's holder does
+ * it, and each step can be repeated, so a crash anywhere leads to the same result once the lease
+ * is taken over; the row only says `ready` once the MP4 is stored. A few at a time; failures are
+ * retried with backoff.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../../common/src/logger.js';
 import type { Ffmpeg } from './ffmpeg.js';
+import type { PartStore } from './part-store.js';
 import type { RecordingRepository } from './recording.repository.js';
 import { recordingKey, type RecordingStore } from './recording-store.js';
 
@@ -15,8 +17,8 @@ export interface FinalizerOptions {
   repo: RecordingRepository;
   store: RecordingStore;
   ffmpeg: Ffmpeg;
-  /** Root of the parts (one folder per browser). */
-  dir: string;
+  /** The parts, and this instance's scratch folder. */
+  parts: PartStore;
   concurrency: number;
   logger: Logger;
   maxAttempts?: number;
@@ -61,11 +63,12 @@ export class Finalizer {
     } catch (err) {
       if (this.#stopped) return; // killed by stop(); the next process picks it up
       const message = err instanceof Error ? err.message : String(err);
-      const attempts = await this.#o.repo.recordAttempt(browserId, message).catch(() => Number.MAX_SAFE_INTEGER);
+      const attempts = await this.#o.repo.recordAttempt(this.#o.parts.holder, browserId, message).catch(() => Number.MAX_SAFE_INTEGER);
+      if (attempts === undefined) return; // another replica holds it now
       if (attempts >= (this.#o.maxAttempts ?? 8)) {
         log.error({ err, attempts }, 'recording could not be stored; giving up');
-        await this.#o.repo.markEnded(browserId, 'failed', message).catch(() => {});
-        await this.#cleanup(browserId);
+        await this.#o.repo.markEnded(this.#o.parts.holder, browserId, 'failed', message).catch(() => {});
+        await this.#cleanup((await this.#o.repo.get(browserId).catch(() => undefined))?.projectId, browserId);
         return;
       }
       const wait = Math.min((this.#o.retryBaseMs ?? 1000) * 2 ** (attempts - 1), 60000);
@@ -80,34 +83,41 @@ export class Finalizer {
     }
   }
 
-  /** Joins, stores and marks one recording ready. Safe to repeat. */
+  /** Joins, stores and marks one recording ready, when this process holds it. Safe to repeat. */
   async finalize(browserId: string): Promise<void> {
-    const row = await this.#o.repo.get(browserId);
-    if (!row || row.state !== 'finalizing') return;
+    const { repo, parts, holder } = { ...this.#o, holder: this.#o.parts.holder };
+    const row = await repo.get(browserId);
+    if (!row || row.state !== 'finalizing' || !(await repo.holds(holder, browserId))) return;
     const usable: string[] = [];
-    for (const p of await this.#o.repo.parts(browserId)) {
-      if (fs.existsSync(p.file) && fs.statSync(p.file).size > 0 && (await this.#o.ffmpeg.countFrames(p.file)) > 0) usable.push(p.file);
+    for (const p of await repo.parts(browserId)) {
+      const file = await parts.localFile(row.projectId, p);
+      if (file && (await this.#o.ffmpeg.countFrames(file)) > 0) usable.push(file);
     }
     if (!usable.length) {
-      await this.#o.repo.markEnded(browserId, 'empty');
-      await this.#cleanup(browserId);
+      if (await repo.markEnded(holder, browserId, 'empty')) await this.#cleanup(row.projectId, browserId);
       this.#o.logger.info({ browserId }, 'browser showed nothing; no recording');
       return;
     }
-    const dir = path.join(this.#o.dir, browserId);
+    const dir = parts.browserDir(browserId);
     const out = path.join(dir, 'recording.mp4');
     await this.#o.ffmpeg.concat(usable, path.join(dir, 'parts.txt'), out);
     const durationMs = await this.#o.ffmpeg.durationMs(out);
     const key = recordingKey(browserId);
     const { sizeBytes } = await this.#o.store.put(row.projectId, key, out);
-    await this.#o.repo.markReady(browserId, { objectKey: key, sizeBytes, durationMs });
-    await this.#cleanup(browserId);
+    if (!(await repo.markReady(holder, browserId, { objectKey: key, sizeBytes, durationMs }))) {
+      this.#o.logger.warn({ browserId }, 'recording taken over while it was being stored; its holder finishes it');
+      return;
+    }
+    await this.#cleanup(row.projectId, browserId);
     this.#o.logger.info({ browserId, durationMs, sizeBytes, parts: usable.length }, 'recording stored');
   }
 
-  async #cleanup(browserId: string): Promise<void> {
-    await fs.promises.rm(path.join(this.#o.dir, browserId), { recursive: true, force: true });
-    await this.#o.repo.deleteParts(browserId).catch(() => {});
+  /** The recording is over: its parts go from object storage, scratch and the table (`projectId` unknown: scratch only). */
+  async #cleanup(projectId: string | undefined, browserId: string): Promise<void> {
+    const { repo, parts } = this.#o;
+    if (projectId) await parts.discard(projectId, browserId, await repo.parts(browserId)).catch(() => {});
+    await parts.clear(browserId);
+    await repo.deleteParts(browserId).catch(() => {});
   }
 
   /** Stops taking work and waits up to `timeoutMs` for running jobs (the caller kills ffmpeg after). Idempotent. */

@@ -89,3 +89,47 @@ test('when no frame ever came, then nothing is written', () => {
   assert.deepEqual(r.written, []);
   assert.equal(t.hasFrame, false);
 });
+
+/** A timeline cut into parts of `ticks`, and what each part got. */
+function inParts(ticks: number) {
+  const parts: [string, number][][] = [[]];
+  const write = (jpeg: Buffer, tick: number) => parts.at(-1)!.push([jpeg.toString(), tick]);
+  const t = new Timeline(0, 10, undefined, { ticks, cut: () => parts.push([]) });
+  return { t, parts, write, lengths: () => parts.map((p) => p.at(-1)![1] + 1 - p[0]![1]) };
+}
+
+test('when frames keep coming, then a part ends where the first frame after its length begins the next, and the parts joined last the whole', () => {
+  const { t, parts, write, lengths } = inParts(10);
+  t.frame(A, 0, write);
+  t.frame(B, 250, write); // A on ticks 0..2
+  t.frame(C, 1450, write); // B on ticks 3..14: the part is due at 10 but cut where C comes
+  t.frame(A, 1600, write); // C on 15
+  t.finish(2500, write);
+  assert.deepEqual(parts, [
+    [['A', 0], ['B', 3], ['B', 14]],
+    [['C', 15], ['A', 16], ['A', 24]],
+  ]);
+  assert.deepEqual(lengths(), [15, 10]);
+});
+
+test('when the screen stays still, then a part is cut only at a moment surely past, the last picture opening the next part', () => {
+  const { t, parts, write, lengths } = inParts(10);
+  t.frame(A, 0, write);
+  t.advanceTo(1500, write);
+  assert.equal(t.split(800, write), false, 'not yet a part long');
+  assert.equal(t.split(1200, write), true);
+  assert.equal(t.split(1400, write), false, 'the next part is not long enough yet');
+  t.finish(1700, write);
+  assert.deepEqual(parts, [[['A', 0], ['A', 11]], [['A', 12], ['A', 16]]]);
+  assert.deepEqual(lengths(), [12, 5], 'nothing runs past the stop');
+});
+
+test('when a new frame falls on the tick of a still-screen cut, then it opens the next part instead of the last picture', () => {
+  const { t, parts, write } = inParts(5);
+  t.frame(A, 0, write);
+  t.advanceTo(500, write);
+  t.frame(B, 450, write); // late: lands on the first tick not final (5)
+  assert.equal(t.split(600, write), true);
+  t.finish(800, write);
+  assert.deepEqual(parts, [[['A', 0], ['A', 4]], [['B', 5], ['B', 7]]]);
+});

@@ -4,15 +4,29 @@
  * timestamp is not after it, but only the ticks where the picture changes are written, so a still
  * screen costs nothing to encode. The first frame (or the seed, when a part continues an earlier
  * one) shows from tick 0; `finish` writes the last picture once more at the last tick, so the
- * video lasts up to the stop. Pure: it only says what to write, and at which tick.
+ * video lasts up to the stop.
+ *
+ * With `parts`, the video is cut into parts of at least `parts.ticks`: a part ends where the next
+ * frame is written once it is long enough (the last picture written once more on the tick before,
+ * so it lasts up to the cut), or, on a still screen, where `split` is told time has surely passed.
+ * Joined end to end the parts last as long as the whole. Pure: it only says what to write, and at
+ * which tick, and where parts begin.
  */
-
 /** Receives one frame, on screen from tick `tick` until the next frame written. */
 export type FrameWriter = (jpeg: Buffer, tick: number) => void;
+
+/** Where the video is cut into parts: each at least `ticks` long; `cut(tick)` is told before the first frame of the next part is written. */
+export interface PartCuts {
+  ticks: number;
+  cut(tick: number): void;
+}
 
 export class Timeline {
   readonly startMs: number;
   readonly fps: number;
+  readonly #parts: PartCuts | undefined;
+  /** The current part's first tick. */
+  #partStart = 0;
   /** The newest frame, not written yet, and the tick it shows from. */
   #pending: { jpeg: Buffer; tick: number } | undefined;
   #last: Buffer | undefined;
@@ -21,9 +35,10 @@ export class Timeline {
   #settled = 0;
   #frames = 0;
 
-  constructor(startMs: number, fps: number, seed?: Buffer) {
+  constructor(startMs: number, fps: number, seed?: Buffer, parts?: PartCuts) {
     this.startMs = startMs;
     this.fps = fps;
+    this.#parts = parts;
     if (seed) this.#pending = { jpeg: seed, tick: 0 };
   }
 
@@ -55,11 +70,23 @@ export class Timeline {
     this.#settled = Math.max(this.#settled, before);
     const p = this.#pending;
     if (!p || p.tick >= before) return;
-    write(p.jpeg, p.tick);
-    this.#last = p.jpeg;
-    this.#lastTick = p.tick;
-    this.#frames++;
     this.#pending = undefined;
+    if (this.#parts && this.#last && p.tick - this.#partStart >= this.#parts.ticks) this.#cut(p.tick, write);
+    this.#emit(p.jpeg, p.tick, write);
+  }
+
+  #emit(jpeg: Buffer, tick: number, write: FrameWriter): void {
+    write(jpeg, tick);
+    this.#last = jpeg;
+    this.#lastTick = tick;
+    this.#frames++;
+  }
+
+  /** Ends the part before `tick` (the last picture lasting up to it); the next frame written begins the next part. */
+  #cut(tick: number, write: FrameWriter): void {
+    if (this.#lastTick < tick - 1) this.#emit(this.#last!, tick - 1, write);
+    this.#parts!.cut(tick);
+    this.#partStart = tick;
   }
 
   /** A frame on screen from `tsMs`. */
@@ -76,14 +103,24 @@ export class Timeline {
     this.#writePending(this.#ticksBefore(tsMs), write);
   }
 
+  /**
+   * A still screen: cuts the part that is due at `surelyPastMs` (a moment the browser surely
+   * lived to, so that a part never runs past its stop), showing the last picture again as the
+   * next part's first frame. True when it cut.
+   */
+  split(surelyPastMs: number, write: FrameWriter): boolean {
+    const tick = Math.min(this.#settled, this.#ticksBefore(surelyPastMs));
+    if (!this.#parts || !this.#last || tick <= this.#lastTick || tick - this.#partStart < this.#parts.ticks) return false;
+    this.#cut(tick, write);
+    // A frame due on that very tick begins the part itself.
+    if (this.#pending?.tick !== tick) this.#emit(this.#last, tick, write);
+    return true;
+  }
+
   /** Ends the video at `tsMs` (rounded to the nearest tick, at least one tick long), showing the last frame up to then. */
   finish(tsMs: number, write: FrameWriter): void {
     const end = Math.max(1, Math.round(((tsMs - this.startMs) * this.fps) / 1000));
     this.#writePending(end, write);
-    if (this.#last && this.#lastTick < end - 1) {
-      write(this.#last, end - 1);
-      this.#lastTick = end - 1;
-      this.#frames++;
-    }
+    if (this.#last && this.#lastTick < end - 1) this.#emit(this.#last, end - 1, write);
   }
 }

@@ -395,6 +395,20 @@ export interface GetObjectResponse {
   chunk: Buffer;
 }
 
+/** Request of DeleteObject. */
+export interface DeleteObjectRequest {
+  /** Owning project. */
+  projectId: string;
+  /** Object key within the project. */
+  key: string;
+}
+
+/** Response of DeleteObject. */
+export interface DeleteObjectResponse {
+  /** Whether the object existed. */
+  deleted: boolean;
+}
+
 /** Request of SignObjectUrl. */
 export interface SignObjectUrlRequest {
   /** Owning project. */
@@ -3906,6 +3920,162 @@ export const GetObjectResponse: MessageFns<GetObjectResponse> = {
   },
 };
 
+function createBaseDeleteObjectRequest(): DeleteObjectRequest {
+  return { projectId: "", key: "" };
+}
+
+export const DeleteObjectRequest: MessageFns<DeleteObjectRequest> = {
+  encode(message: DeleteObjectRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.projectId !== "") {
+      writer.uint32(10).string(message.projectId);
+    }
+    if (message.key !== "") {
+      writer.uint32(18).string(message.key);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteObjectRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteObjectRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.projectId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteObjectRequest {
+    return {
+      projectId: isSet(object.projectId)
+        ? globalThis.String(object.projectId)
+        : isSet(object.project_id)
+        ? globalThis.String(object.project_id)
+        : "",
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+    };
+  },
+
+  toJSON(message: DeleteObjectRequest): unknown {
+    const obj: any = {};
+    if (message.projectId !== "") {
+      obj.projectId = message.projectId;
+    }
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeleteObjectRequest>): DeleteObjectRequest {
+    return DeleteObjectRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DeleteObjectRequest>): DeleteObjectRequest {
+    const message = createBaseDeleteObjectRequest();
+    message.projectId = object.projectId ?? "";
+    message.key = object.key ?? "";
+    return message;
+  },
+};
+
+function createBaseDeleteObjectResponse(): DeleteObjectResponse {
+  return { deleted: false };
+}
+
+export const DeleteObjectResponse: MessageFns<DeleteObjectResponse> = {
+  encode(message: DeleteObjectResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.deleted !== false) {
+      writer.uint32(8).bool(message.deleted);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteObjectResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteObjectResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.deleted = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteObjectResponse {
+    return { deleted: isSet(object.deleted) ? globalThis.Boolean(object.deleted) : false };
+  },
+
+  toJSON(message: DeleteObjectResponse): unknown {
+    const obj: any = {};
+    if (message.deleted !== false) {
+      obj.deleted = message.deleted;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DeleteObjectResponse>): DeleteObjectResponse {
+    return DeleteObjectResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DeleteObjectResponse>): DeleteObjectResponse {
+    const message = createBaseDeleteObjectResponse();
+    message.deleted = object.deleted ?? false;
+    return message;
+  },
+};
+
 function createBaseSignObjectUrlRequest(): SignObjectUrlRequest {
   return { projectId: "", key: "", ttlSeconds: 0, downloadFilename: "" };
 }
@@ -5539,6 +5709,17 @@ export const FileStorageServiceService = {
     responseSerialize: (value: GetObjectResponse): Buffer => Buffer.from(GetObjectResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetObjectResponse => GetObjectResponse.decode(value),
   },
+  /** DeleteObject removes a blob object (its bytes go once nothing else refers to them). */
+  deleteObject: {
+    path: "/ats.filestorage.v1.FileStorageService/DeleteObject" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DeleteObjectRequest): Buffer => Buffer.from(DeleteObjectRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeleteObjectRequest => DeleteObjectRequest.decode(value),
+    responseSerialize: (value: DeleteObjectResponse): Buffer =>
+      Buffer.from(DeleteObjectResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeleteObjectResponse => DeleteObjectResponse.decode(value),
+  },
   /** SignObjectUrl returns a presigned GET URL for a blob object. */
   signObjectUrl: {
     path: "/ats.filestorage.v1.FileStorageService/SignObjectUrl" as const,
@@ -5661,6 +5842,8 @@ export interface FileStorageServiceServer extends UntypedServiceImplementation {
   putObject: handleClientStreamingCall<PutObjectRequest, PutObjectResponse>;
   /** GetObject streams a blob object (first message carries content_type and size_bytes). */
   getObject: handleServerStreamingCall<GetObjectRequest, GetObjectResponse>;
+  /** DeleteObject removes a blob object (its bytes go once nothing else refers to them). */
+  deleteObject: handleUnaryCall<DeleteObjectRequest, DeleteObjectResponse>;
   /** SignObjectUrl returns a presigned GET URL for a blob object. */
   signObjectUrl: handleUnaryCall<SignObjectUrlRequest, SignObjectUrlResponse>;
   /** CreateWorkspace creates a workspace and its disk. */
@@ -5859,6 +6042,22 @@ export interface FileStorageServiceClient extends Client {
     metadata?: Metadata,
     options?: Partial<CallOptions>,
   ): ClientReadableStream<GetObjectResponse>;
+  /** DeleteObject removes a blob object (its bytes go once nothing else refers to them). */
+  deleteObject(
+    request: DeleteObjectRequest,
+    callback: (error: ServiceError | null, response: DeleteObjectResponse) => void,
+  ): ClientUnaryCall;
+  deleteObject(
+    request: DeleteObjectRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeleteObjectResponse) => void,
+  ): ClientUnaryCall;
+  deleteObject(
+    request: DeleteObjectRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeleteObjectResponse) => void,
+  ): ClientUnaryCall;
   /** SignObjectUrl returns a presigned GET URL for a blob object. */
   signObjectUrl(
     request: SignObjectUrlRequest,
