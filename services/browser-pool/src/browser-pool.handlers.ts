@@ -30,6 +30,7 @@ const REASONS: Record<StopReasonName, StopReason> = {
   idle: StopReason.STOP_REASON_IDLE,
   shutdown: StopReason.STOP_REASON_SHUTDOWN,
   reclaimed: StopReason.STOP_REASON_RECLAIMED,
+  owner_lost: StopReason.STOP_REASON_OWNER_LOST,
   // The contract has no value for a browser that died on its own.
   crashed: StopReason.STOP_REASON_UNSPECIFIED,
 };
