@@ -9,6 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -170,9 +171,18 @@ export interface StackOptions {
    * address (`ipv4:a:p,b:p`), each replica its own ports and DATA_DIR (`<dataDir>/replica-<n>`
    * from the second on), and all share one generated SIGNING_SECRET and the internal token.
    * Replicas share state only through Postgres (`databaseUrl` is then required), NATS and what
-   * `env` configures (an object store). Edge URLs name the first replica's ports.
+   * `env` configures (an object store). Edge URLs name the first replica's ports. Browser-pool
+   * replicas are each given their own POOL_INSTANCE_ID.
    */
   replicas?: number;
+  /**
+   * How a service's clients reach the replicas of another (with `replicas` > 1): `per-call` (the
+   * default) lists every replica and spreads calls over them; `pinned` gives each process one
+   * replica of each peer, as a per-connection balancer would, chosen so that the processes of one
+   * service do not all use the same replica (replica r of the i-th service → replica
+   * (r + i + j) mod n of the j-th), and calls cross from one replica to another.
+   */
+  balancing?: 'per-call' | 'pinned';
 }
 
 /** One replica of a service beyond the first: its process and ports. */
@@ -237,8 +247,15 @@ export class Stack {
     return more.length ? `ipv4:${[`127.0.0.1:${this.ports.get(service)}`, ...more].join(',')}` : `127.0.0.1:${this.ports.get(service)}`;
   }
 
+  /** The one replica of `service` that replica `n` (1, 2, …) of `caller` is pinned to (`balancing: 'pinned'`). */
+  pinnedAddress(caller: ServiceName, n: number, service: ServiceName): string {
+    const ports = [this.ports.get(service)!, ...this.replicas.filter((r) => r.service === service).map((r) => r.port)];
+    const i = (n - 1 + SERVICE_NAMES.indexOf(caller) + SERVICE_NAMES.indexOf(service)) % ports.length;
+    return `127.0.0.1:${ports[i]}`;
+  }
+
   #env(service: ServiceName, replica?: Replica): NodeJS.ProcessEnv {
-    const addr = (s: ServiceName) => this.address(s);
+    const addr = (s: ServiceName) => (this.opts.balancing === 'pinned' ? this.pinnedAddress(service, replica?.n ?? 1, s) : this.address(s));
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       ...this.opts.env,
@@ -263,6 +280,10 @@ export class Stack {
     if (this.natsToken && service !== 'gateway') env.NATS_TOKEN = this.natsToken; // the gateway does not use NATS
     if (this.opts.databaseUrl) env.DATABASE_URL = this.opts.databaseUrl;
     else delete env.DATABASE_URL;
+    if (service === 'browser-pool' && (this.opts.replicas ?? 1) > 1 && !this.opts.env?.POOL_INSTANCE_ID) {
+      // Replicas on one host share its name: each needs an id of its own (stable across its restarts).
+      env.POOL_INSTANCE_ID = `${os.hostname()}-${path.basename(this.opts.dataDir)}-${replica?.n ?? 1}`.replace(/[^A-Za-z0-9._-]/g, '-');
+    }
     if (service === 'browser-pool') {
       // Browsers may open local sites, but no service's internal port (the pool knows its peers' only).
       const natsPort = Number(new URL(this.natsUrl).port) || 4222;
@@ -403,8 +424,16 @@ export class Stack {
     }
   }
 
-  /** Kills one service at once (SIGKILL), as a crash would. */
-  async kill(service: ServiceName): Promise<void> {
+  /** Kills one service (replica `n`, 1 = the first) at once (SIGKILL to its process group), as a crash would. */
+  async kill(service: ServiceName, n = 1): Promise<void> {
+    if (n > 1) {
+      const r = this.replicas.find((x) => x.service === service && x.n === n);
+      const child = r?.child;
+      if (!child) return;
+      r.child = undefined;
+      killGroup(child.pid, 'SIGKILL');
+      return exited(child);
+    }
     const child = this.children.get(service);
     if (!child) return;
     this.children.delete(service);

@@ -42,10 +42,12 @@ export interface StackFixtureOptions {
   replicas?: number;
   /** The services' log level (default info). */
   logLevel?: string;
+  /** How clients reach the replicas of another service (see StackOptions.balancing). */
+  balancing?: 'per-call' | 'pinned';
 }
 
 export async function startStackFixture(options: StackFixtureOptions = {}): Promise<StackFixture> {
-  const { env = {}, projects: projectNames = [], mode = 'tsx', ownNats = false, databaseUrl, replicas, logLevel = 'info' } = options;
+  const { env = {}, projects: projectNames = [], mode = 'tsx', ownNats = false, databaseUrl, replicas, logLevel = 'info', balancing } = options;
   const dataDir = tempDir('stack');
   const projects: Record<string, TestProject> = {};
   if (projectNames.length) {
@@ -65,6 +67,7 @@ export async function startStackFixture(options: StackFixtureOptions = {}): Prom
     natsUrl,
     databaseUrl,
     replicas,
+    balancing,
     apiKey: key,
     mode,
     logLevel,
