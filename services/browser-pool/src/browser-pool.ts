@@ -339,7 +339,8 @@ export class BrowserPool implements CdpProxyBackend {
     if (b && !this.#ending.has(row.id)) {
       this.#end(b, 'reclaimed', row).catch((err) => this.#logger.error({ err, browserId: row.id }, 'reclaimed browser not shut down'));
     } else {
-      // Already ending for another reason (or not run here): its own end finds it stopped and tells no one.
+      // Already ending for another reason (its own end finds it stopped and tells no one), or run by
+      // another replica, which ends it at its next heartbeat (endStoppedElsewhere).
       this.#o.events.publish('stopped', row);
     }
     return true;
@@ -607,15 +608,16 @@ export class BrowserPool implements CdpProxyBackend {
   }
 
   /**
-   * Ends the browsers running here whose records say stopped: this instance was taken for dead
-   * and reaped, so nobody may drive them any more (their stop was announced by the reaper).
+   * Ends the browsers running here whose records say stopped elsewhere: an idle session browser
+   * reclaimed by another replica for a newer one, or every browser when this instance was taken
+   * for dead and reaped. Their stop was announced by whoever recorded it. Runs at every heartbeat.
    */
-  async endReaped(): Promise<void> {
+  async endStoppedElsewhere(): Promise<void> {
+    const here = [...this.#active.keys()].filter((id) => !this.#ending.has(id));
     const ends: Promise<unknown>[] = [];
-    for (const b of this.#active.values()) {
-      if (this.#ending.has(b.id)) continue;
-      const row = await this.#o.browsers.byId(b.id);
-      if (row?.status === 'stopped') ends.push(this.#end(b, row.stopReason ?? 'owner_lost'));
+    for (const row of await this.#o.browsers.stoppedAmong(here)) {
+      const b = this.#active.get(row.id);
+      if (b && !this.#ending.has(row.id)) ends.push(this.#end(b, row.stopReason ?? 'owner_lost'));
     }
     await Promise.all(ends);
   }

@@ -199,6 +199,12 @@ export class BrowserRepository {
     return r ? browser(r) : undefined;
   }
 
+  /** Which of these browsers are recorded stopped (one query for every browser a process runs). */
+  async stoppedAmong(ids: string[]): Promise<BrowserRow[]> {
+    if (!ids.length) return [];
+    return (await this.#knex('browsers').whereIn('id', ids).andWhere({ status: 'stopped' })).map(browser);
+  }
+
   /** Active browsers a pool process (this one, before a restart) was running. */
   async activeOf(instanceId: string): Promise<BrowserRow[]> {
     return (await this.#knex('browsers').where({ instance_id: instanceId, status: 'active' })).map(browser);

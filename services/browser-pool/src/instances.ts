@@ -29,11 +29,11 @@ export interface InstancesOptions {
   /** What each reaping pass took (the pool announces the stopped browsers). */
   onReaped(r: Reaped): void;
   /**
-   * This instance found its own row gone: peers took it for dead (a pause longer than the timeout,
-   * the database unreachable) and reaped its browsers. It registers again; the pool ends the
-   * browsers now recorded stopped.
+   * After each heartbeat: the pool ends what it runs but another replica recorded stopped (a
+   * reclaimed browser; every one when peers took this instance for dead, e.g. after a pause longer
+   * than the timeout, and reaped it: it registers again first).
    */
-  onFenced(): void;
+  onBeat(): Promise<void> | void;
   /** Makes a peer's client (tests substitute it). */
   connect?(address: string): PeerClient;
 }
@@ -88,10 +88,11 @@ export class Instances {
 
   async #beat(): Promise<void> {
     if (!this.#self || this.#stopped) return;
-    if (await this.#o.repo.heartbeat(this.id, new Date(this.#now()))) return;
-    this.#o.logger.warn({ instanceId: this.id }, 'this pool instance was taken for dead by its peers; registering again and ending the browsers they recorded stopped');
-    await this.#o.repo.register(this.#self, new Date(this.#now()));
-    this.#o.onFenced();
+    if (!(await this.#o.repo.heartbeat(this.id, new Date(this.#now())))) {
+      this.#o.logger.warn({ instanceId: this.id }, 'this pool instance was taken for dead by its peers; registering again and ending the browsers they recorded stopped');
+      await this.#o.repo.register(this.#self, new Date(this.#now()));
+    }
+    await this.#o.onBeat();
   }
 
   /** Reaps every peer whose heartbeat expired (and their browsers); safe to run on every replica at once. */

@@ -54,7 +54,7 @@ runMain('browser-pool', async () => {
     grpcDeadlineMs: config.grpcDeadlineMs,
     logger,
     onReaped: (r) => pool.announceReaped(r.browsers),
-    onFenced: () => void pool.endReaped().catch((err) => logger.error({ err }, 'browsers recorded stopped by peers not ended')),
+    onBeat: () => pool.endStoppedElsewhere().catch((err) => logger.error({ err }, 'browsers recorded stopped by peers not ended')),
   });
   const pool: BrowserPool = new BrowserPool({
     browsers,
