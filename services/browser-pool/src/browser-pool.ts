@@ -51,6 +51,11 @@ export interface BrowserPoolOptions {
    * Set later with `useCdpInternalBase` when the proxy's port is known only once it listens.
    */
   cdpInternalBase?: string | undefined;
+  /**
+   * Asks the replica that runs a browser recorded stopped here (a reclaimed one) to end it; unset
+   * with one replica. Its answer is not awaited: the owner also ends it at its next heartbeat.
+   */
+  endElsewhere?: (row: BrowserRow) => void;
   /** Names this pool process's browsers in the database (stable across its restarts). */
   instanceId: string;
   /** Parent of every browser's directory. */
@@ -340,8 +345,9 @@ export class BrowserPool implements CdpProxyBackend {
       this.#end(b, 'reclaimed', row).catch((err) => this.#logger.error({ err, browserId: row.id }, 'reclaimed browser not shut down'));
     } else {
       // Already ending for another reason (its own end finds it stopped and tells no one), or run by
-      // another replica, which ends it at its next heartbeat (endStoppedElsewhere).
+      // another replica, which is asked to end it now (and would at its next heartbeat anyway).
       this.#o.events.publish('stopped', row);
+      if (!b) this.#o.endElsewhere?.(row);
     }
     return true;
   }

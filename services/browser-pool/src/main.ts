@@ -56,7 +56,7 @@ runMain('browser-pool', async () => {
     onReaped: (r) => pool.announceReaped(r.browsers),
     onBeat: () => pool.endStoppedElsewhere().catch((err) => logger.error({ err }, 'browsers recorded stopped by peers not ended')),
   });
-  const pool: BrowserPool = new BrowserPool({
+  const pool = new BrowserPool({
     browsers,
     profiles,
     downloads: new Downloads({ repo: browsers, store, logger, ttlSeconds: config.downloadUrlTtlSeconds }),
@@ -68,6 +68,7 @@ runMain('browser-pool', async () => {
     cdpWsBase: config.cdpWsBase,
     cdpInternalBase: config.cdpInternalBase,
     instanceId: config.instanceId,
+    endElsewhere: (row) => router.endAtOwner(row),
     rootDir: path.join(home, 'browsers'),
     chromium: {
       executable: config.chromiumPath,
@@ -88,8 +89,8 @@ runMain('browser-pool', async () => {
     defaultHeight: config.defaultScreenHeight,
     logger,
   });
+  const router: OwnerRouter = new OwnerRouter({ runsHere: (id) => pool.runsHere(id), browsers, instances, logger });
   await pool.start();
-  const router = new OwnerRouter({ runsHere: (id) => pool.runsHere(id), browsers, instances, logger });
   const proxy = new CdpProxy({
     backend: { live: (id) => pool.live(id), publicUrl: (b) => pool.publicUrl(b), owner: (id, to) => router.cdpOwner(id, to) },
     signer,

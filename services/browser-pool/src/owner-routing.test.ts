@@ -12,6 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import puppeteer from 'puppeteer-core';
 import { tempDir } from '../../../test/support/infra.js';
+import { until } from '../../../test/support/until.js';
 import { openDatabase, type Database } from '../../common/src/db.js';
 import { RemoteError, Status } from '../../common/src/errors.js';
 import { createServiceClient, type GrpcServer, type ServiceClient } from '../../common/src/grpc.js';
@@ -43,6 +44,8 @@ const clock = () => now;
 const token = InternalToken.generate();
 const signer = new Signer('routing-test-secret-0123456789-0123456789', clock);
 const P = 'prj_routing';
+/** Active browsers per project (small, so that a reclaim can be seen). */
+const CAP = 2;
 
 interface Replica {
   name: string;
@@ -93,11 +96,12 @@ async function replica(name: string): Promise<Replica> {
     cdpWsBase: `ws://127.0.0.1:${cdpPort}`,
     cdpInternalBase: `ws://127.0.0.1:${cdpPort}`,
     instanceId: name,
+    endElsewhere: (row) => router.endAtOwner(row),
     rootDir: path.join(dataDir, name),
     chromium: { executable: '/usr/bin/chromium', confinement: hostConfinement(), extraArgs: [] },
     screencast: { quality: 50, everyNthFrame: 1, maxWidth: 0, maxHeight: 0 },
     warmSize: 0,
-    maxActivePerProject: 10,
+    maxActivePerProject: CAP,
     defaultTimeoutMinutes: 60,
     idleTimeoutSeconds: 0,
     reaperIntervalMs: 60000,
@@ -246,11 +250,31 @@ describe('a forwarded call', () => {
     await b.client.api.stopBrowser({ ...ref, reason: StopReason.STOP_REASON_USER });
   });
 
-  test('when a replica drains, then a browser asked of it is created on a live peer', async () => {
-    assert.equal(await b.pool.drain(1000), true, 'nothing was running on it');
+  test("when a project at its cap needs a browser on one replica, then the other replica's idle session browser is reclaimed and its Chromium ends at once", async () => {
+    const Q = 'prj_reclaim';
+    const kept = (await a.client.api.createBrowser({ projectId: Q, sessionId: 'ses_kept', agent: Agent.AGENT_BROWSER_AGENT })).browser!;
+    const keptPid = (await new BrowserRepository(db.knex).byId(kept.id))!.pid!;
+    const standalone = (await a.client.api.createBrowser({ projectId: Q, agent: Agent.AGENT_UNSPECIFIED })).browser!;
+    const newer = await b.pool.create({ projectId: Q });
+    assert.equal((await b.client.api.getBrowser({ projectId: Q, browserId: kept.id })).browser!.stopReason, StopReason.STOP_REASON_RECLAIMED);
+    await until(() => groupMembers(keptPid).length === 0, { timeoutMs: 10_000, what: "the reclaimed browser's Chromium gone" });
+    assert.deepEqual(b.events.filter((e) => e.row.id === kept.id).map((e) => e.kind), ['stopped'], 'announced once, by the replica that reclaimed it');
+    assert.deepEqual(a.events.filter((e) => e.row.id === kept.id).map((e) => e.kind), ['started']);
+    await b.pool.stop(Q, newer.id, 'user');
+    await a.client.api.stopBrowser({ projectId: Q, browserId: standalone.id, reason: StopReason.STOP_REASON_USER });
+  });
+
+  test('when a replica drains, then its running browser goes on until stopped (up to the bound), and browsers asked of it are created on a live peer', async () => {
+    const running = await b.pool.create({ projectId: P });
+    assert.equal(await b.pool.drain(50), false, 'the bound passed with the browser still running');
     await b.instances.drain();
+    const drained = b.pool.drain(60_000);
     const created = (await b.client.api.createBrowser({ projectId: P, agent: Agent.AGENT_UNSPECIFIED })).browser!;
     assert.equal((await new BrowserRepository(db.knex).byId(created.id))!.instanceId, 'pool-a');
+    const { websocketUrl } = await a.client.api.getCdpEndpoint({ projectId: P, browserId: running.id });
+    assert.equal(new URL(websocketUrl).port, String(b.cdpPort), 'the draining replica still serves its browser');
+    await a.client.api.stopBrowser({ projectId: P, browserId: running.id, reason: StopReason.STOP_REASON_USER });
+    assert.equal(await drained, true, 'the drain ends when its last browser stops');
     await b.client.api.stopBrowser({ projectId: P, browserId: created.id, reason: StopReason.STOP_REASON_USER });
   });
 });

@@ -10,8 +10,9 @@
 import type * as grpc from '@grpc/grpc-js';
 import { RemoteError, Status, UnavailableError } from '../../common/src/errors.js';
 import type { CallOptions } from '../../common/src/grpc.js';
+import { StopReason } from '../../../gen/ats/browserpool/v1/browser_pool.js';
 import type { Logger } from '../../common/src/logger.js';
-import type { BrowserRepository } from './browser.repository.js';
+import type { BrowserRepository, BrowserRow } from './browser.repository.js';
 import type { InstanceRow } from './instance.repository.js';
 import type { Instances, PeerClient } from './instances.js';
 
@@ -187,6 +188,19 @@ export class OwnerRouter {
   async cdpOwner(browserId: string, to: string | undefined): Promise<{ id: string; cdpUrl: string } | undefined> {
     const route = await this.route(undefined, browserId, to);
     return route.kind === 'peer' ? { id: route.owner.id, cdpUrl: route.owner.cdpUrl } : undefined;
+  }
+
+  /**
+   * Asks the owner of a browser that this replica recorded stopped (a reclaimed one) to end it now;
+   * its stop finds the record stopped and announces nothing more. Failures are only logged: the
+   * owner ends it at its next heartbeat anyway.
+   */
+  endAtOwner(row: BrowserRow): void {
+    void (async () => {
+      const owner = await this.#o.instances.lookup(row.instanceId);
+      if (!owner || owner.id === this.#o.instances.id || !this.#o.instances.alive(owner)) return;
+      await this.#o.instances.client(owner).api.stopBrowser({ projectId: row.projectId, browserId: row.id, reason: StopReason.STOP_REASON_RECLAIMED }, { metadata: { [FORWARDED_TO_HEADER]: owner.id } });
+    })().catch((err: Error) => this.#o.logger.warn({ browserId: row.id, instanceId: row.instanceId, err: err.message }, 'the owner of a reclaimed browser was not reached; it ends the browser at its next heartbeat'));
   }
 
   /** A live peer that takes new browsers (for a draining replica's creates), with the options to forward `call`; undefined when there is none. */
