@@ -94,6 +94,7 @@ if (want('pool-replicas')) {
   results.poolReplicas = pr;
   process.stdout.write(
     `  lifecycle p50 ${f(pr.oneReplicaLifecycleMs.p50, 1)} ms one replica vs ${f(pr.twoReplicasLifecycleMs.p50, 1)} ms two (ratio ${f(pr.lifecycleRatio)}; p95 ${f(pr.oneReplicaLifecycleMs.p95, 1)} vs ${f(pr.twoReplicasLifecycleMs.p95, 1)} ms)\n` +
+      `  steps p50, one vs two: create ${f(pr.oneReplicaStepsMs.create, 1)} vs ${f(pr.twoReplicasStepsMs.create, 1)}, connect ${f(pr.oneReplicaStepsMs.connect, 1)} vs ${f(pr.twoReplicasStepsMs.connect, 1)}, goto ${f(pr.oneReplicaStepsMs.goto, 1)} vs ${f(pr.twoReplicasStepsMs.goto, 1)}, stop ${f(pr.oneReplicaStepsMs.stop, 1)} vs ${f(pr.twoReplicasStepsMs.stop, 1)} ms\n` +
       `  Runtime.evaluate('1') p50 ${f(pr.ownerRoundTripMs.p50, 1)} ms through the owner vs ${f(pr.relayedRoundTripMs.p50, 1)} ms relayed (hop ${f(pr.relayHopMs, 2)} ms; p95 ${f(pr.ownerRoundTripMs.p95, 1)} vs ${f(pr.relayedRoundTripMs.p95, 1)} ms, n=${pr.ownerRoundTripMs.n}); errors ${pr.errors}\n`,
   );
 }

@@ -7,11 +7,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import knexFactory, { type Knex } from 'knex';
 import puppeteer, { type Browser as CdpBrowser } from 'puppeteer-core';
 import { WebSocket } from 'ws';
 import { groupMembers } from '../services/browser-pool/src/process-groups.js';
-import { postgresUrl } from './support/infra.js';
+import { freshDatabase, postgresUrl, type FreshDatabase } from './support/infra.js';
 import { serveSite, type TestSite } from './support/site.js';
 import { readSse } from './support/sse.js';
 import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
@@ -79,19 +78,13 @@ for (const balancing of ['per-call', 'pinned'] as const) {
   describe(`browsers on two pool replicas, ${balancing} balancing`, { skip: !pg && 'needs Postgres on 127.0.0.1:5432' }, () => {
     let f: StackFixture;
     let site: TestSite;
-    let admin: Knex;
-    let db: Knex;
-    const database = `ats_browsers_${balancing.replace('-', '_')}_${Date.now().toString(36)}_${process.pid}`;
+    let fresh: FreshDatabase;
 
     before(async () => {
-      admin = knexFactory({ client: 'pg', connection: pg! });
-      await admin.raw(`create database "${database}"`);
-      const url = new URL(pg!);
-      url.pathname = `/${database}`;
-      db = knexFactory({ client: 'pg', connection: url.toString(), pool: { min: 0, max: 2 } });
+      fresh = await freshDatabase(pg!, `ats_browsers_${balancing.replace('-', '_')}`);
       site = await serveSite();
       f = await startStackFixture({
-        databaseUrl: url.toString(),
+        databaseUrl: fresh.url,
         replicas: 2,
         balancing,
         projects: ['main', 'runs', 'profile', 'kill'],
@@ -109,10 +102,9 @@ for (const balancing of ['per-call', 'pinned'] as const) {
     after(async () => {
       await f?.stop();
       await site?.close();
-      await db?.destroy();
-      await admin.raw(`drop database if exists "${database}" with (force)`);
-      await admin.destroy();
+      await fresh?.drop();
     });
+    const db = (table: string) => fresh.knex(`browser_pool.${table}`);
 
     type Project = 'main' | 'runs' | 'profile' | 'kill';
     const gatewayPorts = () => [f.stack.gatewayPort, ...f.stack.replicas.filter((r) => r.service === 'gateway').map((r) => r.port)];
@@ -128,8 +120,8 @@ for (const balancing of ['per-call', 'pinned'] as const) {
     };
     /** The pool replica (1 or 2) that runs a browser, from its record and the instance's address. */
     const ownerOf = async (browserId: string): Promise<{ replica: number; pid: number }> => {
-      const row = await db('browser_pool.browsers').where({ id: browserId }).first();
-      const instance = await db('browser_pool.instances').where({ id: row.instance_id }).first();
+      const row = await db('browsers').where({ id: browserId }).first();
+      const instance = await db('instances').where({ id: row.instance_id }).first();
       const port = Number(String(instance.grpc_addr).split(':').pop());
       return { replica: port === f.stack.ports.get('browser-pool') ? 1 : 2, pid: Number(row.pid) };
     };
@@ -225,7 +217,7 @@ for (const balancing of ['per-call', 'pinned'] as const) {
       }
       const tookMs = Date.now() - killedAt;
       assert.ok(tookMs < HEARTBEAT_TIMEOUT_MS + 3 * HEARTBEAT_INTERVAL_MS + 2000, `reported stopped ${tookMs} ms after the kill`);
-      const reasons = await db('browser_pool.browsers').whereIn('id', onTwo.map((b) => b.id)).pluck('stop_reason');
+      const reasons = await db('browsers').whereIn('id', onTwo.map((b) => b.id)).pluck('stop_reason');
       assert.deepEqual(reasons, ['owner_lost', 'owner_lost']);
       await until(() => pids.every((pid) => groupMembers(pid).length === 0), { timeoutMs: 10_000, what: "the killed replica's Chromium gone" });
 

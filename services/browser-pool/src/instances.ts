@@ -129,7 +129,9 @@ export class Instances {
   }
 
   async #read(fresh: boolean): Promise<void> {
-    if (!fresh && this.#now() - this.#readAt < Math.min(this.#o.heartbeatIntervalMs, 1000)) return;
+    // A directory a heartbeat old is fresh enough to route by: nothing is judged dead, and no new
+    // instance is taken for missing, without a fresh read.
+    if (!fresh && this.#now() - this.#readAt < this.#o.heartbeatIntervalMs) return;
     // Concurrent lookups share one read.
     this.#reading ??= this.#o.repo
       .all()

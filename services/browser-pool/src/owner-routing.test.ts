@@ -6,7 +6,6 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
@@ -35,6 +34,7 @@ import { Profiles } from './profiles.js';
 import { Proxies } from './proxies.js';
 import { createBrowserPoolServer } from './server.js';
 import { hostConfinement } from './testing/confinement.js';
+import { upgradeStatus } from './testing/upgrade-status.js';
 import { startFixtureSite, type FixtureSite } from './testing/fixture-site.js';
 
 const logger = createLogger('test', process.env.TEST_LOG_LEVEL ?? 'silent');
@@ -117,29 +117,6 @@ async function replica(name: string): Promise<Replica> {
   const r: Replica = { name, pool, instances, server, proxy, client: createServiceClient(BrowserPoolServiceService, `127.0.0.1:${port}`, 15000, token), cdpPort, events };
   replicas.push(r);
   return r;
-}
-
-/** The HTTP status a CDP proxy answers a WebSocket upgrade with. */
-function upgradeStatus(wsUrl: string, headers: Record<string, string> = {}): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const u = new URL(wsUrl);
-    const req = http.request({
-      host: u.hostname,
-      port: u.port,
-      path: u.pathname + u.search,
-      headers: { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Version': '13', 'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==', ...headers },
-    });
-    req.on('upgrade', (res, socket) => {
-      socket.destroy();
-      resolve(res.statusCode!);
-    });
-    req.on('response', (res) => {
-      res.resume();
-      resolve(res.statusCode!);
-    });
-    req.on('error', reject);
-    req.end();
-  });
 }
 
 /** Frames of a StreamFrames call until `done` says enough (then the call is cancelled), or the stream ends. */
