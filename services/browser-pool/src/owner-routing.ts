@@ -8,7 +8,7 @@
  * the browser is recorded stopped and the local answer is the stopped one.
  */
 import type * as grpc from '@grpc/grpc-js';
-import { RemoteError, Status, UnavailableError } from '../../common/src/errors.js';
+import { fromServiceError, RemoteError, Status, UnavailableError } from '../../common/src/errors.js';
 import type { CallOptions } from '../../common/src/grpc.js';
 import { StopReason } from '../../../gen/ats/browserpool/v1/browser_pool.js';
 import type { Logger } from '../../common/src/logger.js';
@@ -174,7 +174,7 @@ export class OwnerRouter {
       upstream.on('end', () => resolve());
       upstream.on('error', (err: grpc.ServiceError) => {
         if (err.code === Status.CANCELLED) return resolve();
-        if (err.code !== Status.UNAVAILABLE) return reject(err);
+        if (err.code !== Status.UNAVAILABLE) return reject(fromServiceError(err)); // the owner's verdict, passed on
         // The owner went away: reaped now if it is dead, so the browser reads as stopped afterwards.
         this.#afterUnreachable(route.owner, req.browserId).then(() => resolve(), () => resolve());
       });
