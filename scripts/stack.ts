@@ -424,19 +424,18 @@ export class Stack {
     }
   }
 
-  /** Kills one service (replica `n`, 1 = the first) at once (SIGKILL to its process group), as a crash would. */
-  async kill(service: ServiceName, n = 1): Promise<void> {
-    if (n > 1) {
-      const r = this.replicas.find((x) => x.service === service && x.n === n);
-      const child = r?.child;
-      if (!child) return;
-      r.child = undefined;
-      killGroup(child.pid, 'SIGKILL');
-      return exited(child);
-    }
-    const child = this.children.get(service);
+  /**
+   * Stops one service (replica `n`, 1 = the first) as it is not restarted: SIGKILL to its process
+   * group at once, as a crash would, or SIGTERM, as a rolling update does (SIGKILL after the
+   * shutdown time). Resolves when it exited.
+   */
+  async kill(service: ServiceName, n = 1, signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL'): Promise<void> {
+    const replica = n > 1 ? this.replicas.find((x) => x.service === service && x.n === n) : undefined;
+    const child = n > 1 ? replica?.child : this.children.get(service);
     if (!child) return;
-    this.children.delete(service);
+    if (replica) replica.child = undefined;
+    else this.children.delete(service);
+    if (signal === 'SIGTERM') return stopChild(child, (this.opts.shutdownTimeoutMs ?? 10000) + 2000);
     killGroup(child.pid, 'SIGKILL');
     await exited(child);
   }

@@ -2,14 +2,18 @@
  * Browsers on two replicas of every service (one Postgres, one NATS), tried with both balancing
  * modes: every call about a browser reaches the replica that runs it, whichever replica a client,
  * the gateway, the run service or live view lands on; one CDP edge serves every browser; a killed
- * pool replica's browsers are reported stopped within the heartbeat timeout and free their slots.
+ * pool replica's browsers are reported stopped within the heartbeat timeout and free their slots;
+ * a replica stopped with SIGTERM drains before it stops its browsers.
  * Recording is off: recordings across replicas are tested with live view.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import puppeteer, { type Browser as CdpBrowser } from 'puppeteer-core';
 import { WebSocket } from 'ws';
+import { Agent } from '../gen/ats/common/v1/common.js';
+import { BrowserPoolServiceService } from '../gen/ats/browserpool/v1/browser_pool.js';
 import { groupMembers } from '../services/browser-pool/src/process-groups.js';
+import { createServiceClient } from '../services/common/src/grpc.js';
 import { freshDatabase, postgresUrl, type FreshDatabase } from './support/infra.js';
 import { serveSite, type TestSite } from './support/site.js';
 import { readSse } from './support/sse.js';
@@ -19,6 +23,8 @@ import { until } from './support/until.js';
 const pg = await postgresUrl();
 const HEARTBEAT_INTERVAL_MS = 500;
 const HEARTBEAT_TIMEOUT_MS = 3000;
+/** At SIGTERM, how long a pool replica's running browsers go on (the stack's shutdown time is 5 s). */
+const DRAIN_MS = 2000;
 /** Active browsers per project. */
 const LIMIT = 6;
 /** Browsers or runs at once: what two shared cores drive without timing out. */
@@ -87,13 +93,14 @@ for (const balancing of ['per-call', 'pinned'] as const) {
         databaseUrl: fresh.url,
         replicas: 2,
         balancing,
-        projects: ['main', 'runs', 'profile', 'kill'],
+        projects: ['main', 'runs', 'profile', 'kill', 'drain'],
         env: {
           POOL_WARM_SIZE: '1',
           MAX_ACTIVE_BROWSERS_PER_PROJECT: String(LIMIT),
           MAX_RUNNING_RUNS_PER_PROJECT: String(CONCURRENCY),
           POOL_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_INTERVAL_MS),
           POOL_HEARTBEAT_TIMEOUT_MS: String(HEARTBEAT_TIMEOUT_MS),
+          POOL_DRAIN_TIMEOUT_MS: String(DRAIN_MS),
           RECORDING_ENABLED: 'false',
           DEFAULT_MODEL: 'builtin',
         },
@@ -106,7 +113,7 @@ for (const balancing of ['per-call', 'pinned'] as const) {
     });
     const db = (table: string) => fresh.knex(`browser_pool.${table}`);
 
-    type Project = 'main' | 'runs' | 'profile' | 'kill';
+    type Project = 'main' | 'runs' | 'profile' | 'kill' | 'drain';
     const gatewayPorts = () => [f.stack.gatewayPort, ...f.stack.replicas.filter((r) => r.service === 'gateway').map((r) => r.port)];
     /** A call to gateway `gw` (0 or 1); the first one's replies are checked against the OpenAPI document. */
     const api = (p: Project, method: string, path: string, body?: unknown, gw = 0) => {
@@ -128,14 +135,20 @@ for (const balancing of ['per-call', 'pinned'] as const) {
     const cdpEdge = (n: number) => (n === 1 ? f.stack.edgePorts.get('cdp')! : f.stack.replicas.find((r) => r.service === 'browser-pool' && r.n === n)!.edgePorts.get('cdp')!);
     const onEdge = (cdpUrl: string, n: number) => cdpUrl.replace(/:\d+\//, `:${cdpEdge(n)}/`);
     const stop = (p: Project, id: string, gw = 0) => api(p, 'POST', `/browsers/${id}/stop`, undefined, gw).then((r) => ok<BrowserJson>(r));
-    /** A browser created on pool replica `n`: created through alternating gateways until one lands there (the others are stopped). */
-    const createOn = async (p: Project, n: number, body: Record<string, unknown> = {}): Promise<BrowserJson> => {
-      for (let attempt = 0; attempt < 12; attempt++) {
-        const b = await ok<BrowserJson>(await api(p, 'POST', '/browsers', body, attempt % 2), 201);
-        if ((await ownerOf(b.id)).replica === n) return b;
-        await stop(p, b.id);
+    /**
+     * A browser created on pool replica `n`, asked of that replica directly (a balancer decides
+     * where the gateway's calls go); everything else about it goes through the public API.
+     */
+    const createOn = async (p: Project, n: number, profileId?: string): Promise<BrowserJson> => {
+      const port = n === 1 ? f.stack.ports.get('browser-pool')! : f.stack.replicas.find((r) => r.service === 'browser-pool' && r.n === n)!.port;
+      const pool = createServiceClient(BrowserPoolServiceService, `127.0.0.1:${port}`, 20_000, f.stack.internalToken);
+      try {
+        const { browser } = await pool.api.createBrowser({ projectId: f.projects[p]!.projectId, profileId, agent: Agent.AGENT_UNSPECIFIED });
+        assert.equal((await ownerOf(browser!.id)).replica, n);
+        return { id: browser!.id, status: 'active', cdpUrl: browser!.cdpUrl, liveViewUrl: browser!.liveViewUrl, profileId: browser!.profileId ?? null };
+      } finally {
+        pool.close();
       }
-      throw new Error(`no browser landed on pool replica ${n}`);
     };
     const connect = (cdpUrl: string) => puppeteer.connect({ browserWSEndpoint: cdpUrl, defaultViewport: null });
     const firstPage = async (b: CdpBrowser) => (await b.pages())[0] ?? (await b.newPage());
@@ -180,7 +193,7 @@ for (const balancing of ['per-call', 'pinned'] as const) {
 
     test('when a profile is logged in on one replica and stopped through the other, then a browser with it on the other replica has the cookie', async () => {
       const profile = await ok<{ id: string }>(await api('profile', 'POST', '/browser-profiles', { name: 'across replicas' }), 201);
-      const first = await createOn('profile', 1, { browser_profile_id: profile.id });
+      const first = await createOn('profile', 1, profile.id);
       const cdp = await connect(first.cdpUrl);
       const page = await firstPage(cdp);
       await page.goto(site.url('index.html'));
@@ -190,7 +203,7 @@ for (const balancing of ['per-call', 'pinned'] as const) {
       const saved = await ok<{ cookieDomains: string[] }>(await api('profile', 'GET', `/browser-profiles/${profile.id}`));
       assert.deepEqual(saved.cookieDomains, ['127.0.0.1'], 'saved by the owner at stop');
 
-      const second = await createOn('profile', 2, { browser_profile_id: profile.id });
+      const second = await createOn('profile', 2, profile.id);
       const again = await connect(second.cdpUrl);
       const page2 = await firstPage(again);
       await page2.goto(site.url('index.html'));
@@ -228,6 +241,31 @@ for (const balancing of ['per-call', 'pinned'] as const) {
       assert.equal(refused.status, 429, await refused.text());
       for (const b of [...onOne, ...more]) await stop('kill', b.id);
       assert.deepEqual((await ok<{ items: unknown[] }>(await api('kill', 'GET', '/browsers?status=active'))).items, [], 'nothing active is left');
+    });
+
+    test('when the last pool replica is stopped (SIGTERM), then its running browser goes on for the drain time, a new one is refused, and then it is stopped with its profile saved and the replica deregistered', async () => {
+      const profile = await ok<{ id: string }>(await api('drain', 'POST', '/browser-profiles', { name: 'drained' }), 201);
+      const running = await ok<BrowserJson>(await api('drain', 'POST', '/browsers', { browser_profile_id: profile.id }), 201);
+      const cdp = await connect(running.cdpUrl);
+      const page = await firstPage(cdp);
+      await page.goto(site.url('index.html'));
+      await page.evaluate(() => (document.cookie = 'drained=yes; max-age=3600; path=/'));
+      const cut = new Promise<number>((r) => cdp.once('disconnected', () => r(Date.now())));
+
+      const termAt = Date.now();
+      const stopped = f.stack.kill('browser-pool', 1, 'SIGTERM');
+      await until(async () => (await db('instances').where({ draining: true }).first()) !== undefined, { what: 'the replica draining' });
+      const refused = await api('drain', 'POST', '/browsers', {});
+      assert.equal(refused.status, 503, await refused.text());
+      assert.equal(await page.evaluate(() => document.title), 'Fixture home', 'the running browser still works');
+      await stopped;
+      assert.ok((await cut) - termAt >= DRAIN_MS - 200, `cut ${(await cut) - termAt} ms after SIGTERM, after the drain time`);
+      const row = await db('browsers').where({ id: running.id }).first();
+      assert.deepEqual([row.status, row.stop_reason], ['stopped', 'shutdown']);
+      const saved = await fresh.knex('browser_pool.profiles').where({ id: profile.id }).first();
+      assert.deepEqual(JSON.parse(saved.cookie_domains), ['127.0.0.1'], 'its profile was saved at the stop');
+      assert.deepEqual(await db('instances').select('id'), [], 'no pool replica is registered any more');
+      assert.deepEqual(groupMembers(Number(row.pid)), []);
     });
   });
 }
