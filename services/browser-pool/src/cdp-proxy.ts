@@ -28,6 +28,7 @@ import type { CdpMessage, GuardVerdict } from './cdp-connection.js';
 import { verifyCdpToken } from './cdp-token.js';
 import { BLOCKED_SCHEMES } from './confinement.js';
 import type { LiveBrowser } from './live-browser.js';
+import { FORWARDED_TO_HEADER } from './owner-routing.js';
 
 /** Largest CDP command a client may send (bodies for Fetch.fulfillRequest, scripts). */
 const MAX_MESSAGE = 64 * 1024 * 1024;
@@ -129,9 +130,6 @@ export interface CdpProxyBackend {
   owner?(browserId: string, forwardedTo: string | undefined): Promise<{ id: string; cdpUrl: string } | undefined>;
 }
 
-/** The HTTP header of a request relayed to the owner's proxy: the owner's instance id (see FORWARDED_TO_HEADER). */
-export const CDP_FORWARDED_HEADER = 'x-ats-forwarded-to';
-
 export interface CdpProxyOptions {
   backend: CdpProxyBackend;
   signer: Signer;
@@ -230,7 +228,7 @@ export class CdpProxy {
     if (verdict !== 'ok') throw new Refusal(401, 'Invalid CDP token');
     const browser = this.#o.backend.live(r.browserId);
     if (browser) return { route: r, browser };
-    const to = req.headers[CDP_FORWARDED_HEADER];
+    const to = req.headers[FORWARDED_TO_HEADER];
     let owner: { id: string; cdpUrl: string } | undefined;
     try {
       owner = await this.#o.backend.owner?.(r.browserId, typeof to === 'string' ? to : undefined);
@@ -283,9 +281,9 @@ export class CdpProxy {
     const out: [string, string][] = [];
     for (let i = 0; i < req.rawHeaders.length; i += 2) {
       const name = req.rawHeaders[i]!;
-      if (!['host', CDP_FORWARDED_HEADER].includes(name.toLowerCase())) out.push([name, req.rawHeaders[i + 1]!]);
+      if (!['host', FORWARDED_TO_HEADER].includes(name.toLowerCase())) out.push([name, req.rawHeaders[i + 1]!]);
     }
-    out.push(['Host', target.host], [CDP_FORWARDED_HEADER, ownerId]);
+    out.push(['Host', target.host], [FORWARDED_TO_HEADER, ownerId]);
     return out;
   }
 

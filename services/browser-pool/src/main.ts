@@ -89,7 +89,7 @@ runMain('browser-pool', async () => {
     defaultHeight: config.defaultScreenHeight,
     logger,
   });
-  const router: OwnerRouter = new OwnerRouter({ runsHere: (id) => pool.runsHere(id), browsers, instances, logger });
+  const router = new OwnerRouter({ runsHere: (id) => pool.runsHere(id), browsers, instances, logger });
   await pool.start();
   const proxy = new CdpProxy({
     backend: { live: (id) => pool.live(id), publicUrl: (b) => pool.publicUrl(b), owner: (id, to) => router.cdpOwner(id, to) },
