@@ -67,14 +67,15 @@ export interface BrowserPoolBenchOptions {
   mode?: 'dist' | 'tsx';
 }
 
-function stats(xs: number[]): Stats {
+/** Percentiles of samples (ms), rounded to 0.1. */
+export function stats(xs: number[]): Stats {
   const s = [...xs].sort((a, b) => a - b);
   const at = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))] ?? NaN;
   const r = (v: number) => Math.round(v * 10) / 10;
   return { n: s.length, p50: r(at(0.5)), p95: r(at(0.95)), min: r(s[0] ?? NaN), max: r(s[s.length - 1] ?? NaN) };
 }
 
-const ms = (t0: bigint) => Number(process.hrtime.bigint() - t0) / 1e6;
+export const ms = (t0: bigint) => Number(process.hrtime.bigint() - t0) / 1e6;
 
 async function measurePool(warmSize: number, o: BrowserPoolBenchOptions, site: FixtureSite, env: Record<string, string> = {}): Promise<PoolFigures> {
   const f: StackFixture = await startStackFixture({

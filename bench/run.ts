@@ -1,11 +1,12 @@
 /**
  * `make bench`: runs each benchmark and prints its figures; JSON goes to bench/results/.
- * BENCH_ONLY=name[,name] runs some: gateway, files, s3, runs, queue (part of runs), browsercode, pool, live-view, live-view-idle (the idle recording part alone), observe.
+ * BENCH_ONLY=name[,name] runs some: gateway, files, s3, runs, queue (part of runs), browsercode, pool, pool-replicas, live-view, live-view-idle (the idle recording part alone), observe.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT } from '../scripts/stack.js';
 import { browserPoolBench } from './browser-pool.bench.js';
+import { poolReplicasBench } from './browser-pool-replicas.bench.js';
 import { fileStorageBench } from './file-storage.bench.js';
 import { s3StorageBench } from './s3-storage.bench.js';
 import { idleRecordingBench, liveViewBench } from './live-view.bench.js';
@@ -96,6 +97,17 @@ if (want('pool')) {
   process.stdout.write(
     `  confinement: warm create → CDP → goto → stop p50 ${f(bp.warm.lifecycleMs.p50, 1)} ms confined vs ${f(bp.warmUnconfined.lifecycleMs.p50, 1)} ms with BROWSER_CONFINEMENT=off (ratio ${f(bp.confinedLifecycleRatio, 2)})\n` +
       `  launch → page loaded p50 ${f(bp.confined.launchToLoadMs.p50, 1)} ms confined vs ${f(bp.unconfined.launchToLoadMs.p50, 1)} ms unconfined; memory per browser (PSS) p50 ${f(bp.confined.pssMiB.p50, 1)} MiB vs ${f(bp.unconfined.pssMiB.p50, 1)} MiB\n`,
+  );
+}
+if (want('pool-replicas')) {
+  const n = Math.max(5, rounds * 2);
+  process.stdout.write(`\nbrowser pool replicas (Postgres): create → CDP → goto → stop, one replica vs two behind the per-call balancer (${n} each); CDP round trip through the owner's proxy vs the other replica's\n`);
+  const pr = await poolReplicasBench({ rounds: n, roundTrips: 200, mode: 'dist' });
+  results.poolReplicas = pr;
+  process.stdout.write(
+    `  lifecycle p50 ${f(pr.oneReplicaLifecycleMs.p50, 1)} ms one replica vs ${f(pr.twoReplicasLifecycleMs.p50, 1)} ms two (ratio ${f(pr.lifecycleRatio)}; p95 ${f(pr.oneReplicaLifecycleMs.p95, 1)} vs ${f(pr.twoReplicasLifecycleMs.p95, 1)} ms)\n` +
+      `  steps p50, one vs two: create ${f(pr.oneReplicaStepsMs.create, 1)} vs ${f(pr.twoReplicasStepsMs.create, 1)}, connect ${f(pr.oneReplicaStepsMs.connect, 1)} vs ${f(pr.twoReplicasStepsMs.connect, 1)}, goto ${f(pr.oneReplicaStepsMs.goto, 1)} vs ${f(pr.twoReplicasStepsMs.goto, 1)}, stop ${f(pr.oneReplicaStepsMs.stop, 1)} vs ${f(pr.twoReplicasStepsMs.stop, 1)} ms\n` +
+      `  Runtime.evaluate('1') p50 ${f(pr.ownerRoundTripMs.p50, 1)} ms through the owner vs ${f(pr.relayedRoundTripMs.p50, 1)} ms relayed (hop ${f(pr.relayHopMs, 2)} ms; p95 ${f(pr.ownerRoundTripMs.p95, 1)} vs ${f(pr.relayedRoundTripMs.p95, 1)} ms, n=${pr.ownerRoundTripMs.n}); errors ${pr.errors}\n`,
   );
 }
 if (want('live-view') || want('live-view-idle')) {

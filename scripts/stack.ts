@@ -9,6 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -173,11 +174,20 @@ export interface StackOptions {
    * (unnamed services: 1). With more, every service is given every replica's gRPC address
    * (`ipv4:a:p,b:p`), each replica its own ports and DATA_DIR (`<dataDir>/replica-<n>` from the
    * second on), and all share one generated SIGNING_SECRET and the internal token; live-view
-   * replicas get distinct LIVE_VIEW_INSTANCE_IDs (`live-view-<n>`). Replicas share state only
+   * replicas get distinct LIVE_VIEW_INSTANCE_IDs (`live-view-<n>`), browser-pool replicas their own
+   * POOL_INSTANCE_IDs. Replicas share state only
    * through Postgres (`databaseUrl` is then required), NATS and what `env` configures (an object
    * store). Edge URLs name the first replica's ports.
    */
   replicas?: number | Partial<Record<ServiceName, number>>;
+  /**
+   * How a service's clients reach the replicas of another (with `replicas` > 1): `per-call` (the
+   * default) lists every replica and spreads calls over them; `pinned` gives each process one
+   * replica of each peer, as a per-connection balancer would, chosen so that the processes of one
+   * service do not all use the same replica (replica r of the i-th service → replica
+   * (r + i + j) mod n of the j-th), and calls cross from one replica to another.
+   */
+  balancing?: 'per-call' | 'pinned';
 }
 
 /** How many processes of `service` the `replicas` option asks for. */
@@ -249,8 +259,15 @@ export class Stack {
     return more.length ? `ipv4:${[`127.0.0.1:${this.ports.get(service)}`, ...more].join(',')}` : `127.0.0.1:${this.ports.get(service)}`;
   }
 
+  /** The one replica of `service` that replica `n` (1, 2, …) of `caller` is pinned to (`balancing: 'pinned'`). */
+  pinnedAddress(caller: ServiceName, n: number, service: ServiceName): string {
+    const ports = [this.ports.get(service)!, ...this.replicas.filter((r) => r.service === service).map((r) => r.port)];
+    const i = (n - 1 + SERVICE_NAMES.indexOf(caller) + SERVICE_NAMES.indexOf(service)) % ports.length;
+    return `127.0.0.1:${ports[i]}`;
+  }
+
   #env(service: ServiceName, replica?: Replica): NodeJS.ProcessEnv {
-    const addr = (s: ServiceName) => this.address(s);
+    const addr = (s: ServiceName) => (this.opts.balancing === 'pinned' ? this.pinnedAddress(service, replica?.n ?? 1, s) : this.address(s));
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       ...this.opts.env,
@@ -277,6 +294,10 @@ export class Stack {
     if (service === 'live-view' && replicaCount(this.opts.replicas, service) > 1) env.LIVE_VIEW_INSTANCE_ID = `live-view-${replica?.n ?? 1}`;
     if (this.opts.databaseUrl) env.DATABASE_URL = this.opts.databaseUrl;
     else delete env.DATABASE_URL;
+    if (service === 'browser-pool' && replicaCount(this.opts.replicas, service) > 1 && !this.opts.env?.POOL_INSTANCE_ID) {
+      // Replicas on one host share its name: each needs an id of its own (stable across its restarts).
+      env.POOL_INSTANCE_ID = `${os.hostname()}-${path.basename(this.opts.dataDir)}-${replica?.n ?? 1}`.replace(/[^A-Za-z0-9._-]/g, '-');
+    }
     if (service === 'browser-pool') {
       // Browsers may open local sites, but no service's internal port (the pool knows its peers' only).
       const natsPort = Number(new URL(this.natsUrl).port) || 4222;
@@ -421,13 +442,18 @@ export class Stack {
     }
   }
 
-  /** Kills one process of a service at once (SIGKILL), as a crash would: the first, or replica `n` (2, 3, …). */
-  async kill(service: ServiceName, n = 1): Promise<void> {
-    const replica = n > 1 ? this.replicas.find((r) => r.service === service && r.n === n) : undefined;
+  /**
+   * Stops one service (replica `n`, 1 = the first) as it is not restarted: SIGKILL to its process
+   * group at once, as a crash would, or SIGTERM, as a rolling update does (SIGKILL after the
+   * shutdown time). Resolves when it exited.
+   */
+  async kill(service: ServiceName, n = 1, signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL'): Promise<void> {
+    const replica = n > 1 ? this.replicas.find((x) => x.service === service && x.n === n) : undefined;
     const child = n > 1 ? replica?.child : this.children.get(service);
     if (!child) return;
     if (replica) replica.child = undefined;
     else this.children.delete(service);
+    if (signal === 'SIGTERM') return stopChild(child, (this.opts.shutdownTimeoutMs ?? 10000) + 2000);
     killGroup(child.pid, 'SIGKILL');
     await exited(child);
   }

@@ -9,35 +9,26 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import knexFactory, { type Knex } from 'knex';
 import { FileStorageServiceService } from '../gen/ats/filestorage/v1/file_storage.js';
 import { HealthService } from '../gen/grpc/health/v1/health.js';
 import { ServingStatus, createServiceClient } from '../services/common/src/grpc.js';
 import { SERVICE_NAMES, type ServiceName } from '../scripts/stack.js';
-import { postgresUrl } from './support/infra.js';
+import { freshDatabase, postgresUrl, type FreshDatabase } from './support/infra.js';
 import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
 
 const pg = await postgresUrl();
 
 describe('two replicas of every service on one Postgres', { skip: !pg && 'needs Postgres on 127.0.0.1:5432' }, () => {
   let f: StackFixture;
-  let admin: Knex;
-  let db: Knex;
-  const database = `ats_replicas_${Date.now().toString(36)}_${process.pid}`;
+  let db: FreshDatabase;
 
   before(async () => {
-    admin = knexFactory({ client: 'pg', connection: pg! });
-    await admin.raw(`create database "${database}"`);
-    const url = new URL(pg!);
-    url.pathname = `/${database}`;
-    db = knexFactory({ client: 'pg', connection: url.toString(), pool: { min: 0, max: 1 } });
-    f = await startStackFixture({ databaseUrl: url.toString(), replicas: 2, blobStore: 's3', logLevel: 'debug', projects: ['alpha'], env: { POOL_WARM_SIZE: '0' } });
+    db = await freshDatabase(pg!, 'ats_replicas');
+    f = await startStackFixture({ databaseUrl: db.url, replicas: 2, blobStore: 's3', logLevel: 'debug', projects: ['alpha'], env: { POOL_WARM_SIZE: '0' } });
   });
   after(async () => {
     await f?.stop();
-    await db?.destroy();
-    await admin.raw(`drop database if exists "${database}" with (force)`);
-    await admin.destroy();
+    await db?.drop();
   });
 
   test('when ten service processes start at once on an empty database, then all ten serve and each migration ran once', async () => {
@@ -61,7 +52,7 @@ describe('two replicas of every service on one Postgres', { skip: !pg && 'needs 
       await res.body?.cancel();
     }
     for (const schema of ['gateway', 'run', 'browser_pool', 'file_storage', 'live_view']) {
-      const { rows } = await db.raw(`select name, count(*)::int as n from "${schema}".knex_migrations group by name`);
+      const { rows } = await db.knex.raw(`select name, count(*)::int as n from "${schema}".knex_migrations group by name`);
       assert.ok(rows.length > 0, `${schema} was migrated`);
       assert.deepEqual(rows.filter((r: { n: number }) => r.n !== 1), [], `each migration of ${schema} ran once`);
     }

@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import knexFactory, { type Knex } from 'knex';
 import { canConnect, startNats, stopChild } from '../../scripts/stack.js';
 
 export const POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
@@ -43,4 +44,30 @@ export function tempDir(name: string): string {
 /** A unique Postgres schema name for one test. */
 export function testSchema(): string {
   return `t_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/** A new, empty Postgres database: its URL, a connection to it, and `drop` (which ends the connection and removes it). */
+export interface FreshDatabase {
+  url: string;
+  knex: Knex;
+  drop(): Promise<void>;
+}
+
+/** Creates an empty database `<prefix>_<time>_<pid>` next to `pg`'s (replicas that start together on nothing). */
+export async function freshDatabase(pg: string, prefix: string): Promise<FreshDatabase> {
+  const name = `${prefix}_${Date.now().toString(36)}_${process.pid}`;
+  const admin = knexFactory({ client: 'pg', connection: pg, pool: { min: 0, max: 1 } });
+  await admin.raw(`create database "${name}"`);
+  const url = new URL(pg);
+  url.pathname = `/${name}`;
+  const knex = knexFactory({ client: 'pg', connection: url.toString(), pool: { min: 0, max: 2 } });
+  return {
+    url: url.toString(),
+    knex,
+    async drop() {
+      await knex.destroy();
+      await admin.raw(`drop database if exists "${name}" with (force)`);
+      await admin.destroy();
+    },
+  };
 }

@@ -44,10 +44,12 @@ export interface StackFixtureOptions {
   logLevel?: string;
   /** file-storage's bytes: in the data directory (default) or in a bucket on an s3rver the stack starts. */
   blobStore?: 'local' | 's3';
+  /** How clients reach the replicas of another service (see StackOptions.balancing). */
+  balancing?: 'per-call' | 'pinned';
 }
 
 export async function startStackFixture(options: StackFixtureOptions = {}): Promise<StackFixture> {
-  const { env = {}, projects: projectNames = [], mode = 'tsx', ownNats = false, databaseUrl, replicas, logLevel = 'info', blobStore } = options;
+  const { env = {}, projects: projectNames = [], mode = 'tsx', ownNats = false, databaseUrl, replicas, logLevel = 'info', blobStore, balancing } = options;
   const dataDir = tempDir('stack');
   const projects: Record<string, TestProject> = {};
   if (projectNames.length) {
@@ -67,6 +69,7 @@ export async function startStackFixture(options: StackFixtureOptions = {}): Prom
     natsUrl,
     databaseUrl,
     replicas,
+    balancing,
     apiKey: key,
     mode,
     logLevel,

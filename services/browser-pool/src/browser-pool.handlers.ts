@@ -1,4 +1,7 @@
-/** BrowserPoolService handlers: proto ↔ domain. */
+/**
+ * BrowserPoolService handlers: proto ↔ domain. A call about one browser is answered where the
+ * browser runs: here, or forwarded to the replica that owns it (owner-routing.ts).
+ */
 import { InvalidArgumentError } from '../../common/src/errors.js';
 import { agentEnum, agentName } from '../../common/src/agent-name.js';
 import type { Handlers } from '../../common/src/grpc.js';
@@ -19,6 +22,7 @@ import type { BrowserRow, StopReason as StopReasonName } from './browser.reposit
 import type { BrowserInput, MouseButtonName } from './input.js';
 import type { ProfileRow } from './profile.repository.js';
 import type { Profiles } from './profiles.js';
+import { forwardedTo, type OwnerRouter } from './owner-routing.js';
 import type { Frame } from './screencast.js';
 
 const REASONS: Record<StopReasonName, StopReason> = {
@@ -30,6 +34,7 @@ const REASONS: Record<StopReasonName, StopReason> = {
   idle: StopReason.STOP_REASON_IDLE,
   shutdown: StopReason.STOP_REASON_SHUTDOWN,
   reclaimed: StopReason.STOP_REASON_RECLAIMED,
+  owner_lost: StopReason.STOP_REASON_OWNER_LOST,
   // The contract has no value for a browser that died on its own.
   crashed: StopReason.STOP_REASON_UNSPECIFIED,
 };
@@ -125,8 +130,8 @@ export function inputOf(req: DispatchInputRequest): BrowserInput {
   throw new InvalidArgumentError('Exactly one input (mouse, wheel, key or tab) is required');
 }
 
-/** The BrowserPoolService handlers over the pool and the profiles. */
-export function browserPoolHandlers(pool: BrowserPool, profiles: Profiles): Handlers<typeof BrowserPoolServiceService> {
+/** The BrowserPoolService handlers over the pool, the profiles and the routing to other replicas. */
+export function browserPoolHandlers(pool: BrowserPool, profiles: Profiles, router: OwnerRouter): Handlers<typeof BrowserPoolServiceService> {
   /** A browser as callers see it; `withAccess: false` leaves out the ways in (no CDP token is signed). */
   const browserOut = (b: BrowserRow, withAccess = true): Browser => ({
     id: b.id,
@@ -147,7 +152,12 @@ export function browserPoolHandlers(pool: BrowserPool, profiles: Profiles): Hand
     stopReason: b.stopReason ? REASONS[b.stopReason] : StopReason.STOP_REASON_UNSPECIFIED,
   });
   return {
-    async createBrowser(req) {
+    async createBrowser(req, call) {
+      // A draining replica hands new browsers to a peer (a forwarded create is never passed on again).
+      if (pool.draining && forwardedTo(call.metadata) === undefined) {
+        const peer = await router.peerForCreate(call);
+        if (peer) return peer.client.api.createBrowser(req, peer.opts);
+      }
       const row = await pool.create({
         projectId: req.projectId,
         profileId: req.profileId,
@@ -174,49 +184,60 @@ export function browserPoolHandlers(pool: BrowserPool, profiles: Profiles): Hand
       // The recorder needs neither way in: no CDP or live view URL leaves the pool here.
       return { items: page.items.map((b) => browserOut(b, false)), nextCursor: page.nextCursor };
     },
-    async stopBrowser(req) {
-      return { browser: browserOut(await pool.stop(req.projectId, req.browserId, reasonName(req.reason))) };
+    async stopBrowser(req, call) {
+      return router.call(req, call, (peer, o) => peer.api.stopBrowser(req, o), async () => ({
+        browser: browserOut(await pool.stop(req.projectId, req.browserId, reasonName(req.reason))),
+      }));
     },
-    async releaseBrowser(req) {
-      return { browser: browserOut(await pool.release(req.projectId, req.browserId, req.runId)) };
+    async releaseBrowser(req, call) {
+      return router.call(req, call, (peer, o) => peer.api.releaseBrowser(req, o), async () => ({
+        browser: browserOut(await pool.release(req.projectId, req.browserId, req.runId)),
+      }));
     },
-    async claimBrowser(req) {
-      return { browser: browserOut(await pool.claim(req.projectId, req.browserId, req.runId)) };
+    async claimBrowser(req, call) {
+      return router.call(req, call, (peer, o) => peer.api.claimBrowser(req, o), async () => ({
+        browser: browserOut(await pool.claim(req.projectId, req.browserId, req.runId)),
+      }));
     },
-    async saveProfileState(req) {
-      const p = await pool.saveProfileState(req.projectId, req.browserId);
-      return { profile: p ? profileOut(p) : undefined };
+    async saveProfileState(req, call) {
+      return router.call(req, call, (peer, o) => peer.api.saveProfileState(req, o), async () => {
+        const p = await pool.saveProfileState(req.projectId, req.browserId);
+        return { profile: p ? profileOut(p) : undefined };
+      });
     },
-    async getCdpEndpoint(req) {
-      return { websocketUrl: await pool.cdpEndpoint(req.projectId, req.browserId) };
+    async getCdpEndpoint(req, call) {
+      return router.call(req, call, (peer, o) => peer.api.getCdpEndpoint(req, o), async () => ({ websocketUrl: await pool.cdpEndpoint(req.projectId, req.browserId) }));
     },
     async streamFrames(req, call) {
-      const ended = new Promise<void>((resolve) => {
-        call.once('cancelled', () => resolve());
-        call.once('error', () => resolve());
-      });
+      const ended = Promise.race([
+        new Promise<void>((resolve) => {
+          call.once('cancelled', () => resolve());
+          call.once('error', () => resolve());
+        }),
+        pool.streamsEnded,
+      ]);
       // A slow viewer skips images (never metadata) until its stream drains; others are not held up.
       let blocked = false;
-      await pool.streamFrames(
-        req.projectId,
-        req.browserId,
-        (f) => {
-          if (call.cancelled || (blocked && f.jpeg.length)) return;
-          if (!call.write(frameOut(f)) && !blocked) {
-            blocked = true;
-            call.once('drain', () => (blocked = false));
-          }
-        },
-        ended,
-        { passive: req.passive },
+      const write = (f: StreamFramesResponse) => {
+        if (call.cancelled || (blocked && f.jpeg.length)) return;
+        if (!call.write(f) && !blocked) {
+          blocked = true;
+          call.once('drain', () => (blocked = false));
+        }
+      };
+      await router.stream(req, call, (peer, o) => peer.api.streamFrames(req, o), write, ended, () =>
+        pool.streamFrames(req.projectId, req.browserId, (f) => write(frameOut(f)), ended, { passive: req.passive }),
       );
     },
-    async dispatchInput(req) {
-      await pool.input(req.projectId, req.browserId, inputOf(req));
-      return {};
+    async dispatchInput(req, call) {
+      const input = inputOf(req);
+      return router.call(req, call, (peer, o) => peer.api.dispatchInput(req, o), async () => {
+        await pool.input(req.projectId, req.browserId, input);
+        return {};
+      });
     },
-    async listDownloads(req) {
-      return { items: await pool.downloads(req.projectId, req.browserId) };
+    async listDownloads(req, call) {
+      return router.call(req, call, (peer, o) => peer.api.listDownloads(req, o), async () => ({ items: await pool.downloads(req.projectId, req.browserId) }));
     },
     async createProfile(req) {
       return { profile: profileOut(await profiles.create(req.projectId, req.name, req.userId)) };

@@ -30,6 +30,7 @@ import { Proxies } from './proxies.js';
 import type { Frame } from './screencast.js';
 import { SITE_DIR, startFixtureSite, type FixtureSite } from './testing/fixture-site.js';
 import { hostConfinement } from './testing/confinement.js';
+import { upgradeStatus } from './testing/upgrade-status.js';
 
 const logger = createLogger('test', process.env.TEST_LOG_LEVEL ?? 'silent');
 let now = Date.now();
@@ -135,24 +136,6 @@ async function openPage(b: PuppeteerBrowser, url: string) {
   const [page] = await b.pages();
   await page!.goto(url);
   return page!;
-}
-
-/** The HTTP status the proxy answers a WebSocket upgrade with. */
-function upgradeStatus(wsUrl: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const u = new URL(wsUrl);
-    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname + u.search, headers: { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Version': '13', 'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==' } });
-    req.on('upgrade', (res, socket) => {
-      socket.destroy();
-      resolve(res.statusCode!);
-    });
-    req.on('response', (res) => {
-      res.resume();
-      resolve(res.statusCode!);
-    });
-    req.on('error', reject);
-    req.end();
-  });
 }
 
 const P = 'prj_pool_test';

@@ -51,6 +51,11 @@ export interface BrowserPoolOptions {
    * Set later with `useCdpInternalBase` when the proxy's port is known only once it listens.
    */
   cdpInternalBase?: string | undefined;
+  /**
+   * Asks the replica that runs a browser recorded stopped here (a reclaimed one) to end it; unset
+   * with one replica. Its answer is not awaited: the owner also ends it at its next heartbeat.
+   */
+  endElsewhere?: (row: BrowserRow) => void;
   /** Names this pool process's browsers in the database (stable across its restarts). */
   instanceId: string;
   /** Parent of every browser's directory. */
@@ -114,6 +119,9 @@ export class BrowserPool implements CdpProxyBackend {
   #cdpInternalBase: string | undefined;
   #reaper: NodeJS.Timeout | undefined;
   #stopped = false;
+  #draining = false;
+  /** Told when the last active browser ends (a drain waits for it). */
+  readonly #whenEmpty = new Set<() => void>();
   #stopping: Promise<void> | undefined;
   #endStreams!: () => void;
   readonly #streamsEnded = new Promise<void>((r) => (this.#endStreams = r));
@@ -221,7 +229,7 @@ export class BrowserPool implements CdpProxyBackend {
 
   /** Provisions a browser synchronously: warm if one fits, else launched; profile loaded before it is returned. */
   async create(input: CreateBrowserInput): Promise<BrowserRow> {
-    if (this.#stopped) throw new UnavailableError('The browser pool is shutting down');
+    if (this.#stopped || this.#draining) throw new UnavailableError('The browser pool is shutting down');
     const v = this.#validate(input);
     const state = input.profileId ? await this.#o.profiles.state(input.projectId, input.profileId) : undefined;
     const fitsWarm = v.proxy === null && v.width === this.#o.defaultWidth && v.height === this.#o.defaultHeight;
@@ -336,8 +344,10 @@ export class BrowserPool implements CdpProxyBackend {
     if (b && !this.#ending.has(row.id)) {
       this.#end(b, 'reclaimed', row).catch((err) => this.#logger.error({ err, browserId: row.id }, 'reclaimed browser not shut down'));
     } else {
-      // Already ending for another reason (or not run here): its own end finds it stopped and tells no one.
+      // Already ending for another reason (its own end finds it stopped and tells no one), or run by
+      // another replica, which is asked to end it now (and would at its next heartbeat anyway).
       this.#o.events.publish('stopped', row);
+      if (!b) this.#o.endElsewhere?.(row);
     }
     return true;
   }
@@ -412,7 +422,17 @@ export class BrowserPool implements CdpProxyBackend {
     return cdpUrl(this.#o.cdpWsBase, this.#o.signer, row.id, Math.ceil(Date.parse(row.timeoutAt) / 1000) + 60);
   }
 
-  // ---- CdpProxyBackend ----
+  // ---- CdpProxyBackend, and what routing asks ----
+
+  /** This pool process's instance id (the owner named in its browsers' rows). */
+  get instanceId(): string {
+    return this.#o.instanceId;
+  }
+
+  /** True when the browser's process runs here (also while it is stopping): calls about it are answered here. */
+  runsHere(browserId: string): boolean {
+    return this.#active.has(browserId);
+  }
 
   live(browserId: string): LiveBrowser | undefined {
     const b = this.#active.get(browserId);
@@ -431,7 +451,9 @@ export class BrowserPool implements CdpProxyBackend {
     if (b && b.row?.projectId === projectId) return (await this.#end(b, reason)) ?? this.#require(projectId, id);
     const row = await this.#require(projectId, id);
     if (row.status !== 'active') return row;
-    // Active in the database but not running here: a leftover (or another replica's); record the truth.
+    // Another replica's browser is stopped by that replica (or reaped once it is dead), never marked from here.
+    if (row.instanceId !== this.#o.instanceId) throw new UnavailableError('The browser runs on another pool replica; try again');
+    // Active in the database but not running here: a leftover of this instance's previous process; record the truth.
     const stopped = await this.#o.browsers.markStopped(id, reason, new Date(this.#now()));
     if (stopped) this.#o.events.publish('stopped', stopped);
     return stopped ?? this.#require(projectId, id);
@@ -457,6 +479,7 @@ export class BrowserPool implements CdpProxyBackend {
       this.#trackRemoval(b);
       const stopped = marked ?? (await this.#o.browsers.markStopped(b.id, reason, new Date(this.#now())));
       this.#active.delete(b.id);
+      if (this.#active.size === 0) for (const done of this.#whenEmpty) done();
       if (stopped) {
         this.#o.events.publish('stopped', stopped);
         this.#logger.info({ browserId: b.id, reason }, 'browser stopped');
@@ -580,6 +603,63 @@ export class BrowserPool implements CdpProxyBackend {
       else if (idleMs > 0 && !b.inUse && now - b.lastActivity >= idleMs) ends.push(this.#end(b, 'idle'));
     }
     await Promise.all(ends);
+  }
+
+  /** Announces browsers of a dead instance that this replica reaped (recorded stopped, owner_lost). */
+  announceReaped(rows: BrowserRow[]): void {
+    for (const row of rows) {
+      this.#o.events.publish('stopped', row);
+      this.#logger.info({ browserId: row.id, projectId: row.projectId, instanceId: row.instanceId }, 'browser of a dead pool instance recorded stopped');
+    }
+  }
+
+  /**
+   * Ends the browsers running here whose records say stopped elsewhere: an idle session browser
+   * reclaimed by another replica for a newer one, or every browser when this instance was taken
+   * for dead and reaped. Their stop was announced by whoever recorded it. Runs at every heartbeat.
+   */
+  async endStoppedElsewhere(): Promise<void> {
+    const here = [...this.#active.keys()].filter((id) => !this.#ending.has(id));
+    const ends: Promise<unknown>[] = [];
+    for (const row of await this.#o.browsers.stoppedAmong(here)) {
+      const b = this.#active.get(row.id);
+      if (b && !this.#ending.has(row.id)) ends.push(this.#end(b, row.stopReason ?? 'owner_lost'));
+    }
+    await Promise.all(ends);
+  }
+
+  get draining(): boolean {
+    return this.#draining || this.#stopped;
+  }
+
+  /**
+   * The first step of a graceful shutdown: takes no new browsers (warm ones are stopped) and waits
+   * up to `timeoutMs` for the active ones to end on their own (clients finish, runs end, timeouts).
+   * Resolves true when none is left.
+   */
+  async drain(timeoutMs: number): Promise<boolean> {
+    this.#draining = true;
+    await this.#warm.stop();
+    if (this.#active.size === 0) return true;
+    this.#logger.info({ browsers: this.#active.size, timeoutMs }, 'draining: waiting for active browsers to end');
+    let done!: () => void;
+    let timer: NodeJS.Timeout | undefined;
+    const empty = new Promise<boolean>((resolve) => {
+      done = () => resolve(true);
+      this.#whenEmpty.add(done);
+      timer = setTimeout(() => resolve(false), timeoutMs);
+    });
+    try {
+      return await empty;
+    } finally {
+      clearTimeout(timer);
+      this.#whenEmpty.delete(done);
+    }
+  }
+
+  /** Resolves when frame streams are ended for the shutdown (streams relayed from other replicas end then too). */
+  get streamsEnded(): Promise<void> {
+    return this.#streamsEnded;
   }
 
   /** Ends every frame stream (first step of a shutdown: viewers must not hold the gRPC drain up). */

@@ -4,7 +4,8 @@ import type { Knex } from '../../common/src/db.js';
 import { keysetPage, newestFirst, type Page } from '../../common/src/keyset.js';
 
 export type BrowserStatus = 'active' | 'stopped';
-export type StopReason = 'user' | 'run_ended' | 'run_stopped' | 'session_closed' | 'timeout' | 'idle' | 'shutdown' | 'crashed' | 'reclaimed';
+/** Why a browser stopped; `owner_lost`: the pool instance running it stopped renewing its heartbeat (it died). */
+export type StopReason = 'user' | 'run_ended' | 'run_stopped' | 'session_closed' | 'timeout' | 'idle' | 'shutdown' | 'crashed' | 'reclaimed' | 'owner_lost';
 
 /** A browser record. */
 export interface BrowserRow {
@@ -41,7 +42,8 @@ export interface DownloadRow {
 const iso = (v: unknown): string => new Date(v as string).toISOString();
 const isoOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : iso(v));
 
-function browser(r: any): BrowserRow {
+/** A browsers row as the domain sees it (for the other repositories of this schema). */
+export function browser(r: any): BrowserRow {
   return {
     id: r.id,
     projectId: r.project_id,
@@ -195,6 +197,12 @@ export class BrowserRepository {
   async markStopped(id: string, reason: StopReason, at: Date): Promise<BrowserRow | undefined> {
     const [r] = await this.#knex('browsers').where({ id, status: 'active' }).update({ status: 'stopped', stopped_at: at, stop_reason: reason }).returning('*');
     return r ? browser(r) : undefined;
+  }
+
+  /** Which of these browsers are recorded stopped (one query for every browser a process runs). */
+  async stoppedAmong(ids: string[]): Promise<BrowserRow[]> {
+    if (!ids.length) return [];
+    return (await this.#knex('browsers').whereIn('id', ids).andWhere({ status: 'stopped' })).map(browser);
   }
 
   /** Active browsers a pool process (this one, before a restart) was running. */

@@ -8,11 +8,19 @@
  * (any number may attach at once). Commands that would reach the host are refused: opening
  * `file:`, `chrome:` and other internal URLs, file paths outside the browser's own folder,
  * proxies and extensions of the client's choosing; download settings keep the browser's folder.
+ *
+ * Any replica's proxy serves every browser: a browser that runs on another replica is reached
+ * through that replica's proxy (its owner), the connection relayed byte for byte, so one Ingress
+ * serves all. The token is verified here first (no lookup, no connection to a peer for a bad one)
+ * and again by the owner, whose port is the same public edge and cannot trust a header saying a
+ * request was checked. A relayed request carries the owner's id, so it is never relayed again.
  */
 import fs from 'node:fs';
 import http from 'node:http';
-import type net from 'node:net';
+import https from 'node:https';
+import net from 'node:net';
 import path from 'node:path';
+import tls from 'node:tls';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { Logger } from '../../common/src/logger.js';
 import type { Signer } from '../../common/src/signing.js';
@@ -20,6 +28,7 @@ import type { CdpMessage, GuardVerdict } from './cdp-connection.js';
 import { verifyCdpToken } from './cdp-token.js';
 import { BLOCKED_SCHEMES } from './confinement.js';
 import type { LiveBrowser } from './live-browser.js';
+import { FORWARDED_TO_HEADER } from './owner-routing.js';
 
 /** Largest CDP command a client may send (bodies for Fetch.fulfillRequest, scripts). */
 const MAX_MESSAGE = 64 * 1024 * 1024;
@@ -113,6 +122,12 @@ export interface CdpProxyBackend {
   live(browserId: string): LiveBrowser | undefined;
   /** Its public cdpUrl (with a token). */
   publicUrl(browser: LiveBrowser): string;
+  /**
+   * The replica that runs a browser not live here (its id and the ws:// base of its proxy);
+   * undefined when there is none to relay to. `forwardedTo`: the instance a relayed request was
+   * meant for (a relayed request is never relayed again). Unset: browsers of this process only.
+   */
+  owner?(browserId: string, forwardedTo: string | undefined): Promise<{ id: string; cdpUrl: string } | undefined>;
 }
 
 export interface CdpProxyOptions {
@@ -183,6 +198,8 @@ export class CdpProxy {
   readonly server: http.Server;
   readonly #o: CdpProxyOptions;
   readonly #clients = new Set<WebSocket>();
+  /** Connections relayed to other replicas' proxies. */
+  readonly #relays = new Set<net.Socket>();
   readonly #wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: MAX_MESSAGE });
   #stopping: Promise<void> | undefined;
 
@@ -198,8 +215,11 @@ export class CdpProxy {
     this.server.on('upgrade', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => this.#upgrade(req, socket, head));
   }
 
-  /** Checks route, token and browser; throws a Refusal otherwise. */
-  #authorize(req: http.IncomingMessage): { route: Route; url: URL; browser: LiveBrowser } {
+  /**
+   * Checks route and token, then finds the browser: live here, or the owner to relay to; throws a
+   * Refusal otherwise.
+   */
+  async #authorize(req: http.IncomingMessage): Promise<{ route: Route; browser: LiveBrowser; owner?: undefined } | { route: Route; browser?: undefined; owner: { id: string; cdpUrl: string } }> {
     const url = new URL(req.url ?? '/', 'http://proxy');
     const r = route(url.pathname);
     if (!r) throw new Refusal(404, 'Not found');
@@ -207,13 +227,23 @@ export class CdpProxy {
     if (verdict === 'expired') throw new Refusal(401, 'CDP token expired');
     if (verdict !== 'ok') throw new Refusal(401, 'Invalid CDP token');
     const browser = this.#o.backend.live(r.browserId);
-    if (!browser) throw new Refusal(404, 'Browser is not active');
-    return { route: r, url, browser };
+    if (browser) return { route: r, browser };
+    const to = req.headers[FORWARDED_TO_HEADER];
+    let owner: { id: string; cdpUrl: string } | undefined;
+    try {
+      owner = await this.#o.backend.owner?.(r.browserId, typeof to === 'string' ? to : undefined);
+    } catch (err) {
+      this.#o.logger.debug({ err, browserId: r.browserId }, 'cdp owner not found');
+      throw new Refusal(503, 'The browser is not reachable right now; try again');
+    }
+    if (!owner) throw new Refusal(404, 'Browser is not active');
+    return { route: r, owner };
   }
 
   async #http(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     if (req.method !== 'GET' && req.method !== 'HEAD') throw new Refusal(405, 'Method not allowed');
-    const { route: r, browser } = this.#authorize(req);
+    const { route: r, browser, owner } = await this.#authorize(req);
+    if (owner) return this.#relayHttp(req, res, owner);
     browser.touch();
     const publicUrl = this.#o.backend.publicUrl(browser);
     if (r.kind === 'browser' || r.kind === 'page') throw new Refusal(426, 'WebSocket upgrade required');
@@ -230,17 +260,86 @@ export class CdpProxy {
 
   #upgrade(req: http.IncomingMessage, socket: net.Socket, head: Buffer): void {
     socket.on('error', () => socket.destroy());
-    let auth: { route: Route; browser: LiveBrowser };
-    try {
-      auth = this.#authorize(req);
-      if (auth.route.kind !== 'browser' && auth.route.kind !== 'page') throw new Refusal(400, 'Not a WebSocket endpoint');
-    } catch (err) {
+    this.#authorize(req).then(
+      (auth) => {
+        if (auth.route.kind !== 'browser' && auth.route.kind !== 'page') throw new Refusal(400, 'Not a WebSocket endpoint');
+        if (socket.destroyed) return;
+        if (auth.owner) return this.#relayUpgrade(req, socket, head, auth.owner);
+        const { route: r, browser } = auth;
+        this.#wss.handleUpgrade(req, socket, head, (client) => this.#attach(client, browser, r.targetId));
+      },
+    ).catch((err: unknown) => {
       const r = err instanceof Refusal ? err : new Refusal(500, 'Internal error');
+      if (!(err instanceof Refusal)) this.#o.logger.warn({ err }, 'cdp connection failed');
       this.#o.logger.debug({ status: r.status, reason: r.message }, 'cdp connection refused');
-      return refuseSocket(socket, r.status, r.message);
+      refuseSocket(socket, r.status, r.message);
+    });
+  }
+
+  /** The request's head as the owner's proxy gets it: the same path and headers, Host its own, marked as relayed to it. */
+  #relayedHeaders(req: http.IncomingMessage, target: URL, ownerId: string): [string, string][] {
+    const out: [string, string][] = [];
+    for (let i = 0; i < req.rawHeaders.length; i += 2) {
+      const name = req.rawHeaders[i]!;
+      if (!['host', FORWARDED_TO_HEADER].includes(name.toLowerCase())) out.push([name, req.rawHeaders[i + 1]!]);
     }
-    const { route: r, browser } = auth;
-    this.#wss.handleUpgrade(req, socket, head, (client) => this.#attach(client, browser, r.targetId));
+    out.push(['Host', target.host], [FORWARDED_TO_HEADER, ownerId]);
+    return out;
+  }
+
+  /** Where on the owner a request goes: its proxy's base, then this request's path and query (the token). */
+  static #target(req: http.IncomingMessage, cdpUrl: string): URL {
+    const base = new URL(cdpUrl);
+    return new URL(base.pathname.replace(/\/+$/, '') + (req.url ?? '/'), `${base.protocol === 'wss:' ? 'https' : 'http'}://${base.host}`);
+  }
+
+  /**
+   * Relays a WebSocket upgrade to the owner's proxy and then the connection byte for byte: the
+   * owner answers the handshake (or refuses it) itself, and frames pass unparsed.
+   */
+  #relayUpgrade(req: http.IncomingMessage, socket: net.Socket, head: Buffer, owner: { id: string; cdpUrl: string }): void {
+    const target = CdpProxy.#target(req, owner.cdpUrl);
+    const port = Number(target.port) || (target.protocol === 'https:' ? 443 : 80);
+    const upstream = target.protocol === 'https:' ? tls.connect({ host: target.hostname, port, servername: target.hostname }) : net.connect({ host: target.hostname, port });
+    let connected = false;
+    this.#relays.add(upstream);
+    upstream.once('close', () => {
+      this.#relays.delete(upstream);
+      if (connected) socket.destroy(); // else the refusal below is on its way
+    });
+    socket.once('close', () => upstream.destroy());
+    upstream.on('error', (err) => {
+      if (connected) return;
+      this.#o.logger.warn({ err, instanceId: owner.id }, "the owner's cdp proxy did not answer");
+      refuseSocket(socket, 502, 'The browser did not answer');
+    });
+    upstream.once(target.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
+      connected = true;
+      socket.setNoDelay(true);
+      upstream.setNoDelay(true);
+      const lines = this.#relayedHeaders(req, target, owner.id).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+      upstream.write(`${req.method} ${target.pathname}${target.search} HTTP/1.1\r\n${lines}\r\n`);
+      if (head.length) upstream.write(head);
+      upstream.pipe(socket);
+      socket.pipe(upstream);
+    });
+  }
+
+  /** Relays a `/json/*` request to the owner's proxy and its answer back. */
+  #relayHttp(req: http.IncomingMessage, res: http.ServerResponse, owner: { id: string; cdpUrl: string }): Promise<void> {
+    const target = CdpProxy.#target(req, owner.cdpUrl);
+    const headers = Object.fromEntries(this.#relayedHeaders(req, target, owner.id));
+    return new Promise<void>((resolve, reject) => {
+      const out = (target.protocol === 'https:' ? https : http).request(target, { method: req.method, headers, timeout: 10000 }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+        answer.once('end', () => resolve());
+        answer.once('error', reject);
+      });
+      out.once('timeout', () => out.destroy(new Error('the owner did not answer in time')));
+      out.once('error', reject);
+      out.end();
+    });
   }
 
   /** Makes the client a channel of its own over the browser's pipe; messages that arrive meanwhile wait. */
@@ -300,6 +399,7 @@ export class CdpProxy {
       if (!this.server.listening) return resolve();
       this.server.close(() => resolve());
       for (const c of this.#clients) c.terminate();
+      for (const r of this.#relays) r.destroy();
       this.server.closeAllConnections();
       this.#wss.close();
     });

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import os from 'node:os';
 import { test } from 'node:test';
 import { ConfigError } from '../../common/src/config.js';
 import { loadBrowserPoolConfig, parseProxies, toWebSocketBase } from './config.js';
@@ -60,4 +61,31 @@ test("when the services' addresses are configured (host:port, dns:///host:port o
   assert.equal(c.egress.allowPrivateNetworks, true, 'loopback and private networks are reachable by default (local development)');
   assert.equal(loadBrowserPoolConfig({ BROWSER_ALLOW_PRIVATE_NETWORKS: 'false' }).egress.allowPrivateNetworks, false);
   assert.throws(() => loadBrowserPoolConfig({ BROWSER_DENIED_PORTS: '80,http' }), (e: unknown) => e instanceof ConfigError && /BROWSER_DENIED_PORTS/.test(e.message));
+});
+
+test('when the replica settings are unset, then the instance is named after the host, reached on loopback, and drains for half the shutdown time', () => {
+  const c = loadBrowserPoolConfig({ SHUTDOWN_TIMEOUT_MS: '30000' });
+  assert.equal(c.instanceId, os.hostname());
+  assert.equal(c.advertiseGrpcAddr, undefined, 'main.ts advertises 127.0.0.1:<bound port>');
+  assert.equal(c.advertiseCdpUrl, undefined);
+  assert.equal(c.heartbeatIntervalMs, 5000);
+  assert.equal(c.heartbeatTimeoutMs, 20000);
+  assert.equal(c.drainTimeoutMs, 15000);
+  const k8s = loadBrowserPoolConfig({ POOL_INSTANCE_ID: 'browser-pool-1', POOL_ADVERTISE_GRPC_ADDR: '10.1.2.3:50052', POOL_ADVERTISE_CDP_URL: 'http://10.1.2.3:9222', POOL_DRAIN_TIMEOUT_MS: '0' });
+  assert.equal(k8s.instanceId, 'browser-pool-1');
+  assert.equal(k8s.advertiseGrpcAddr, '10.1.2.3:50052');
+  assert.equal(k8s.advertiseCdpUrl, 'ws://10.1.2.3:9222');
+  assert.equal(k8s.drainTimeoutMs, 0);
+});
+
+test('when the replica settings contradict each other or are malformed, then every variable at fault is named', () => {
+  assert.throws(
+    () => loadBrowserPoolConfig({ POOL_INSTANCE_ID: 'pod one', POOL_ADVERTISE_GRPC_ADDR: 'ipv4:10.0.0.1:1,10.0.0.2:1', POOL_HEARTBEAT_INTERVAL_MS: '5000', POOL_HEARTBEAT_TIMEOUT_MS: '6000', SHUTDOWN_TIMEOUT_MS: '10000', POOL_DRAIN_TIMEOUT_MS: '10000' }),
+    (e: unknown) => {
+      assert.ok(e instanceof ConfigError);
+      assert.deepEqual(e.problems.map((p) => p.split(' ')[0]), ['POOL_INSTANCE_ID', 'POOL_ADVERTISE_GRPC_ADDR', 'POOL_HEARTBEAT_TIMEOUT_MS', 'POOL_DRAIN_TIMEOUT_MS']);
+      return true;
+    },
+  );
+  assert.throws(() => loadBrowserPoolConfig({ POOL_ADVERTISE_CDP_URL: 'tcp://10.0.0.1:9222' }), (e: unknown) => e instanceof ConfigError && /POOL_ADVERTISE_CDP_URL/.test(e.message));
 });

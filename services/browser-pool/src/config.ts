@@ -1,3 +1,4 @@
+import os from 'node:os';
 import {
   ConfigError,
   DEFAULT_PORTS,
@@ -6,11 +7,13 @@ import {
   grpcClientFields,
   grpcFields,
   int,
+  isHostPort,
   loadConfig,
   bool,
   natsFields,
   oneOf,
   optionalBool,
+  optionalInt,
   optionalStr,
   optionalUrl,
   port,
@@ -63,7 +66,37 @@ export const browserPoolConfigSpec = {
   screencastEveryNthFrame: int('SCREENCAST_EVERY_NTH_FRAME', { default: 1, min: 1, max: 60, describe: 'Send every n-th compositor frame' }),
   profileStateMaxBytes: int('PROFILE_STATE_MAX_BYTES', { default: 16 * 1024 * 1024, min: 1024, describe: 'Largest saved profile state (cookies + localStorage JSON)' }),
   downloadUrlTtlSeconds: int('BROWSER_DOWNLOAD_URL_TTL_SECONDS', { default: 900, min: 10, max: 7 * 86400, describe: 'Lifetime of download links' }),
+  instanceId: str('POOL_INSTANCE_ID', {
+    default: os.hostname(),
+    describe: "Names this pool process in the database (its browsers' owner); stable per pod (the pod name), so a restart finds its own leftovers",
+  }),
+  advertiseGrpcAddr: optionalStr('POOL_ADVERTISE_GRPC_ADDR', { describe: "host:port of this process's gRPC server as other pool replicas reach it (Kubernetes: the pod IP); default 127.0.0.1:<bound port>" }),
+  advertiseCdpUrl: optionalUrl('POOL_ADVERTISE_CDP_URL', ['ws', 'wss', 'http', 'https'], {
+    describe: "Base URL of this process's CDP proxy as other pool replicas reach it (Kubernetes: ws://<pod IP>:9222); default ws://127.0.0.1:<bound port>",
+  }),
+  heartbeatIntervalMs: int('POOL_HEARTBEAT_INTERVAL_MS', { default: 5000, min: 50, max: 600000, describe: 'How often this process renews its heartbeat and looks for dead peers' }),
+  heartbeatTimeoutMs: int('POOL_HEARTBEAT_TIMEOUT_MS', { default: 20000, min: 100, max: 3600000, describe: "A peer silent this long is dead: its browsers are recorded stopped (owner_lost)" }),
+  drainTimeoutMs: optionalInt('POOL_DRAIN_TIMEOUT_MS', {
+    min: 0,
+    max: 3600000,
+    describe: 'At SIGTERM, how long running browsers may go on (no new ones) before they are stopped; default half of SHUTDOWN_TIMEOUT_MS',
+  }),
 };
+
+/** An instance id travels in headers and names rows: a pod name fits (letters, digits, `.`, `_`, `-`). */
+const INSTANCE_ID = /^[A-Za-z0-9._-]{1,200}$/;
+
+/** The liveness and drain settings, checked against each other. */
+function instanceSettings(c: { instanceId: string; advertiseGrpcAddr: string | undefined; heartbeatIntervalMs: number; heartbeatTimeoutMs: number; drainTimeoutMs: number | undefined; shutdownTimeoutMs: number }) {
+  const problems: string[] = [];
+  if (!INSTANCE_ID.test(c.instanceId)) problems.push(`POOL_INSTANCE_ID must be 1 to 200 letters, digits, '.', '_' or '-' (got ${JSON.stringify(c.instanceId)})`);
+  if (c.advertiseGrpcAddr !== undefined && !isHostPort(c.advertiseGrpcAddr)) problems.push(`POOL_ADVERTISE_GRPC_ADDR must be host:port (got ${JSON.stringify(c.advertiseGrpcAddr)})`);
+  if (c.heartbeatTimeoutMs < 2 * c.heartbeatIntervalMs) problems.push('POOL_HEARTBEAT_TIMEOUT_MS must be at least twice POOL_HEARTBEAT_INTERVAL_MS (one late heartbeat is not a death)');
+  const drainTimeoutMs = c.drainTimeoutMs ?? Math.floor(c.shutdownTimeoutMs / 2);
+  if (drainTimeoutMs >= c.shutdownTimeoutMs) problems.push('POOL_DRAIN_TIMEOUT_MS must be shorter than SHUTDOWN_TIMEOUT_MS (browsers are stopped, profiles saved, after the drain)');
+  if (problems.length) throw new ConfigError(problems);
+  return { drainTimeoutMs };
+}
 
 /** A proxy per lower-case country code, from PROXIES (JSON) and PROXY_<CC> variables. */
 export function parseProxies(json: string | undefined, env: Record<string, string | undefined>): Map<string, URL> {
@@ -147,6 +180,8 @@ export function loadBrowserPoolConfig(env: Record<string, string | undefined> = 
     proxies: parseProxies(c.proxies, env),
     cdpWsBase: toWebSocketBase(c.cdpPublicUrl ?? `http://localhost:${c.cdpPort}`),
     cdpInternalBase: c.cdpInternalUrl ? toWebSocketBase(c.cdpInternalUrl) : undefined,
+    advertiseCdpUrl: c.advertiseCdpUrl ? toWebSocketBase(c.advertiseCdpUrl) : undefined,
+    ...instanceSettings(c),
   };
 }
 

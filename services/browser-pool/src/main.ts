@@ -1,10 +1,10 @@
 /**
  * Composition root of the browser-pool service: config → database → bus → clients → pool (which
- * first reaps what a crashed predecessor left) → CDP proxy → gRPC → signals. On SIGTERM: end
- * viewers' streams, drain gRPC, close the proxy, stop every browser (profiles saved), then the rest.
+ * first reaps what a crashed predecessor of the same instance id left) → CDP proxy → gRPC →
+ * registration among the replicas (heartbeat, reaping dead peers) → signals. On SIGTERM: drain
+ * (no new browsers; running ones go on up to POOL_DRAIN_TIMEOUT_MS), end viewers' streams, drain
+ * gRPC, close the proxy, stop every browser (profiles saved), deregister, then the rest.
  */
-import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
 import { connectBus } from '../../common/src/bus.js';
 import { openDatabase } from '../../common/src/db.js';
@@ -25,22 +25,13 @@ import { ProfileRepository } from './profile.repository.js';
 import { Profiles } from './profiles.js';
 import { detectConfinement, fitToRoot } from './confinement.js';
 import { Proxies } from './proxies.js';
+import { InstanceRepository } from './instance.repository.js';
+import { Instances } from './instances.js';
+import { OwnerRouter } from './owner-routing.js';
 import { createBrowserPoolServer } from './server.js';
 
-/** A stable id of this pool's data directory: a restart finds and stops its own leftovers only. */
-function instanceId(dir: string): string {
-  const file = path.join(dir, 'instance-id');
-  try {
-    const id = fs.readFileSync(file, 'utf8').trim();
-    if (id) return id;
-  } catch {
-    /* first start */
-  }
-  fs.mkdirSync(dir, { recursive: true });
-  const id = `bpi_${randomBytes(12).toString('hex')}`;
-  fs.writeFileSync(file, id);
-  return id;
-}
+/** The address a peer on this host uses for a server bound to `host` (any interface: loopback). */
+const reachable = (host: string) => (['0.0.0.0', '::', ''].includes(host) ? '127.0.0.1' : host);
 
 runMain('browser-pool', async () => {
   const config = loadBrowserPoolConfig();
@@ -54,6 +45,17 @@ runMain('browser-pool', async () => {
   const store = fileStorageDownloadStore(config.fileStorageAddr, config.grpcDeadlineMs, token);
   const liveView = liveViewMinter(config.liveViewAddr, config.grpcDeadlineMs, token);
   const signer = new Signer(loadSigningSecret(config.signingSecret, config.dataDir, 'browser-pool'));
+  const instances = new Instances({
+    repo: new InstanceRepository(db.knex),
+    id: config.instanceId,
+    heartbeatIntervalMs: config.heartbeatIntervalMs,
+    heartbeatTimeoutMs: config.heartbeatTimeoutMs,
+    token,
+    grpcDeadlineMs: config.grpcDeadlineMs,
+    logger,
+    onReaped: (r) => pool.announceReaped(r.browsers),
+    onBeat: () => pool.endStoppedElsewhere().catch((err) => logger.error({ err }, 'browsers recorded stopped by peers not ended')),
+  });
   const pool = new BrowserPool({
     browsers,
     profiles,
@@ -65,7 +67,8 @@ runMain('browser-pool', async () => {
     signer,
     cdpWsBase: config.cdpWsBase,
     cdpInternalBase: config.cdpInternalBase,
-    instanceId: instanceId(home),
+    instanceId: config.instanceId,
+    endElsewhere: (row) => router.endAtOwner(row),
     rootDir: path.join(home, 'browsers'),
     chromium: {
       executable: config.chromiumPath,
@@ -86,20 +89,37 @@ runMain('browser-pool', async () => {
     defaultHeight: config.defaultScreenHeight,
     logger,
   });
+  const router = new OwnerRouter({ runsHere: (id) => pool.runsHere(id), browsers, instances, logger });
   await pool.start();
-  const proxy = new CdpProxy({ backend: pool, signer, logger });
+  const proxy = new CdpProxy({
+    backend: { live: (id) => pool.live(id), publicUrl: (b) => pool.publicUrl(b), owner: (id, to) => router.cdpOwner(id, to) },
+    signer,
+    logger,
+  });
   const cdpPort = await proxy.listen(config.cdpHost, config.cdpPort);
   logger.info({ host: config.cdpHost, port: cdpPort }, 'cdp proxy listening');
-  pool.useCdpInternalBase(`ws://${['0.0.0.0', '::', ''].includes(config.cdpHost) ? '127.0.0.1' : config.cdpHost}:${cdpPort}`);
-  const server = createBrowserPoolServer({ logger, pool, profiles, token });
+  const cdpUrl = config.advertiseCdpUrl ?? `ws://${reachable(config.cdpHost)}:${cdpPort}`;
+  // The run service is handed the owner's own proxy (no relay hop) unless CDP_INTERNAL_URL says otherwise.
+  pool.useCdpInternalBase(cdpUrl);
+  const server = createBrowserPoolServer({ logger, pool, profiles, token, router });
   const port = await server.listen(config.grpcHost, config.grpcPort);
   logger.info({ host: config.grpcHost, port }, 'listening');
+  await instances.start({ grpcAddr: config.advertiseGrpcAddr ?? `${reachable(config.grpcHost)}:${port}`, cdpUrl });
   onShutdownSignals(
     [
+      {
+        name: 'drain',
+        stop: async () => {
+          await instances.drain();
+          const empty = await pool.drain(config.drainTimeoutMs);
+          if (!empty) logger.info({ drainTimeoutMs: config.drainTimeoutMs }, 'drain time is up; stopping the remaining browsers');
+        },
+      },
       { name: 'viewers', stop: () => pool.endStreams() },
       { name: 'grpc', stop: () => server.stop(Math.floor(config.shutdownTimeoutMs / 4)) },
       { name: 'cdp-proxy', stop: () => proxy.stop() },
       { name: 'browsers', stop: () => pool.stopAll() },
+      { name: 'instance', stop: () => instances.stop() },
       { name: 'clients', stop: () => (store.close(), liveView.close()) },
       { name: 'nats', stop: () => bus.stop() },
       { name: 'database', stop: () => db.stop() },

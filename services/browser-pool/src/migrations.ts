@@ -1,4 +1,4 @@
-/** The browser-pool tables: browsers, what they downloaded, and browser profiles. */
+/** The browser-pool tables: browsers, what they downloaded, browser profiles, and the pool instances that own browsers. */
 import type { Migration } from '../../common/src/db.js';
 
 /** Migrations of the browser-pool schema, oldest first. */
@@ -69,6 +69,22 @@ export const migrations: Migration[] = [
       await knex.schema.alterTable('browsers', (t) => {
         t.index(['status', 'id']);
         t.index(['stopped_at']);
+      });
+    },
+  },
+  {
+    // The pool processes (one row per live instance): how peers reach each one, and its heartbeat,
+    // so a call for a browser is forwarded to its owner and a dead owner's browsers are reaped.
+    name: '20261201010000_instances',
+    async up(knex) {
+      await knex.schema.createTable('instances', (t) => {
+        t.string('id').primary();
+        t.string('grpc_addr', 300).notNullable();
+        t.string('cdp_url', 300).notNullable();
+        t.boolean('draining').notNullable().defaultTo(false);
+        t.timestamp('started_at', { useTz: true }).notNullable();
+        t.timestamp('heartbeat_at', { useTz: true }).notNullable();
+        t.index(['heartbeat_at']);
       });
     },
   },

@@ -69,6 +69,12 @@ export function int(env: string, opt: Opt<number> & { min?: number; max?: number
   });
 }
 
+/** An integer within [min, max] that may be absent (undefined: the caller decides). */
+export function optionalInt(env: string, opt: { describe?: string; min?: number; max?: number } = {}): Field<number | undefined> {
+  const parse = int(env, opt).parse;
+  return field(env, opt.describe ?? '', (raw) => (raw === undefined || raw === '' ? undefined : parse(raw)));
+}
+
 /** A TCP port, 0..65535 (0 = pick a free one). */
 export function port(env: string, opt: Opt<number> = {}): Field<number> {
   return int(env, { ...opt, min: 0, max: 65535 });
@@ -129,7 +135,8 @@ export function optionalUrl(env: string, protocols: string[], opt: { describe?: 
 const HOST_PORT = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/;
 const IP_LIST = /^(ipv4|ipv6):(.+)$/;
 
-function isHostPort(v: string): boolean {
+/** True for `host:port` (a name, an IPv4 address or a bracketed IPv6 address, and a port). */
+export function isHostPort(v: string): boolean {
   const m = HOST_PORT.exec(v);
   return !!m && Number(m[2]) <= 65535;
 }

@@ -234,6 +234,8 @@ export interface CallOptions {
   deadlineMs?: number;
   /** Propagated as `x-request-id` metadata; by default the request the caller serves (its context). */
   requestId?: string;
+  /** More metadata for this call (e.g. a replica marking a call it forwards to another). */
+  metadata?: Readonly<Record<string, string>>;
 }
 
 /** A promise client for a definition. Unary calls always carry a deadline. */
@@ -308,6 +310,7 @@ export function callMetadata(token: InternalToken, opts?: CallOptions): grpc.Met
   const md = token.apply(new grpc.Metadata());
   const requestId = opts?.requestId ?? currentRequestId();
   if (requestId) md.set(REQUEST_ID_HEADER, requestId);
+  for (const [k, v] of Object.entries(opts?.metadata ?? {})) md.set(k, v);
   return md;
 }
 

@@ -89,6 +89,8 @@ export enum StopReason {
   STOP_REASON_SHUTDOWN = 7,
   /** STOP_REASON_RECLAIMED - An idle browser kept only for a session's follow-ups gave its slot to a newer browser. */
   STOP_REASON_RECLAIMED = 8,
+  /** STOP_REASON_OWNER_LOST - The pool replica running it died (its heartbeat expired); another replica recorded the stop. */
+  STOP_REASON_OWNER_LOST = 9,
   UNRECOGNIZED = -1,
 }
 
@@ -121,6 +123,9 @@ export function stopReasonFromJSON(object: any): StopReason {
     case 8:
     case "STOP_REASON_RECLAIMED":
       return StopReason.STOP_REASON_RECLAIMED;
+    case 9:
+    case "STOP_REASON_OWNER_LOST":
+      return StopReason.STOP_REASON_OWNER_LOST;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -148,6 +153,8 @@ export function stopReasonToJSON(object: StopReason): string {
       return "STOP_REASON_SHUTDOWN";
     case StopReason.STOP_REASON_RECLAIMED:
       return "STOP_REASON_RECLAIMED";
+    case StopReason.STOP_REASON_OWNER_LOST:
+      return "STOP_REASON_OWNER_LOST";
     case StopReason.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";

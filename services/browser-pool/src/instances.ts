@@ -1,0 +1,181 @@
+/**
+ * The pool replicas as one pool: this instance registers itself (how its peers reach its gRPC
+ * server and its CDP proxy), renews a heartbeat, and reaps peers whose heartbeat expired (their
+ * browsers are recorded stopped, `owner_lost`). It keeps a short-lived directory of the
+ * instances and one gRPC client per peer, made when first needed and closed when the peer leaves.
+ * Liveness is judged by heartbeat age alone, with the clocks of the replicas (kept in step by NTP;
+ * they must agree to well within the timeout).
+ */
+import { createServiceClient, type InternalToken, type ServiceClient } from '../../common/src/grpc.js';
+import type { Logger } from '../../common/src/logger.js';
+import { BrowserPoolServiceService } from '../../../gen/ats/browserpool/v1/browser_pool.js';
+import type { InstanceAddress, InstanceRepository, InstanceRow, Reaped } from './instance.repository.js';
+
+/** A client of a peer's gRPC server. */
+export type PeerClient = ServiceClient<typeof BrowserPoolServiceService>;
+
+export interface InstancesOptions {
+  repo: InstanceRepository;
+  /** This instance's id (stable per pod: a restart under it resumes its row and stops its leftovers). */
+  id: string;
+  heartbeatIntervalMs: number;
+  /** A peer whose heartbeat is older than this is dead. */
+  heartbeatTimeoutMs: number;
+  /** The deployment credential; every forwarded call carries it. */
+  token: InternalToken;
+  grpcDeadlineMs: number;
+  logger: Logger;
+  now?: () => number;
+  /** What each reaping pass took (the pool announces the stopped browsers). */
+  onReaped(r: Reaped): void;
+  /**
+   * After each heartbeat: the pool ends what it runs but another replica recorded stopped (a
+   * reclaimed browser; every one when peers took this instance for dead, e.g. after a pause longer
+   * than the timeout, and reaped it: it registers again first).
+   */
+  onBeat(): Promise<void> | void;
+  /** Makes a peer's client (tests substitute it). */
+  connect?(address: string): PeerClient;
+}
+
+/** This instance's membership of the pool, and its view of the others. */
+export class Instances {
+  readonly id: string;
+  readonly #o: InstancesOptions;
+  readonly #now: () => number;
+  readonly #clients = new Map<string, { address: string; client: PeerClient }>();
+  #self: InstanceAddress | undefined;
+  #directory = new Map<string, InstanceRow>();
+  #readAt = -Infinity;
+  #reading: Promise<void> | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #ticking: Promise<void> | undefined;
+  #stopped = false;
+
+  constructor(o: InstancesOptions) {
+    this.id = o.id;
+    this.#o = o;
+    this.#now = o.now ?? Date.now;
+  }
+
+  get heartbeatTimeoutMs(): number {
+    return this.#o.heartbeatTimeoutMs;
+  }
+
+  /** Registers this instance at the addresses its peers reach it on, then renews and reaps every interval. */
+  async start(self: Omit<InstanceAddress, 'id'>): Promise<void> {
+    this.#self = { id: this.id, ...self };
+    await this.#o.repo.register(this.#self, new Date(this.#now()));
+    this.#o.logger.info({ instanceId: this.id, grpcAddr: self.grpcAddr, cdpUrl: self.cdpUrl }, 'pool instance registered');
+    this.#timer = setInterval(() => void this.tick(), this.#o.heartbeatIntervalMs);
+    this.#timer.unref();
+  }
+
+  /** One heartbeat and one reaping pass (what the timer does; tests call it). Never throws. */
+  tick(): Promise<void> {
+    this.#ticking ??= (async () => {
+      try {
+        await this.#beat();
+        await this.reap();
+      } catch (err) {
+        this.#o.logger.warn({ err }, 'pool heartbeat or reaping failed');
+      } finally {
+        this.#ticking = undefined;
+      }
+    })();
+    return this.#ticking;
+  }
+
+  async #beat(): Promise<void> {
+    if (!this.#self || this.#stopped) return;
+    if (!(await this.#o.repo.heartbeat(this.id, new Date(this.#now())))) {
+      this.#o.logger.warn({ instanceId: this.id }, 'this pool instance was taken for dead by its peers; registering again and ending the browsers they recorded stopped');
+      await this.#o.repo.register(this.#self, new Date(this.#now()));
+    }
+    await this.#o.onBeat();
+  }
+
+  /** Reaps every peer whose heartbeat expired (and their browsers); safe to run on every replica at once. */
+  async reap(): Promise<Reaped> {
+    const now = this.#now();
+    const reaped = await this.#o.repo.reapExpired(this.id, new Date(now - this.#o.heartbeatTimeoutMs), new Date(now));
+    if (reaped.instances.length || reaped.browsers.length) {
+      this.#o.logger.warn({ instances: reaped.instances, browsers: reaped.browsers.length }, 'reaped dead pool instances; their browsers are recorded stopped');
+      for (const id of reaped.instances) this.#directory.delete(id);
+      this.#closeGone();
+      this.#o.onReaped(reaped);
+    }
+    return reaped;
+  }
+
+  /** True while the instance's heartbeat is within the timeout. */
+  alive(i: InstanceRow): boolean {
+    return this.#now() - Date.parse(i.heartbeatAt) < this.#o.heartbeatTimeoutMs;
+  }
+
+  /**
+   * An instance as the directory knows it: read again when older than a heartbeat interval, or at
+   * once with `fresh` (before anything is concluded from an instance being gone or silent).
+   */
+  async lookup(id: string, o: { fresh?: boolean } = {}): Promise<InstanceRow | undefined> {
+    await this.#read(o.fresh ?? false);
+    return this.#directory.get(id);
+  }
+
+  /** Live peers taking new browsers (for a draining instance to hand its creates to). */
+  async acceptingPeers(): Promise<InstanceRow[]> {
+    await this.#read(false);
+    return [...this.#directory.values()].filter((i) => i.id !== this.id && !i.draining && this.alive(i));
+  }
+
+  async #read(fresh: boolean): Promise<void> {
+    // A directory a heartbeat old is fresh enough to route by: nothing is judged dead, and no new
+    // instance is taken for missing, without a fresh read.
+    if (!fresh && this.#now() - this.#readAt < this.#o.heartbeatIntervalMs) return;
+    // Concurrent lookups share one read.
+    this.#reading ??= this.#o.repo
+      .all()
+      .then((rows) => {
+        this.#directory = new Map(rows.map((r) => [r.id, r]));
+        this.#readAt = this.#now();
+        this.#closeGone();
+      })
+      .finally(() => (this.#reading = undefined));
+    await this.#reading;
+  }
+
+  /** Closes the clients of peers that left (or moved to another address). */
+  #closeGone(): void {
+    for (const [id, c] of this.#clients) {
+      if (this.#directory.get(id)?.grpcAddr === c.address) continue;
+      c.client.close();
+      this.#clients.delete(id);
+    }
+  }
+
+  /** The client of a peer, made on first use. */
+  client(peer: InstanceRow): PeerClient {
+    const have = this.#clients.get(peer.id);
+    if (have?.address === peer.grpcAddr) return have.client;
+    have?.client.close();
+    const client = this.#o.connect?.(peer.grpcAddr) ?? createServiceClient(BrowserPoolServiceService, peer.grpcAddr, this.#o.grpcDeadlineMs, this.#o.token);
+    this.#clients.set(peer.id, { address: peer.grpcAddr, client });
+    return client;
+  }
+
+  /** Tells peers this instance takes no new browsers (the first step of a graceful shutdown). */
+  async drain(): Promise<void> {
+    if (this.#self) await this.#o.repo.setDraining(this.id);
+  }
+
+  /** Stops renewing, removes this instance's row (its browsers are stopped by then) and closes the peers' clients. Idempotent. */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    if (this.#timer) clearInterval(this.#timer);
+    await this.#ticking;
+    if (this.#self) await this.#o.repo.deregister(this.id);
+    for (const c of this.#clients.values()) c.client.close();
+    this.#clients.clear();
+  }
+}
