@@ -820,12 +820,31 @@ test('when file-storage runs on the object store, then it is a Deployment withou
   }
 });
 
+test('when browser-pool and live-view run several replicas, then each pod is named by its pod name, rolls without stopping the others, and production runs two of each', () => {
+  const fromPod = (c: Json, v: string) => (c.env ?? []).find((e: Json) => e.name === v)?.valueFrom?.fieldRef?.fieldPath;
+  for (const [label, dir] of BUILDS) {
+    const objects = build(dir);
+    for (const [name, idVar] of [['browser-pool', 'POOL_INSTANCE_ID'], ['live-view', 'LIVE_VIEW_INSTANCE_ID']] as const) {
+      const workload = component(objects, name);
+      const [c] = podSpec(workload).containers;
+      assert.ok(READS[name]!.has(idVar), `${name} reads ${idVar}`);
+      assert.equal(fromPod(c, idVar), 'metadata.name', `${label}: ${name}'s ${idVar} is its pod's name (two replicas never share one)`);
+      assert.notEqual(workload.spec.strategy?.type, 'Recreate', `${label}: ${name} rolls one pod at a time (its replicas hand over to each other)`);
+      if (label === 'production') assert.equal(workload.spec.replicas, 2, `${label}: two ${name} replicas`);
+    }
+    const [pool] = podSpec(component(objects, 'browser-pool')).containers;
+    assert.equal(fromPod(pool, 'POD_IP'), 'status.podIP', `${label}: the pool advertises its pod address`);
+  }
+});
+
 test("when a container sets a variable, then its component's config spec declares it (a misspelt name fails here, not silently at run time)", () => {
   for (const [label, dir] of BUILDS) {
     const objects = build(dir);
     for (const name of Object.keys(COMPONENTS)) {
       const [c] = podSpec(component(objects, name)).containers;
-      const unknown = (c.env ?? []).map((e: Json) => e.name).filter((v: string) => !READS[name]!.has(v) && !PROCESS_VARS.has(v));
+      // A variable that only feeds another's value (`$(POD_IP)`) is read by the kubelet, not the process.
+      const feeds = (v: string) => (c.env ?? []).some((e: Json) => typeof e.value === 'string' && e.value.includes(`$(${v})`));
+      const unknown = (c.env ?? []).map((e: Json) => e.name).filter((v: string) => !READS[name]!.has(v) && !PROCESS_VARS.has(v) && !feeds(v));
       assert.deepEqual(unknown, [], `${label}: ${name} sets variables its config does not read`);
     }
     for (const cm of objects.filter((o) => o.kind === 'ConfigMap' && o.metadata.name === CONFIG_MAP_NAME)) {
@@ -1008,6 +1027,24 @@ test('when the base is built, then a default-deny NetworkPolicy selects every po
   assert.deepEqual(deny.spec.ingress ?? [], [], 'it admits nothing');
 });
 
+/**
+ * The ports a component's replicas call each other on: the addresses it advertises to its peers
+ * (`*_ADVERTISE_*` of its spec, e.g. the pool's pod address, where calls about its browsers are
+ * forwarded).
+ */
+function advertisedPeers(objects: Json[]): { component: string; port: number }[] {
+  return Object.entries(READS).flatMap(([name, vars]) =>
+    [...vars]
+      .filter((v) => v.includes('_ADVERTISE_'))
+      .map((v) => {
+        const value = envValue(podSpec(component(objects, name)).containers[0], v, objects);
+        assert.ok(value, `${name} sets ${v}: its peers reach it there`);
+        assert.match(value, /\$\(POD_IP\):\d+$/, `${name}: ${v} is its own pod's address`);
+        return { component: name, port: Number(/:(\d+)$/.exec(value)![1]) };
+      }),
+  );
+}
+
 test("when the base is built, then each component's NetworkPolicy admits exactly the callers its peers' code names, port by port, and the Ingress controller only on public ports", () => {
   const objects = baseObjects();
   const expected = new Map<string, Map<number, Set<string>>>();
@@ -1025,6 +1062,7 @@ test("when the base is built, then each component's NetworkPolicy admits exactly
     }
   }
   allow('nats', natsClusterPort(objects), 'nats');
+  for (const peer of advertisedPeers(objects)) allow(peer.component, peer.port, peer.component);
   allow('gateway', COMPONENTS.gateway!.portVars.PORT!, INGRESS_CONTROLLER);
   for (const edge of Object.values(PUBLIC_URLS)) allow(edge.service, edge.port, INGRESS_CONTROLLER);
   for (const edge of INTERNAL_EDGE_CALLERS) {
@@ -1077,6 +1115,7 @@ test("when a browser opens pages, then the browser pool's egress reaches DNS, th
     const natsUrl = new URL(find(objects, 'ConfigMap', CONFIG_MAP_NAME)!.data.NATS_URL);
     expected.add(`${natsUrl.hostname}:${natsUrl.port}`);
     if (find(objects, 'StatefulSet', 'postgres')) expected.add('postgres:5432');
+    for (const peer of advertisedPeers(objects)) if (peer.component === 'browser-pool') expected.add(`browser-pool:${peer.port}`);
     const reached = new Set<string>();
     let dns = false;
     for (const rule of rules) {
