@@ -3,8 +3,9 @@
  * modes: every call about a browser reaches the replica that runs it, whichever replica a client,
  * the gateway, the run service or live view lands on; one CDP edge serves every browser; a killed
  * pool replica's browsers are reported stopped within the heartbeat timeout and free their slots;
- * a replica stopped with SIGTERM drains before it stops its browsers.
- * Recording is off: recordings across replicas are tested with live view.
+ * a replica stopped with SIGTERM drains before it stops its browsers. Every browser is recorded
+ * (two live-view replicas), and every stopped browser's recording is finished, also when its pool
+ * replica was killed (the lengths of recordings across replicas are measured with live view).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -101,7 +102,6 @@ for (const balancing of ['per-call', 'pinned'] as const) {
           POOL_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_INTERVAL_MS),
           POOL_HEARTBEAT_TIMEOUT_MS: String(HEARTBEAT_TIMEOUT_MS),
           POOL_DRAIN_TIMEOUT_MS: String(DRAIN_MS),
-          RECORDING_ENABLED: 'false',
           DEFAULT_MODEL: 'builtin',
         },
       });
@@ -150,6 +150,17 @@ for (const balancing of ['per-call', 'pinned'] as const) {
         pool.close();
       }
     };
+    /** Waits until a stopped browser's recording is finished: GET …/recording answers 409 while it is made, then 200 with its link. */
+    const recordingReady = (p: Project, id: string, gw = 0) =>
+      until(
+        async () => {
+          const res = await api(p, 'GET', `/browsers/${id}/recording`, undefined, gw);
+          const text = await res.text();
+          assert.ok(res.status === 200 || res.status === 409, `${id}: recording ${res.status} ${text}`);
+          return res.status === 200 && (JSON.parse(text) as { url: string }).url;
+        },
+        { timeoutMs: 60_000, intervalMs: 250, what: `the recording of ${id}` },
+      );
     const connect = (cdpUrl: string) => puppeteer.connect({ browserWSEndpoint: cdpUrl, defaultViewport: null });
     const firstPage = async (b: CdpBrowser) => (await b.pages())[0] ?? (await b.newPage());
 
@@ -175,6 +186,7 @@ for (const balancing of ['per-call', 'pinned'] as const) {
       for (const r of results) assert.deepEqual(groupMembers(r.owner.pid), [], `Chromium ${r.owner.pid} is gone`);
       const active = await ok<{ items: unknown[] }>(await api('main', 'GET', '/browsers?status=active'));
       assert.deepEqual(active.items, []);
+      for (const [i, r] of results.entries()) assert.match(await recordingReady('main', r.stopped.id, i % 2), /^http/, `${r.stopped.id} has its recording`);
     });
 
     test(`when ${RUNS} builtin runs are started through either gateway, then all ${RUNS} complete with the page's answer`, async () => {
@@ -233,6 +245,7 @@ for (const balancing of ['per-call', 'pinned'] as const) {
       const reasons = await db('browsers').whereIn('id', onTwo.map((b) => b.id)).pluck('stop_reason');
       assert.deepEqual(reasons, ['owner_lost', 'owner_lost']);
       await until(() => pids.every((pid) => groupMembers(pid).length === 0), { timeoutMs: 10_000, what: "the killed replica's Chromium gone" });
+      for (const b of onTwo) assert.match(await recordingReady('kill', b.id), /^http/, `${b.id}: its recording is finished, not left recording`);
 
       // The slots are free: the project fills its limit again (on the replica left), and no more.
       const more = [];
