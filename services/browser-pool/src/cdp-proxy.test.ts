@@ -2,8 +2,12 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { test } from 'node:test';
-import { guardCommand, urlRefusal } from './cdp-proxy.js';
+import net from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { createLogger } from '../../common/src/logger.js';
+import { Signer } from '../../common/src/signing.js';
+import { CdpProxy, guardCommand, urlRefusal } from './cdp-proxy.js';
+import { mintCdpToken } from './cdp-token.js';
 
 test("when a client sets where downloads go, then the browser's own folder is kept and the rest of the message is untouched", () => {
   const out = guardCommand({ id: 7, method: 'Browser.setDownloadBehavior', params: { behavior: 'allowAndName', downloadPath: '/home/me/tmp', eventsEnabled: true }, sessionId: 'S' }, '/pool/b/downloads');
@@ -69,4 +73,68 @@ test('when a client wraps commands for a non-flat session, then it is refused: e
   assert.ok('send' in guardCommand({ id: 4, method: 'Target.attachToTarget', params: { targetId: 'T', flatten: true } }, '/d'));
   assert.ok('send' in guardCommand({ id: 5, method: 'Target.setAutoAttach', params: { autoAttach: true, waitForDebuggerOnStart: true, flatten: true } }, '/d'));
   assert.ok('send' in guardCommand({ id: 6, method: 'Target.setAutoAttach', params: { autoAttach: false, waitForDebuggerOnStart: false } }, '/d'));
+});
+
+describe('the relay to the replica that runs a browser', () => {
+  const signer = new Signer('relay-test-secret-0123456789-0123456789');
+  const token = mintCdpToken(signer, 'brw_relayed', Math.floor(Date.now() / 1000) + 600);
+  const listeners: net.Server[] = [];
+  let proxy: CdpProxy;
+  let proxyPort: number;
+  /** A TCP server standing for a peer: counts connections, does what `onSocket` does with each. */
+  async function peer(onSocket: (s: net.Socket) => void = () => {}): Promise<{ port: number; connections: number }> {
+    const p = { port: 0, connections: 0 };
+    const srv = net.createServer((s) => {
+      p.connections++;
+      s.on('error', () => {});
+      onSocket(s);
+    });
+    listeners.push(srv);
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    p.port = (srv.address() as net.AddressInfo).port;
+    return p;
+  }
+  let owner: { port: number; connections: number };
+  /** Sends one raw request head to the proxy and returns its status line (or '' when the connection ends without one). */
+  const raw = (head: string) =>
+    new Promise<string>((resolve) => {
+      const s = net.connect(proxyPort, '127.0.0.1', () => s.write(head));
+      let got = '';
+      s.on('data', (c) => (got += c));
+      s.on('error', () => resolve(got.split('\r\n')[0]!));
+      s.on('close', () => resolve(got.split('\r\n')[0]!));
+    });
+
+  before(async () => {
+    // The owner sends the head of an answer, then breaks the connection.
+    owner = await peer((s) => s.once('data', () => s.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"Brow', () => s.destroy())));
+    proxy = new CdpProxy({
+      signer,
+      logger: createLogger('test', 'silent'),
+      backend: { live: () => undefined, publicUrl: () => '', owner: async () => ({ id: 'pool-x', cdpUrl: `ws://127.0.0.1:${owner.port}` }) },
+    });
+    proxyPort = await proxy.listen('127.0.0.1', 0);
+  });
+  after(async () => {
+    await proxy.stop();
+    for (const l of listeners) l.close();
+  });
+
+  test('when a request names another host in its path (//host/…, /\\host/…), then it is refused and nothing connects to that host', async () => {
+    const evil = await peer((s) => s.end('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi'));
+    for (const path of [`//127.0.0.1:${evil.port}/cdp/brw_relayed?token=${token}`, `/\\127.0.0.1:${evil.port}/cdp/brw_relayed?token=${token}`, `//127.0.0.1:${evil.port}/cdp/brw_relayed/json/version?token=${token}`]) {
+      const upgrade = `GET ${path} HTTP/1.1\r\nHost: proxy\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`;
+      assert.match(await raw(upgrade), /^HTTP\/1\.1 404/, path);
+      assert.match(await raw(`GET ${path} HTTP/1.1\r\nHost: proxy\r\nConnection: close\r\n\r\n`), /^HTTP\/1\.1 404/, path);
+    }
+    assert.equal(evil.connections, 0, 'the relay never connected to the named host');
+  });
+
+  test("when the owner's answer to a /json request breaks off midway, then the client's connection ends and the proxy goes on serving", async () => {
+    const before = owner.connections;
+    const broken = await raw(`GET /cdp/brw_relayed/json/version?token=${token} HTTP/1.1\r\nHost: proxy\r\nConnection: close\r\n\r\n`);
+    assert.match(broken, /^HTTP\/1\.1 200/, 'the owner’s head was relayed');
+    assert.equal(owner.connections, before + 1);
+    assert.match(await raw(`GET /cdp/brw_relayed/json/version?token=forged HTTP/1.1\r\nHost: proxy\r\nConnection: close\r\n\r\n`), /^HTTP\/1\.1 401/, 'still serving');
+  });
 });

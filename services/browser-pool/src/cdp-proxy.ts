@@ -36,6 +36,8 @@ const MAX_MESSAGE = 64 * 1024 * 1024;
 const MAX_BACKLOG = 128 * 1024 * 1024;
 /** Commands a client may send before its connection to the browser is up. */
 const MAX_QUEUED = 1000;
+/** How long a relayed connection waits for the owner's proxy to connect and answer the handshake. */
+const RELAY_CONNECT_TIMEOUT_MS = 10_000;
 
 /** Why a URL may not be opened through CDP, or undefined when it may. */
 export function urlRefusal(raw: unknown): string | undefined {
@@ -207,6 +209,7 @@ export class CdpProxy {
     this.#o = o;
     this.server = http.createServer((req, res) => {
       this.#http(req, res).catch((err) => {
+        if (res.headersSent) return void res.destroy(); // a relayed answer broke off midway: nothing more can be said
         if (err instanceof Refusal) return sendJson(res, err.status, { detail: err.message });
         this.#o.logger.warn({ err }, 'cdp proxy request failed');
         return sendJson(res, 502, { detail: 'The browser did not answer' });
@@ -219,15 +222,18 @@ export class CdpProxy {
    * Checks route and token, then finds the browser: live here, or the owner to relay to; throws a
    * Refusal otherwise.
    */
-  async #authorize(req: http.IncomingMessage): Promise<{ route: Route; browser: LiveBrowser; owner?: undefined } | { route: Route; browser?: undefined; owner: { id: string; cdpUrl: string } }> {
-    const url = new URL(req.url ?? '/', 'http://proxy');
+  async #authorize(req: http.IncomingMessage): Promise<({ route: Route; browser: LiveBrowser; owner?: undefined } | { route: Route; browser?: undefined; owner: { id: string; cdpUrl: string } }) & { url: URL }> {
+    // Only a path (origin-form): `//host/…` or `/\host/…` would parse as another host, and the
+    // relay below would connect there.
+    if (!/^\/(?![/\\])/.test(req.url ?? '')) throw new Refusal(404, 'Not found');
+    const url = new URL(req.url!, 'http://proxy');
     const r = route(url.pathname);
     if (!r) throw new Refusal(404, 'Not found');
     const verdict = verifyCdpToken(this.#o.signer, r.browserId, tokenOf(req, url));
     if (verdict === 'expired') throw new Refusal(401, 'CDP token expired');
     if (verdict !== 'ok') throw new Refusal(401, 'Invalid CDP token');
     const browser = this.#o.backend.live(r.browserId);
-    if (browser) return { route: r, browser };
+    if (browser) return { route: r, browser, url };
     const to = req.headers[FORWARDED_TO_HEADER];
     let owner: { id: string; cdpUrl: string } | undefined;
     try {
@@ -237,13 +243,13 @@ export class CdpProxy {
       throw new Refusal(503, 'The browser is not reachable right now; try again');
     }
     if (!owner) throw new Refusal(404, 'Browser is not active');
-    return { route: r, owner };
+    return { route: r, owner, url };
   }
 
   async #http(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     if (req.method !== 'GET' && req.method !== 'HEAD') throw new Refusal(405, 'Method not allowed');
-    const { route: r, browser, owner } = await this.#authorize(req);
-    if (owner) return this.#relayHttp(req, res, owner);
+    const { route: r, browser, owner, url } = await this.#authorize(req);
+    if (owner) return this.#relayHttp(req, res, url, owner);
     browser.touch();
     const publicUrl = this.#o.backend.publicUrl(browser);
     if (r.kind === 'browser' || r.kind === 'page') throw new Refusal(426, 'WebSocket upgrade required');
@@ -264,7 +270,7 @@ export class CdpProxy {
       (auth) => {
         if (auth.route.kind !== 'browser' && auth.route.kind !== 'page') throw new Refusal(400, 'Not a WebSocket endpoint');
         if (socket.destroyed) return;
-        if (auth.owner) return this.#relayUpgrade(req, socket, head, auth.owner);
+        if (auth.owner) return this.#relayUpgrade(req, socket, head, auth.url, auth.owner);
         const { route: r, browser } = auth;
         this.#wss.handleUpgrade(req, socket, head, (client) => this.#attach(client, browser, r.targetId));
       },
@@ -287,47 +293,57 @@ export class CdpProxy {
     return out;
   }
 
-  /** Where on the owner a request goes: its proxy's base, then this request's path and query (the token). */
-  static #target(req: http.IncomingMessage, cdpUrl: string): URL {
+  /**
+   * Where on the owner a request goes: its proxy's host and base path, then the checked path and
+   * query (the token) of this request. The host comes from the owner's record only.
+   */
+  static #target(url: URL, cdpUrl: string): URL {
     const base = new URL(cdpUrl);
-    return new URL(base.pathname.replace(/\/+$/, '') + (req.url ?? '/'), `${base.protocol === 'wss:' ? 'https' : 'http'}://${base.host}`);
+    const target = new URL(`${base.protocol === 'wss:' || base.protocol === 'https:' ? 'https' : 'http'}://${base.host}`);
+    target.pathname = base.pathname.replace(/\/+$/, '') + url.pathname;
+    target.search = url.search;
+    return target;
   }
 
   /**
    * Relays a WebSocket upgrade to the owner's proxy and then the connection byte for byte: the
    * owner answers the handshake (or refuses it) itself, and frames pass unparsed.
    */
-  #relayUpgrade(req: http.IncomingMessage, socket: net.Socket, head: Buffer, owner: { id: string; cdpUrl: string }): void {
-    const target = CdpProxy.#target(req, owner.cdpUrl);
+  #relayUpgrade(req: http.IncomingMessage, socket: net.Socket, head: Buffer, url: URL, owner: { id: string; cdpUrl: string }): void {
+    const target = CdpProxy.#target(url, owner.cdpUrl);
     const port = Number(target.port) || (target.protocol === 'https:' ? 443 : 80);
     const upstream = target.protocol === 'https:' ? tls.connect({ host: target.hostname, port, servername: target.hostname }) : net.connect({ host: target.hostname, port });
-    let connected = false;
+    let answered = false;
+    // An owner whose node went silent (no RST) or that never answers: refused, not waited on for minutes.
+    upstream.setTimeout(RELAY_CONNECT_TIMEOUT_MS, () => upstream.destroy(new Error('the owner did not answer in time')));
     this.#relays.add(upstream);
     upstream.once('close', () => {
       this.#relays.delete(upstream);
-      if (connected) socket.destroy(); // else the refusal below is on its way
+      if (answered) socket.destroy();
+      else if (!socket.destroyed) refuseSocket(socket, 502, 'The browser did not answer');
     });
     socket.once('close', () => upstream.destroy());
     upstream.on('error', (err) => {
-      if (connected) return;
-      this.#o.logger.warn({ err, instanceId: owner.id }, "the owner's cdp proxy did not answer");
-      refuseSocket(socket, 502, 'The browser did not answer');
+      if (!answered) this.#o.logger.warn({ err, instanceId: owner.id }, "the owner's cdp proxy did not answer");
     });
     upstream.once(target.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
-      connected = true;
       socket.setNoDelay(true);
       upstream.setNoDelay(true);
       const lines = this.#relayedHeaders(req, target, owner.id).map(([k, v]) => `${k}: ${v}\r\n`).join('');
       upstream.write(`${req.method} ${target.pathname}${target.search} HTTP/1.1\r\n${lines}\r\n`);
       if (head.length) upstream.write(head);
+      upstream.once('data', () => {
+        answered = true;
+        upstream.setTimeout(0); // the handshake is answered: an idle CDP connection is fine
+      });
       upstream.pipe(socket);
       socket.pipe(upstream);
     });
   }
 
   /** Relays a `/json/*` request to the owner's proxy and its answer back. */
-  #relayHttp(req: http.IncomingMessage, res: http.ServerResponse, owner: { id: string; cdpUrl: string }): Promise<void> {
-    const target = CdpProxy.#target(req, owner.cdpUrl);
+  #relayHttp(req: http.IncomingMessage, res: http.ServerResponse, url: URL, owner: { id: string; cdpUrl: string }): Promise<void> {
+    const target = CdpProxy.#target(url, owner.cdpUrl);
     const headers = Object.fromEntries(this.#relayedHeaders(req, target, owner.id));
     return new Promise<void>((resolve, reject) => {
       const out = (target.protocol === 'https:' ? https : http).request(target, { method: req.method, headers, timeout: 10000 }, (answer) => {
@@ -338,6 +354,7 @@ export class CdpProxy {
       });
       out.once('timeout', () => out.destroy(new Error('the owner did not answer in time')));
       out.once('error', reject);
+      res.once('close', () => out.destroy()); // the client went away: so does the request to the owner
       out.end();
     });
   }
