@@ -32,7 +32,9 @@ runMain('gateway', async () => {
   logger.info({ host: config.host, port: typeof addr === 'object' && addr ? addr.port : config.port }, 'listening');
   onShutdownSignals(
     [
-      // First: a load balancer that still probes this process sees it leave before connections close.
+      // First: /readyz answers 503 on connections still open (a proxy's keep-alive ones) while
+      // in-flight requests finish. New connections are refused from the next step on; in
+      // Kubernetes the pod has left the Service's endpoints by then (preStop sleep).
       { name: 'readiness', stop: () => readiness.drain() },
       {
         name: 'http',

@@ -424,11 +424,6 @@ export class BrowserPool implements CdpProxyBackend {
 
   // ---- CdpProxyBackend, and what routing asks ----
 
-  /** This pool process's instance id (the owner named in its browsers' rows). */
-  get instanceId(): string {
-    return this.#o.instanceId;
-  }
-
   /** True when the browser's process runs here (also while it is stopping): calls about it are answered here. */
   runsHere(browserId: string): boolean {
     return this.#active.has(browserId);

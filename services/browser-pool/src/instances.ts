@@ -51,6 +51,7 @@ export class Instances {
   #timer: NodeJS.Timeout | undefined;
   #ticking: Promise<void> | undefined;
   #stopped = false;
+  #draining = false;
 
   constructor(o: InstancesOptions) {
     this.id = o.id;
@@ -66,7 +67,7 @@ export class Instances {
   async start(self: Omit<InstanceAddress, 'id'>): Promise<void> {
     this.#self = { id: this.id, ...self };
     await this.#o.repo.register(this.#self, new Date(this.#now()));
-    this.#o.logger.info({ instanceId: this.id, grpcAddr: self.grpcAddr, cdpUrl: self.cdpUrl }, 'pool instance registered');
+    this.#o.logger.info({ instanceId: this.id, grpcAddr: self.grpcAddr, cdpBase: self.cdpUrl }, 'pool instance registered');
     this.#timer = setInterval(() => void this.tick(), this.#o.heartbeatIntervalMs);
     this.#timer.unref();
   }
@@ -77,6 +78,7 @@ export class Instances {
       try {
         await this.#beat();
         await this.reap();
+        await this.#read(true); // peers that left or were reaped elsewhere: their clients are closed
       } catch (err) {
         this.#o.logger.warn({ err }, 'pool heartbeat or reaping failed');
       } finally {
@@ -91,6 +93,7 @@ export class Instances {
     if (!(await this.#o.repo.heartbeat(this.id, new Date(this.#now())))) {
       this.#o.logger.warn({ instanceId: this.id }, 'this pool instance was taken for dead by its peers; registering again and ending the browsers they recorded stopped');
       await this.#o.repo.register(this.#self, new Date(this.#now()));
+      if (this.#draining) await this.#o.repo.setDraining(this.id); // still shutting down: peers send it nothing new
     }
     await this.#o.onBeat();
   }
@@ -165,6 +168,7 @@ export class Instances {
 
   /** Tells peers this instance takes no new browsers (the first step of a graceful shutdown). */
   async drain(): Promise<void> {
+    this.#draining = true;
     if (this.#self) await this.#o.repo.setDraining(this.id);
   }
 

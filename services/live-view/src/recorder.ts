@@ -200,7 +200,12 @@ export class Recorder {
   /** Runs per-browser work in order (a stop never overtakes its start). */
   #lane(browserId: string, fn: () => Promise<void>): Promise<void> {
     const prev = this.#lanes.get(browserId) ?? Promise.resolve();
-    const next = prev.then(() => (this.#stopping ? undefined : fn())).catch((err) => this.#o.logger.error({ err, browserId }, 'recording step failed'));
+    const next = prev
+      .then(() => (this.#stopping ? undefined : fn()))
+      .catch(async (err) => {
+        this.#o.logger.error({ err, browserId }, 'recording step failed; letting its lease go so that it is taken over and tried again');
+        await this.#o.repo.letGo(this.#o.parts.holder, browserId).catch(() => undefined);
+      });
     this.#lanes.set(browserId, next);
     void next.finally(() => {
       if (this.#lanes.get(browserId) === next) this.#lanes.delete(browserId);

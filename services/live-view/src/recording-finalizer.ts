@@ -67,8 +67,10 @@ export class Finalizer {
       if (attempts === undefined) return; // another replica holds it now
       if (attempts >= (this.#o.maxAttempts ?? 8)) {
         log.error({ err, attempts }, 'recording could not be stored; giving up');
-        await this.#o.repo.markEnded(this.#o.parts.holder, browserId, 'failed', message).catch(() => {});
-        await this.#cleanup((await this.#o.repo.get(browserId).catch(() => undefined))?.projectId, browserId);
+        // Its parts go only when this process still held it (another replica may have taken it over).
+        if (await this.#o.repo.markEnded(this.#o.parts.holder, browserId, 'failed', message).catch(() => false)) {
+          await this.#cleanup((await this.#o.repo.get(browserId).catch(() => undefined))?.projectId, browserId);
+        }
         return;
       }
       const wait = Math.min((this.#o.retryBaseMs ?? 1000) * 2 ** (attempts - 1), 60000);

@@ -85,6 +85,17 @@ for (const driver of await drivers()) {
       assert.equal((await repo.instance('lv-clean'))?.stopped, true, 'the next process of this id need not wait');
     });
 
+    test('when a step of a recording fails, then its lease is let go: not renewed by its holder, and the next scan takes it over (the holder included)', async () => {
+      const { repo } = clocked(db, Date.now());
+      const a = holder('lv-fail');
+      await repo.claim(recording('brw_l3'), a, LEASE);
+      assert.equal(await repo.letGo(a, 'brw_l3'), true);
+      assert.equal((await repo.renewLeases(a, LEASE)).has('brw_l3'), false, 'the holder no longer renews it');
+      assert.ok((await repo.expired(100)).some((r) => r.browserId === 'brw_l3'), 'a scan finds it');
+      assert.equal((await repo.takeOver('brw_l3', a, LEASE))?.browserId, 'brw_l3', 'taken over again, to try again');
+      assert.equal(await repo.letGo(holder('lv-other'), 'brw_l3'), false, 'only its holder lets it go');
+    });
+
     test('when a second process starts with the instance id of a live one, then it refuses to start, naming the variable', async () => {
       const repo = new RecordingRepository(db.knex);
       const live = new RecordingLeases({ repo, instanceId: 'lv-twin', leaseMs: 400, renewMs: 50, logger });

@@ -279,6 +279,19 @@ export class RecordingRepository {
     return rows.length;
   }
 
+  /**
+   * Lets go of one recording whose step failed here: nobody holds it, so the next scan of any
+   * replica (this one included) takes it over and tries again, instead of its lease being renewed
+   * while nothing records it.
+   */
+  async letGo(holder: Holder, browserId: string): Promise<boolean> {
+    const rows = await this.#knex('recordings')
+      .where({ browser_id: browserId, ...this.#heldBy(holder) })
+      .whereIn('state', UNFINISHED)
+      .update({ lease_nonce: null, lease_until: this.#iso(-1), updated_at: this.#iso() }, ['browser_id']);
+    return rows.length > 0;
+  }
+
   // ---- a holder's changes ----
 
   async setSize(holder: Holder, browserId: string, width: number, height: number): Promise<boolean> {
