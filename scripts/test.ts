@@ -20,15 +20,19 @@ function find(dir: string, out: string[] = []): string[] {
 const which = process.argv[2];
 const unit = ['services', 'gateway', 'scripts'].flatMap((d) => find(path.join(ROOT, d))).sort();
 const integration = find(path.join(ROOT, 'test')).sort();
-const groups: [string, string[]][] = [];
-if (which !== 'integration') groups.push(['unit', unit]);
-if (which !== 'unit') groups.push(['integration', integration]);
+/**
+ * Unit test files run two at a time (each starts at most one small stack of its own: a PGlite, a
+ * server on port 0, a Chromium); integration files one at a time, each a whole stack of processes.
+ */
+const groups: [string, string[], number][] = [];
+if (which !== 'integration') groups.push(['unit', unit, 2]);
+if (which !== 'unit') groups.push(['integration', integration, 1]);
 
 let failed = false;
-for (const [name, files] of groups) {
+for (const [name, files, concurrency] of groups) {
   if (!files.length) continue;
   process.stdout.write(`\n== ${name} tests (${files.length} files)\n`);
-  const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...files], { cwd: ROOT, stdio: 'inherit' });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files], { cwd: ROOT, stdio: 'inherit' });
   if (r.status !== 0) failed = true;
 }
 process.exit(failed ? 1 : 0);
