@@ -39,17 +39,36 @@ export const EDGES: Record<Edge, { service: ServiceName; host: string; port: str
   cdp: { service: 'browser-pool', host: 'CDP_HOST', port: 'CDP_PORT', url: 'CDP_PUBLIC_URL', defaultPort: 9222 },
 };
 
-/** A free TCP port on 127.0.0.1 (bound and released; fine for local launches and tests). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** Ports handed out by `freePort` in this process (never handed out twice). */
+const handedOut = new Set<number>();
+
+function bindable(port: number): Promise<number | undefined> {
+  return new Promise((resolve) => {
     const srv = net.createServer();
     srv.unref();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
+    srv.once('error', () => resolve(undefined));
+    srv.listen(port, '127.0.0.1', () => {
+      const bound = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(bound));
     });
   });
+}
+
+/**
+ * A free TCP port on 127.0.0.1 (bound and released; fine for local launches and tests). It is
+ * taken below the kernel's ephemeral range (32768 and up on Linux), which outgoing connections
+ * draw their local ports from: between this call and the service binding the port, a connection
+ * of some other process could otherwise take it, and the service would fail to listen.
+ */
+export async function freePort(): Promise<number> {
+  for (let i = 0; i < 50; i++) {
+    const port = 20000 + Math.floor(Math.random() * 12000);
+    if (handedOut.has(port)) continue;
+    if ((await bindable(port)) !== undefined) return handedOut.add(port), port;
+  }
+  const port = (await bindable(0))!;
+  handedOut.add(port);
+  return port;
 }
 
 /** Resolves true when something accepts TCP connections at host:port. */
@@ -344,7 +363,9 @@ export class Stack {
       this.#scheduleRestart(service, `exited (code ${code}, signal ${signal})`);
     });
     const port = service === 'gateway' ? this.gatewayPort : this.ports.get(service)!;
-    await waitFor(service, () => canConnect('127.0.0.1', port), 60000, child);
+    // Every port it serves, its public edge too: a port it could not bind fails the start here, not a test later.
+    const edges = (Object.keys(EDGES) as Edge[]).filter((e) => EDGES[e].service === service).map((e) => this.edgePorts.get(e)!);
+    await waitFor(service, async () => (await Promise.all([port, ...edges].map((p) => canConnect('127.0.0.1', p)))).every(Boolean), 60000, child);
   }
 
   /** Starts NATS (unless given) and every service; resolves when all accept connections. */
@@ -384,7 +405,7 @@ export class Stack {
   async #startReplica(r: Replica): Promise<void> {
     fs.mkdirSync(path.join(this.opts.dataDir, `replica-${r.n}`), { recursive: true });
     r.child = this.#spawn(r.service, r);
-    await waitFor(`${r.service} replica ${r.n}`, () => canConnect('127.0.0.1', r.port), 60000, r.child);
+    await waitFor(`${r.service} replica ${r.n}`, async () => (await Promise.all([r.port, ...r.edgePorts.values()].map((p) => canConnect('127.0.0.1', p)))).every(Boolean), 60000, r.child);
   }
 
   /** Restarts whatever dies from now on, per `policy`, until the stack stops. */
