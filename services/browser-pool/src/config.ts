@@ -1,5 +1,6 @@
-import os from 'node:os';
 import {
+  instanceId,
+  instanceIdProblem,
   ConfigError,
   DEFAULT_PORTS,
   addressFields,
@@ -66,10 +67,7 @@ export const browserPoolConfigSpec = {
   screencastEveryNthFrame: int('SCREENCAST_EVERY_NTH_FRAME', { default: 1, min: 1, max: 60, describe: 'Send every n-th compositor frame' }),
   profileStateMaxBytes: int('PROFILE_STATE_MAX_BYTES', { default: 16 * 1024 * 1024, min: 1024, describe: 'Largest saved profile state (cookies + localStorage JSON)' }),
   downloadUrlTtlSeconds: int('BROWSER_DOWNLOAD_URL_TTL_SECONDS', { default: 900, min: 10, max: 7 * 86400, describe: 'Lifetime of download links' }),
-  instanceId: str('POOL_INSTANCE_ID', {
-    default: os.hostname(),
-    describe: "Names this pool process in the database (its browsers' owner); stable per pod (the pod name), so a restart finds its own leftovers",
-  }),
+  instanceId: instanceId('POOL_INSTANCE_ID', "Names this pool process in the database (its browsers' owner); stable per pod (the pod name), so a restart finds its own leftovers"),
   advertiseGrpcAddr: optionalStr('POOL_ADVERTISE_GRPC_ADDR', { describe: "host:port of this process's gRPC server as other pool replicas reach it (Kubernetes: the pod IP); default 127.0.0.1:<bound port>" }),
   advertiseCdpUrl: optionalUrl('POOL_ADVERTISE_CDP_URL', ['ws', 'wss', 'http', 'https'], {
     describe: "Base URL of this process's CDP proxy as other pool replicas reach it (Kubernetes: ws://<pod IP>:9222); default ws://127.0.0.1:<bound port>",
@@ -83,13 +81,9 @@ export const browserPoolConfigSpec = {
   }),
 };
 
-/** An instance id travels in headers and names rows: a pod name fits (letters, digits, `.`, `_`, `-`). */
-const INSTANCE_ID = /^[A-Za-z0-9._-]{1,200}$/;
-
 /** The liveness and drain settings, checked against each other. */
 function instanceSettings(c: { instanceId: string; advertiseGrpcAddr: string | undefined; heartbeatIntervalMs: number; heartbeatTimeoutMs: number; drainTimeoutMs: number | undefined; shutdownTimeoutMs: number }) {
-  const problems: string[] = [];
-  if (!INSTANCE_ID.test(c.instanceId)) problems.push(`POOL_INSTANCE_ID must be 1 to 200 letters, digits, '.', '_' or '-' (got ${JSON.stringify(c.instanceId)})`);
+  const problems = [instanceIdProblem('POOL_INSTANCE_ID', c.instanceId)].filter((p) => p !== undefined);
   if (c.advertiseGrpcAddr !== undefined && !isHostPort(c.advertiseGrpcAddr)) problems.push(`POOL_ADVERTISE_GRPC_ADDR must be host:port (got ${JSON.stringify(c.advertiseGrpcAddr)})`);
   if (c.heartbeatTimeoutMs < 2 * c.heartbeatIntervalMs) problems.push('POOL_HEARTBEAT_TIMEOUT_MS must be at least twice POOL_HEARTBEAT_INTERVAL_MS (one late heartbeat is not a death)');
   const drainTimeoutMs = c.drainTimeoutMs ?? Math.floor(c.shutdownTimeoutMs / 2);

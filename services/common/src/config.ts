@@ -3,6 +3,7 @@
  * fields; `loadConfig` returns a typed object or throws a ConfigError naming every bad
  * variable. Nothing outside config modules reads `process.env`.
  */
+import os from 'node:os';
 import path from 'node:path';
 
 /** One configuration field: the variable it reads and how to parse it. */
@@ -42,6 +43,23 @@ function required<T>(env: string, raw: string | undefined, fallback: T | undefin
 /** A string; required unless a default is given. */
 export function str(env: string, opt: Opt<string> = {}): Field<string> {
   return field(env, opt.describe ?? '', (raw) => required(env, raw, opt.default) as string);
+}
+
+/** An instance id: a pod name fits (letters, digits, `.`, `_`, `-`); it names folders and rows and travels in headers. */
+export const INSTANCE_ID = /^(?!\.\.?$)[A-Za-z0-9._-]{1,128}$/;
+
+/**
+ * The name of this process among the replicas of its service, by default the host name (the pod
+ * name in Kubernetes); `describe` says what it names. Checked with `instanceIdProblem` beside the
+ * service's other cross-checks, so one error names every variable at fault.
+ */
+export function instanceId(env: string, describe: string): Field<string> {
+  return str(env, { default: os.hostname(), describe });
+}
+
+/** What is wrong with an instance id, naming its variable; undefined when it is fine. */
+export function instanceIdProblem(env: string, v: string): string | undefined {
+  return INSTANCE_ID.test(v) ? undefined : `${env} must be 1 to 128 letters, digits, '.', '_' or '-', e.g. the pod name (got ${JSON.stringify(v)})`;
 }
 
 /** A string that may be absent (undefined). */

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { INSTANCE_ID } from '../../common/src/config.js';
 import type { HashJob } from './hasher.js';
 import { BackgroundHasher } from './hasher.js';
 
@@ -65,9 +66,6 @@ export function isBlobId(id: string): boolean {
   return BLOB_ID.test(id);
 }
 
-/** A name that is safe as one path segment (an instance id). */
-export const INSTANCE_NAME = /^(?!\.\.?$)[A-Za-z0-9._-]{1,128}$/;
-
 /**
  * A pass-through that counts and hashes the bytes of an upload and fails with TooLargeError
  * once more than `maxBytes` went through. `size()` is the count so far.
@@ -106,7 +104,7 @@ export class LocalBlobStore implements BlobStore {
   constructor(root: string, options: LocalBlobStoreOptions = {}) {
     this.root = root;
     this.instance = options.instance ?? os.hostname();
-    if (!INSTANCE_NAME.test(this.instance)) throw new Error(`invalid instance name ${JSON.stringify(this.instance)}`);
+    if (!INSTANCE_ID.test(this.instance)) throw new Error(`invalid instance name ${JSON.stringify(this.instance)}`);
     this.#tmpRoot = path.join(root, '.tmp');
     this.#tmp = path.join(this.#tmpRoot, this.instance);
     fs.mkdirSync(this.#tmp, { recursive: true, mode: 0o700 });

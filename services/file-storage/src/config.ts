@@ -1,7 +1,5 @@
-import os from 'node:os';
 import path from 'node:path';
-import { bool, commonFields, ConfigError, grpcClientFields, grpcFields, int, loadConfig, oneOf, optionalStr, optionalUrl, port, str, DEFAULT_PORTS } from '../../common/src/config.js';
-import { INSTANCE_NAME } from './blob-store.js';
+import { bool, commonFields, ConfigError, grpcClientFields, grpcFields, instanceId, instanceIdProblem, int, loadConfig, oneOf, optionalStr, optionalUrl, port, str, DEFAULT_PORTS } from '../../common/src/config.js';
 import type { S3Settings } from './s3-blob-store.js';
 
 export const fileStorageConfigSpec = {
@@ -13,7 +11,7 @@ export const fileStorageConfigSpec = {
   publicUrl: optionalUrl('FILES_PUBLIC_URL', ['http', 'https'], { describe: 'Base URL of presigned links as clients reach them' }),
   blobStore: oneOf('BLOB_STORE', ['local', 's3'], { default: 'local', describe: 'Where file bytes live: a local directory, or an S3-compatible bucket (every replica shares it)' }),
   storageDir: optionalStr('FILES_STORAGE_DIR', { describe: 'Where blobs live with BLOB_STORE=local; default DATA_DIR/file-storage/blobs' }),
-  instanceId: str('FILES_INSTANCE_ID', { default: os.hostname(), describe: 'Names this replica; with BLOB_STORE=local its temporaries live in FILES_STORAGE_DIR/.tmp/<id>, swept only by a process of the same id' }),
+  instanceId: instanceId('FILES_INSTANCE_ID', 'Names this replica; with BLOB_STORE=local its temporaries live in FILES_STORAGE_DIR/.tmp/<id>, swept only by a process of the same id'),
   s3Bucket: optionalStr('S3_BUCKET', { describe: 'The bucket (required with BLOB_STORE=s3)' }),
   s3Endpoint: optionalUrl('S3_ENDPOINT', ['http', 'https'], { describe: 'An S3-compatible endpoint (MinIO, Ceph, R2 …); unset = AWS S3' }),
   s3Region: str('S3_REGION', { default: 'us-east-1', describe: 'The bucket’s region' }),
@@ -35,8 +33,7 @@ export type BlobStoreConfig = { kind: 'local'; dir: string; instance: string } |
 /** The file-storage service's configuration from the environment. */
 export function loadFileStorageConfig(env: Record<string, string | undefined> = process.env) {
   const { s3Bucket, s3Endpoint, s3Region, s3AccessKeyId, s3SecretAccessKey, s3ForcePathStyle, s3Prefix, ...c } = loadConfig(fileStorageConfigSpec, env);
-  const problems: string[] = [];
-  if (!INSTANCE_NAME.test(c.instanceId)) problems.push('FILES_INSTANCE_ID must be 1 to 128 letters, digits, dots, dashes or underscores');
+  const problems = [instanceIdProblem('FILES_INSTANCE_ID', c.instanceId)].filter((p) => p !== undefined);
   if (c.blobStore === 's3') {
     if (!s3Bucket) problems.push('S3_BUCKET is required when BLOB_STORE=s3');
     if (!s3AccessKeyId !== !s3SecretAccessKey) problems.push('S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY are given together (or neither, for the SDK’s default chain)');

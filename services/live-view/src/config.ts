@@ -1,6 +1,7 @@
-import os from 'node:os';
 import path from 'node:path';
 import {
+  instanceId,
+  instanceIdProblem,
   addressFields,
   bool,
   ConfigError,
@@ -48,10 +49,7 @@ export const liveViewConfigSpec = {
   recordingFinalizeConcurrency: int('RECORDING_FINALIZE_CONCURRENCY', { default: 2, min: 1, max: 64, describe: 'Recordings finalised (concatenated and uploaded) at once' }),
   ffmpegPath: str('FFMPEG_PATH', { default: 'ffmpeg', describe: 'ffmpeg executable' }),
   ffprobePath: str('FFPROBE_PATH', { default: 'ffprobe', describe: 'ffprobe executable' }),
-  instanceId: str('LIVE_VIEW_INSTANCE_ID', {
-    default: os.hostname(),
-    describe: 'Names this process (its leases on recordings and its scratch folder); unique among live replicas, e.g. the pod name. A process that starts beside a live one of the same id refuses to start',
-  }),
+  instanceId: instanceId('LIVE_VIEW_INSTANCE_ID', 'Names this process (its leases on recordings and its scratch folder); unique among live replicas, e.g. the pod name. A process that starts beside a live one of the same id refuses to start'),
   recordingLeaseMs: int('RECORDING_LEASE_MS', { default: 20000, min: 1000, max: 600000, describe: 'A recording whose holder stops renewing its lease this long is taken over by another replica' }),
   recordingRenewMs: int('RECORDING_RENEW_MS', { default: 5000, min: 100, max: 300000, describe: 'How often a replica renews its leases and looks for recordings to take over (at most half the lease)' }),
   recordingPartMs: int('RECORDING_PART_MS', { default: 10000, min: 500, max: 600000, describe: 'Recordings are stored in parts this long as they go: what a takeover can lose' }),
@@ -66,9 +64,8 @@ export function loadLiveViewConfig(env: Record<string, string | undefined> = pro
   if (!/^[\x21-\x7e ]+$/.test(c.frameAncestors) || /[;,]/.test(c.frameAncestors)) {
     throw new ConfigError(["LIVE_VIEW_FRAME_ANCESTORS must be a CSP source list such as '*', 'self' or 'https://app.example.com https://*.example.com'"]);
   }
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(c.instanceId)) {
-    throw new ConfigError(['LIVE_VIEW_INSTANCE_ID must be 1 to 64 letters, digits, ".", "_" or "-" (it names a folder), e.g. the pod name']);
-  }
+  const badId = instanceIdProblem('LIVE_VIEW_INSTANCE_ID', c.instanceId);
+  if (badId) throw new ConfigError([badId]);
   if (c.recordingRenewMs * 2 > c.recordingLeaseMs) {
     throw new ConfigError([`RECORDING_RENEW_MS (${c.recordingRenewMs}) must be at most half of RECORDING_LEASE_MS (${c.recordingLeaseMs}): a lease must survive a missed renewal`]);
   }
