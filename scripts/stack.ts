@@ -9,7 +9,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -93,6 +92,14 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: n
     if (Date.now() > until) throw new Error(`${what}: not ready after ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, delay));
   }
+}
+
+/**
+ * Waits until a started process accepts connections on every port it serves, its public edge too:
+ * a port it could not bind fails the start here, not a test later.
+ */
+function listening(what: string, ports: number[], child: ChildProcess): Promise<void> {
+  return waitFor(what, async () => (await Promise.all(ports.map((p) => canConnect('127.0.0.1', p)))).every(Boolean), 60000, child);
 }
 
 /** Kills a process group; ignores groups already gone. */
@@ -209,6 +216,9 @@ export interface StackOptions {
   balancing?: 'per-call' | 'pinned';
 }
 
+/** The variable naming each process among its service's replicas (its leases, its browsers, its temporaries). */
+const INSTANCE_ID_VARS: Partial<Record<ServiceName, string>> = { 'live-view': 'LIVE_VIEW_INSTANCE_ID', 'browser-pool': 'POOL_INSTANCE_ID', 'file-storage': 'FILES_INSTANCE_ID' };
+
 /** How many processes of `service` the `replicas` option asks for. */
 export function replicaCount(replicas: StackOptions['replicas'], service: ServiceName): number {
   return (typeof replicas === 'number' ? replicas : replicas?.[service]) ?? 1;
@@ -309,14 +319,12 @@ export class Stack {
       env.SIGNING_SECRET = this.#signingSecret;
     }
     if (this.natsToken && service !== 'gateway') env.NATS_TOKEN = this.natsToken; // the gateway does not use NATS
-    // Each live-view process holds leases on recordings under its own name (a pod name in Kubernetes).
-    if (service === 'live-view' && replicaCount(this.opts.replicas, service) > 1) env.LIVE_VIEW_INSTANCE_ID = `live-view-${replica?.n ?? 1}`;
     if (this.opts.databaseUrl) env.DATABASE_URL = this.opts.databaseUrl;
     else delete env.DATABASE_URL;
-    if (service === 'browser-pool' && replicaCount(this.opts.replicas, service) > 1 && !this.opts.env?.POOL_INSTANCE_ID) {
-      // Replicas on one host share its name: each needs an id of its own (stable across its restarts).
-      env.POOL_INSTANCE_ID = `${os.hostname()}-${path.basename(this.opts.dataDir)}-${replica?.n ?? 1}`.replace(/[^A-Za-z0-9._-]/g, '-');
-    }
+    // Replicas on one host share its name (every instance id's default): each gets its own, stable
+    // across its restarts, as a pod name is (`<service>-<n>`), unless `env` names one.
+    const idVar = INSTANCE_ID_VARS[service];
+    if (idVar && replicaCount(this.opts.replicas, service) > 1 && !this.opts.env?.[idVar]) env[idVar] = `${service}-${replica?.n ?? 1}`;
     if (service === 'browser-pool') {
       // Browsers may open local sites, but no service's internal port (the pool knows its peers' only).
       const natsPort = Number(new URL(this.natsUrl).port) || 4222;
@@ -363,9 +371,8 @@ export class Stack {
       this.#scheduleRestart(service, `exited (code ${code}, signal ${signal})`);
     });
     const port = service === 'gateway' ? this.gatewayPort : this.ports.get(service)!;
-    // Every port it serves, its public edge too: a port it could not bind fails the start here, not a test later.
     const edges = (Object.keys(EDGES) as Edge[]).filter((e) => EDGES[e].service === service).map((e) => this.edgePorts.get(e)!);
-    await waitFor(service, async () => (await Promise.all([port, ...edges].map((p) => canConnect('127.0.0.1', p)))).every(Boolean), 60000, child);
+    await listening(service, [port, ...edges], child);
   }
 
   /** Starts NATS (unless given) and every service; resolves when all accept connections. */
@@ -405,7 +412,7 @@ export class Stack {
   async #startReplica(r: Replica): Promise<void> {
     fs.mkdirSync(path.join(this.opts.dataDir, `replica-${r.n}`), { recursive: true });
     r.child = this.#spawn(r.service, r);
-    await waitFor(`${r.service} replica ${r.n}`, async () => (await Promise.all([r.port, ...r.edgePorts.values()].map((p) => canConnect('127.0.0.1', p)))).every(Boolean), 60000, r.child);
+    await listening(`${r.service} replica ${r.n}`, [r.port, ...r.edgePorts.values()], r.child);
   }
 
   /** Restarts whatever dies from now on, per `policy`, until the stack stops. */

@@ -64,7 +64,8 @@ async function migrate(knex: Knex, migrations: Migration[], schema?: string): Pr
  * stale, and is freed.
  */
 async function migrateLocked(databaseUrl: string, schema: string, migrations: Migration[]): Promise<string[]> {
-  const one = knexFactory({ client: 'pg', connection: databaseUrl, searchPath: [schema], pool: { min: 0, max: 1 } });
+  // min 1: the pool keeps its one connection (the session holding the lock) for the whole migration.
+  const one = knexFactory({ client: 'pg', connection: databaseUrl, searchPath: [schema], pool: { min: 1, max: 1 } });
   const key = `ats.migrate.${schema}`;
   try {
     await one.raw('select pg_advisory_lock(hashtext(?))', [key]);

@@ -56,9 +56,7 @@ function logFailure(logger: Logger, method: string, err: unknown): void {
   else logger.error({ method, err }, 'handler failed');
 }
 
-/** The metadata key of the request id. */
-
-/** The request id a call carries; undefined when it carries none (or not a well-formed one). */
+/** The request id a call carries; undefined when it carries none (`withRequestId` ignores a malformed one). */
 function requestIdOf(metadata: grpc.Metadata): string | undefined {
   const v = metadata.get(REQUEST_ID_HEADER)[0];
   return typeof v === 'string' ? v : undefined;

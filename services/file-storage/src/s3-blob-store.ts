@@ -117,6 +117,12 @@ export class S3BlobStore implements BlobStore {
     return `${this.prefix}${id}`;
   }
 
+  /** The blob id a key under the prefix names; undefined for any other key (not the store's). */
+  #idOf(key: string | undefined): string | undefined {
+    const id = key?.startsWith(this.prefix) ? key.slice(this.prefix.length) : undefined;
+    return id !== undefined && isBlobId(id) ? id : undefined;
+  }
+
   /** Throws unless the bucket answers with these settings (called at start: a typo fails early). */
   async check(): Promise<void> {
     await this.#client.send(new HeadBucketCommand({ Bucket: this.bucket }));
@@ -184,8 +190,8 @@ export class S3BlobStore implements BlobStore {
     const pages = paginateListObjectsV2({ client: this.#client, pageSize: this.#pageSize }, { Bucket: this.bucket, ...(this.prefix ? { Prefix: this.prefix } : {}) });
     for await (const page of pages) {
       for (const o of page.Contents ?? []) {
-        const id = o.Key?.slice(this.prefix.length) ?? '';
-        if (o.Key?.startsWith(this.prefix) && isBlobId(id)) ids.push(id);
+        const id = this.#idOf(o.Key);
+        if (id) ids.push(id);
       }
     }
     return ids;
@@ -200,7 +206,7 @@ export class S3BlobStore implements BlobStore {
         new ListMultipartUploadsCommand({ Bucket: this.bucket, MaxUploads: this.#pageSize, ...(this.prefix ? { Prefix: this.prefix } : {}), ...(KeyMarker ? { KeyMarker, UploadIdMarker } : {}) }),
       );
       for (const u of page.Uploads ?? []) {
-        if (u.Key && u.UploadId && u.Key.startsWith(this.prefix) && isBlobId(u.Key.slice(this.prefix.length))) yield { key: u.Key, uploadId: u.UploadId, initiated: u.Initiated ?? new Date(0) };
+        if (u.Key && u.UploadId && this.#idOf(u.Key)) yield { key: u.Key, uploadId: u.UploadId, initiated: u.Initiated ?? new Date(0) };
       }
       if (!page.IsTruncated || !page.NextKeyMarker) return;
       KeyMarker = page.NextKeyMarker;
