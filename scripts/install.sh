@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the project needs and is missing: npm packages (when package-lock.json changed)
 # and the Debian packages chromium, nats-server, ffmpeg, and socat and iproute2 (a browser's
-# forwarder and loopback in its network namespace) (as root; otherwise says how).
+# forwarder and loopback in its network namespace), and for the Python client's tests Debian's
+# python3 with httpx, pytest, venv, setuptools and wheel (as root; otherwise says how).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +18,12 @@ declare -A bin=([chromium]=chromium [nats-server]=nats-server [ffmpeg]=ffmpeg [s
 missing=()
 for pkg in chromium nats-server ffmpeg socat iproute2; do
   command -v "${bin[$pkg]}" >/dev/null 2>&1 || missing+=("$pkg")
+done
+# The Python client is built and tested with Debian's python3 (PyPI is not reachable): its
+# modules are Debian packages too.
+declare -A pymod=([python3-httpx]=httpx [python3-pytest]=pytest [python3-venv]=ensurepip [python3-setuptools]=setuptools [python3-wheel]=wheel)
+for pkg in python3-httpx python3-pytest python3-venv python3-setuptools python3-wheel; do
+  [[ -x /usr/bin/python3 ]] && /usr/bin/python3 -c "import ${pymod[$pkg]}" >/dev/null 2>&1 || missing+=("$pkg")
 done
 ((${#missing[@]} == 0)) && exit 0
 
