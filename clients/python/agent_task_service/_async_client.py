@@ -236,7 +236,7 @@ class AsyncRuns(_AsyncResource):
             model=model,
             browser=browser_body(browser),
             session_id=session_id,
-            attached_file_ids=ids or (list(attached_file_ids) if attached_file_ids is not None else None),
+            attached_file_ids=ids if files or attached_file_ids is not None else None,
             workspace_id=workspace_id,
         )
         return await self._client._call(RunCreated, "POST", api_path("agents", agent, "runs"), json=body)
@@ -536,7 +536,8 @@ class AsyncBrowsers(_AsyncResource):
     async def live_view_link(self, browser_id: str, *, mode: str = "view", expires_in_seconds: Optional[int] = None) -> LiveViewLink:
         """A live view link of an active browser: `view` (watch only) or `interactive`."""
         body = compact(mode=mode, expires_in_seconds=expires_in_seconds)
-        return await self._client._call(LiveViewLink, "POST", api_path("browsers", browser_id, "live-view-links"), json=body)
+        # A link is signed, not stored: minting another after a lost answer is harmless.
+        return await self._client._call(LiveViewLink, "POST", api_path("browsers", browser_id, "live-view-links"), json=body, retry=True)
 
     async def downloads(self, browser_id: str) -> List[Download]:
         """AsyncFiles the browser downloaded from the web."""

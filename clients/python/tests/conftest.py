@@ -21,6 +21,8 @@ STACK_VARS = ("ATS_BASE_URL", "ATS_API_KEY", "ATS_TEST_DIRECT_URL", "ATS_TEST_OT
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Tests marked `late` run after all others (what they wait for has been under way meanwhile).
+    items.sort(key=lambda item: "late" in item.keywords)
     missing = [v for v in STACK_VARS if not os.environ.get(v)]
     if not missing:
         return
@@ -32,6 +34,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "stack: needs the running stack of test/support/client-harness.ts")
+    config.addinivalue_line("markers", "late: runs after every other test")
 
 
 @dataclass

@@ -68,7 +68,9 @@ def test_async_create_wait_follow_up_and_read_back(stack) -> None:
         events = await collect(client.runs.events(run, limit=2))
         assert events[-1].type == "run.completed"
         assert await collect(client.runs.stream(run)) == events
-        assert (await client.health()).status == "ok"
+        health = await client.health()
+        assert set(health.services) == {"run", "browser-pool", "file-storage", "live-view"}
+        assert health.status == ("ok" if set(health.services.values()) == {"SERVING"} else "degraded")
 
     run_async(body)
 

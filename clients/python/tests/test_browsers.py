@@ -18,7 +18,7 @@ def cdp_http(cdp_url: str, what: str) -> str:
     return str(url.copy_with(scheme="https" if url.scheme == "wss" else "http", path=url.path + what))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def stopped_browsers() -> list[Browser]:
     return []
 
@@ -67,8 +67,9 @@ def test_a_profile_is_created_renamed_used_by_a_browser_and_a_run_and_deleted(cl
     client.profiles.delete(profile.id)  # idempotent
 
 
+@pytest.mark.late
 def test_a_stopped_browser_has_a_recording(client: AgentTaskService, stopped_browsers: list[Browser]) -> None:
-    # The browser stopped by the first test of this file: its MP4 has been in the making since.
+    # The browser stopped by the first test of this file: its MP4 has been in the making since (this test runs last).
     if not stopped_browsers:
         stopped_browsers.append(client.browsers.create(timeout_minutes=5).stop())
     stopped = stopped_browsers[0]

@@ -65,8 +65,10 @@ def test_a_workspace_is_created_renamed_filled_used_by_a_run_and_deleted(client:
 
         client.workspaces.upload(workspace.id, b"from the workspace\n", name="shared.txt")
         client.workspaces.upload(workspace.id, ("second.txt", b"2\n"))
+        (raw,) = client.workspaces.add_files(workspace.id, ["third.txt"])
+        assert httpx.put(raw.upload_url, content=b"3\n").status_code < 300
         files = list(client.workspaces.files(workspace.id, limit=1))
-        assert sorted(f.name for f in files) == ["second.txt", "shared.txt"]
+        assert sorted(f.name for f in files) == ["second.txt", "shared.txt", "third.txt"]
         assert next(f for f in files if f.name == "shared.txt").download() == b"from the workspace\n"
 
         created = client.runs.create("Run `cat shared.txt`.", agent="browsercode", workspace_id=workspace.id)

@@ -7,7 +7,7 @@ import os
 import asyncio
 import time
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Coroutine, Dict, Generator, List, Mapping, Optional, Sequence, Type, TypeVar, Union, cast
+from typing import Any, AsyncIterator, Coroutine, Dict, Generator, List, Mapping, Optional, Sequence, Type, TypeVar, Union, overload, cast
 
 import httpx
 
@@ -150,7 +150,7 @@ class AsyncAgentTaskService:
         retry: Optional[bool] = None,
         ok_statuses: Sequence[int] = (),
     ) -> httpx.Response:
-        """One API call with the key; idempotent calls are retried on connection errors and 503."""
+        """One API call with the key; idempotent calls are retried on connection errors, 502, 503 and 504."""
         retry = method in ("GET", "DELETE") if retry is None else retry
         headers = {**base_headers(), KEY_HEADER: self._api_key}
         attempt = 0
@@ -422,7 +422,12 @@ class AsyncFiles(_AsyncResource):
                 out.append(UploadedFile(id=item.id, name=item.name))
         return out
 
-    async def download(self, file: Union[File, Download, str, Any], *, to: Union[str, "os.PathLike[str]", None] = None) -> Union[bytes, Path]:
+    @overload
+    async def download(self, file: Union[File, AsyncFile, Download, str], *, to: None = None) -> bytes: ...
+    @overload
+    async def download(self, file: Union[File, AsyncFile, Download, str], *, to: Union[str, "os.PathLike[str]"]) -> Path: ...
+
+    async def download(self, file: Union[File, AsyncFile, Download, str], *, to: Union[str, "os.PathLike[str]", None] = None) -> Union[bytes, Path]:
         """The bytes behind a File, a Download or a download URL; with `to` (a file or a folder), the path written."""
         url, name = download_source(file)
         data = (await self._client._presigned("GET", url)).content
@@ -461,11 +466,17 @@ class AsyncWorkspaces(_AsyncResource):
         """Deletes a workspace and its disk."""
         await self._client._send("DELETE", api_path("agent-workspaces", workspace_id))
 
+    async def add_files(self, workspace_id: str, names: Sequence[str]) -> List[FileUpload]:
+        """Adds files to the workspace by name (the raw add): each comes with a presigned `upload_url`."""
+        if isinstance(names, str):
+            raise TypeError("names takes a list of file names")
+        body = {"files": [{"name": n} for n in names]}
+        return (await self._client._call(FileUploadList, "POST", api_path("agent-workspaces", workspace_id, "files"), json=body)).items
+
     async def upload(self, workspace_id: str, file: FileInput, *, name: Optional[str] = None) -> UploadedFile:
         """Puts a file on the workspace's disk (presigned add flow)."""
         fname, data = read_upload(file, name)
-        body = {"files": [{"name": fname}]}
-        (item,) = (await self._client._call(FileUploadList, "POST", api_path("agent-workspaces", workspace_id, "files"), json=body)).items
+        (item,) = await self.add_files(workspace_id, [fname])
         await self._client._presigned("PUT", item.upload_url, data)
         return UploadedFile(id=item.id, name=item.name)
 
@@ -482,7 +493,7 @@ class AsyncWorkspaces(_AsyncResource):
 class AsyncBrowsers(_AsyncResource):
     """AsyncBrowsers: standalone ones to drive over CDP, and those runs provision."""
 
-    async def create(
+    def create(
         self,
         *,
         profile_id: Optional[str] = None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
-from dataclasses import asdict, is_dataclass
+from dataclasses import asdict
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -89,8 +89,9 @@ def retry_after_seconds(response: httpx.Response) -> Optional[float]:
 
 
 def is_retryable_status(status: int) -> bool:
-    # 503: the route's service is down or restarting; the same request is likely to work soon.
-    return status == 503
+    # 503: the route's service is down or restarting; 502 and 504: a service it needs failed or was
+    # late. The same idempotent request is likely to work a moment later.
+    return status in (502, 503, 504)
 
 
 _STATUS_CLASSES: Dict[int, type] = {
@@ -152,7 +153,7 @@ def compact(**values: Any) -> Dict[str, Any]:
 def browser_body(browser: Union[BrowserOptions, Mapping[str, Any], None]) -> Optional[Dict[str, Any]]:
     if browser is None:
         return None
-    values = asdict(browser) if is_dataclass(browser) and not isinstance(browser, type) else dict(browser)
+    values: Dict[str, Any] = asdict(browser) if isinstance(browser, BrowserOptions) else dict(browser)
     return compact(**values)
 
 

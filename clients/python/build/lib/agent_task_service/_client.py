@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json as jsonlib
+from contextlib import closing
 import os
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Type, TypeVar, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Type, TypeVar, Union, overload
 
 import httpx
 
@@ -41,6 +42,7 @@ from ._models import (
     TERMINAL_EVENTS,
     Agent,
     AgentList,
+    AsyncFile,
     Browser,
     BrowserList,
     BrowserOptions,
@@ -147,7 +149,7 @@ class AgentTaskService:
         retry: Optional[bool] = None,
         ok_statuses: Sequence[int] = (),
     ) -> httpx.Response:
-        """One API call with the key; idempotent calls are retried on connection errors and 503."""
+        """One API call with the key; idempotent calls are retried on connection errors, 502, 503 and 504."""
         retry = method in ("GET", "DELETE") if retry is None else retry
         headers = {**base_headers(), KEY_HEADER: self._api_key}
         attempt = 0
@@ -308,7 +310,8 @@ class Runs(_Resource):
             progressed = False
             try:
                 request = client._http.build_request("GET", client.base_url + path, params=params, headers=headers, timeout=client.timeout)
-                with client._http.send(request, stream=True) as response:
+                response = client._http.send(request, stream=True)
+                with closing(response):
                     if response.status_code >= 400:
                         response.read()
                         if not (is_retryable_status(response.status_code) and attempt < client.max_retries):
@@ -417,7 +420,12 @@ class Files(_Resource):
                 out.append(UploadedFile(id=item.id, name=item.name))
         return out
 
-    def download(self, file: Union[File, Download, str, Any], *, to: Union[str, "os.PathLike[str]", None] = None) -> Union[bytes, Path]:
+    @overload
+    def download(self, file: Union[File, AsyncFile, Download, str], *, to: None = None) -> bytes: ...
+    @overload
+    def download(self, file: Union[File, AsyncFile, Download, str], *, to: Union[str, "os.PathLike[str]"]) -> Path: ...
+
+    def download(self, file: Union[File, AsyncFile, Download, str], *, to: Union[str, "os.PathLike[str]", None] = None) -> Union[bytes, Path]:
         """The bytes behind a File, a Download or a download URL; with `to` (a file or a folder), the path written."""
         url, name = download_source(file)
         data = self._client._presigned("GET", url).content
@@ -456,11 +464,17 @@ class Workspaces(_Resource):
         """Deletes a workspace and its disk."""
         self._client._send("DELETE", api_path("agent-workspaces", workspace_id))
 
+    def add_files(self, workspace_id: str, names: Sequence[str]) -> List[FileUpload]:
+        """Adds files to the workspace by name (the raw add): each comes with a presigned `upload_url`."""
+        if isinstance(names, str):
+            raise TypeError("names takes a list of file names")
+        body = {"files": [{"name": n} for n in names]}
+        return (self._client._call(FileUploadList, "POST", api_path("agent-workspaces", workspace_id, "files"), json=body)).items
+
     def upload(self, workspace_id: str, file: FileInput, *, name: Optional[str] = None) -> UploadedFile:
         """Puts a file on the workspace's disk (presigned add flow)."""
         fname, data = read_upload(file, name)
-        body = {"files": [{"name": fname}]}
-        (item,) = self._client._call(FileUploadList, "POST", api_path("agent-workspaces", workspace_id, "files"), json=body).items
+        (item,) = self.add_files(workspace_id, [fname])
         self._client._presigned("PUT", item.upload_url, data)
         return UploadedFile(id=item.id, name=item.name)
 

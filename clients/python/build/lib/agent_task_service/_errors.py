@@ -65,9 +65,8 @@ class APIError(AgentTaskServiceError):
 
 
 class APIStatusError(APIError):
-    """The service answered with an error status; a subclass names the common ones."""
+    """The service answered with an error status (`status` is set); a subclass names the common ones."""
 
-    status: int
     body: Any
 
     def __init__(

@@ -7,12 +7,13 @@ does not break an older client); the drift test keeps the fields true to /openap
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import types
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, Dict, List, Mapping, Optional, TypeVar, Union, get_args, get_origin, get_type_hints, overload
 
 __all__ = [
     "Agent",
@@ -275,7 +276,12 @@ class File(_FileFields):
 
     _client: Any = field(default=None, init=False, repr=False, compare=False)
 
-    def download(self, to: Union[str, Path, None] = None) -> Union[bytes, Path]:
+    @overload
+    def download(self, to: None = None) -> bytes: ...
+    @overload
+    def download(self, to: Union[str, "os.PathLike[str]"]) -> Path: ...
+
+    def download(self, to: Union[str, "os.PathLike[str]", None] = None) -> Union[bytes, Path]:
         """The file's bytes, or with `to` (a file or a folder) the path it was written to."""
         if self._client is None:
             raise RuntimeError("this File is not bound to a client; use client.files.download(file)")
@@ -288,7 +294,12 @@ class AsyncFile(_FileFields):
 
     _client: Any = field(default=None, init=False, repr=False, compare=False)
 
-    async def download(self, to: Union[str, Path, None] = None) -> Union[bytes, Path]:
+    @overload
+    async def download(self, to: None = None) -> bytes: ...
+    @overload
+    async def download(self, to: Union[str, "os.PathLike[str]"]) -> Path: ...
+
+    async def download(self, to: Union[str, "os.PathLike[str]", None] = None) -> Union[bytes, Path]:
         """The file's bytes, or with `to` (a file or a folder) the path it was written to."""
         if self._client is None:
             raise RuntimeError("this AsyncFile is not bound to a client; use client.files.download(file)")
