@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json as jsonlib
-import os
 import asyncio
+import os
 import time
 from pathlib import Path
 from typing import Any, AsyncIterator, Coroutine, Dict, Generator, List, Mapping, Optional, Sequence, Type, TypeVar, Union, overload, cast
@@ -34,6 +33,7 @@ from ._base import (
     retry_after_seconds,
     retry_delay,
     run_ref,
+    sse_event,
     status_error,
     transport_error,
 )
@@ -323,7 +323,7 @@ class AsyncRuns(_AsyncResource):
                     decoder = SSEDecoder()
                     async for chunk in response.aiter_bytes():
                         for sse in decoder.feed(chunk):
-                            event = _sse_event(sse.data, sse.id, client)
+                            event = sse_event(sse.data, sse.id, client._binding)
                             if event is None:
                                 continue
                             last, progressed, attempt = event.id, True, 0
@@ -366,19 +366,6 @@ class AsyncRuns(_AsyncResource):
         run_id, agent = run_ref(run, agent)
         page = await self._client._call(FileList, "GET", api_path("agents", agent, "runs", run_id, "files"), params=compact(kind=kind))
         return cast(List[AsyncFile], page.items)
-
-
-def _sse_event(data: str, sse_id: Optional[str], client: Any) -> Optional[Event]:
-    """An Event from one SSE message; a message that is not an event object (none today) is skipped."""
-    try:
-        payload = jsonlib.loads(data)
-    except ValueError:
-        return None
-    if not isinstance(payload, dict):
-        return None
-    if "id" not in payload and sse_id is not None and sse_id.isdigit():
-        payload["id"] = int(sse_id)
-    return build(Event, payload, client._binding)
 
 
 class AsyncSessions(_AsyncResource):

@@ -25,7 +25,7 @@ from ._errors import (
     RateLimitError,
     UnprocessableEntityError,
 )
-from ._models import BrowserOptions, Run, RunCreated, ValidationErrorItem, build
+from ._models import BrowserOptions, Event, Run, RunCreated, ValidationErrorItem, _Binding, build
 from ._version import __version__
 
 DEFAULT_BASE_URL = "http://localhost:8080"
@@ -203,3 +203,16 @@ def api_path(*parts: str) -> str:
 
 def base_headers() -> Dict[str, str]:
     return {"User-Agent": USER_AGENT, "Accept": "application/json"}
+
+
+def sse_event(data: str, sse_id: Optional[str], binding: _Binding) -> Optional[Event]:
+    """An Event from one SSE message; a message that is not an event object (none today) is skipped."""
+    try:
+        payload = json.loads(data)
+    except ValueError:
+        return None
+    if not isinstance(payload, dict):
+        return None
+    if "id" not in payload and sse_id is not None and sse_id.isdigit():
+        payload["id"] = int(sse_id)
+    return build(Event, payload, binding)

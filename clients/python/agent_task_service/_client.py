@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json as jsonlib
-from contextlib import closing
 import os
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Type, TypeVar, Union, overload
 
@@ -34,6 +33,7 @@ from ._base import (
     retry_after_seconds,
     retry_delay,
     run_ref,
+    sse_event,
     status_error,
     transport_error,
 )
@@ -322,7 +322,7 @@ class Runs(_Resource):
                     decoder = SSEDecoder()
                     for chunk in response.iter_bytes():
                         for sse in decoder.feed(chunk):
-                            event = _sse_event(sse.data, sse.id, client)
+                            event = sse_event(sse.data, sse.id, client._binding)
                             if event is None:
                                 continue
                             last, progressed, attempt = event.id, True, 0
@@ -364,19 +364,6 @@ class Runs(_Resource):
         """A run's files: `input` (attached), `output` (written by the agent), or both; each can `download()`."""
         run_id, agent = run_ref(run, agent)
         return self._client._call(FileList, "GET", api_path("agents", agent, "runs", run_id, "files"), params=compact(kind=kind)).items
-
-
-def _sse_event(data: str, sse_id: Optional[str], client: Any) -> Optional[Event]:
-    """An Event from one SSE message; a message that is not an event object (none today) is skipped."""
-    try:
-        payload = jsonlib.loads(data)
-    except ValueError:
-        return None
-    if not isinstance(payload, dict):
-        return None
-    if "id" not in payload and sse_id is not None and sse_id.isdigit():
-        payload["id"] = int(sse_id)
-    return build(Event, payload, client._binding)
 
 
 class Sessions(_Resource):
