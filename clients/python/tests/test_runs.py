@@ -21,6 +21,9 @@ def test_agents_list_names_both_agents_and_their_watch_verb(client: AgentTaskSer
     assert agents["browsercode"].watch == "events"
     assert agents["browsercode"].session.kind == "durable"
     assert agents["browser-agent"].example_tasks
+    health = client.health()
+    assert set(health.services) == {"run", "browser-pool", "file-storage", "live-view"}
+    assert health.status == ("ok" if set(health.services.values()) == {"SERVING"} else "degraded")
 
 
 def test_when_a_run_is_created_and_waited_for_then_its_result_is_the_answer(client: AgentTaskService, stack) -> None:
