@@ -72,10 +72,12 @@ after(async () => {
 
 test('the Python SDK: pip-installed into a fresh venv, its pytest suite passes against the stack', { timeout: 600_000 }, async (t) => {
   const venv = path.join(work, 'venv');
+  const installing = Date.now();
   const made = await run(PYTHON, ['-m', 'venv', '--system-site-packages', venv], { cwd: work });
   assert.equal(made.code, 0, `python3 -m venv failed:\n${made.output}`);
   const pip = await run(path.join(venv, 'bin/pip'), ['install', '--no-index', '--no-build-isolation', '--quiet', './clients/python'], { cwd: ROOT });
   assert.equal(pip.code, 0, `pip install ./clients/python failed:\n${pip.output}`);
+  t.diagnostic(`venv and pip install: ${((Date.now() - installing) / 1000).toFixed(1)} s`);
 
   const junit = path.join(work, 'junit.xml');
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, LANG: 'C.UTF-8', PYTHONDONTWRITEBYTECODE: '1', ...harness.env };

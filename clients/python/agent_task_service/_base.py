@@ -132,10 +132,17 @@ def status_error(response: httpx.Response, method: Optional[str], path: Optional
 
 def transport_error(exc: httpx.TransportError, method: Optional[str], path: Optional[str]) -> APIConnectionError:
     # httpx's message names the failure (refused, reset, timed out); it never holds headers.
-    text = str(exc) or type(exc).__name__
     if isinstance(exc, httpx.TimeoutException):
-        return APITimeoutError(f"Request timed out ({text})", method=method, path=path)
-    return APIConnectionError(f"Connection error ({text})", method=method, path=path)
+        return APITimeoutError(f"Request timed out {_TIMEOUT_PHASE.get(type(exc), '')}".rstrip(), method=method, path=path)
+    return APIConnectionError(f"Connection error ({str(exc) or type(exc).__name__})", method=method, path=path)
+
+
+_TIMEOUT_PHASE = {
+    httpx.ConnectTimeout: "while connecting",
+    httpx.WriteTimeout: "while sending",
+    httpx.ReadTimeout: "while waiting for the answer",
+    httpx.PoolTimeout: "while waiting for a free connection",
+}
 
 
 def run_ref(run: RunRef, agent: Optional[str]) -> Tuple[str, str]:

@@ -81,7 +81,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_a_closed_port_is_a_connection_error_and_a_tiny_timeout_a_timeout_error(stack) -> None:
+def test_a_closed_port_is_a_connection_error(stack) -> None:
     with AgentTaskService(base_url=f"http://127.0.0.1:{free_port()}", max_retries=1) as closed:
         with pytest.raises(APIConnectionError) as caught:
             closed.agents.list()
@@ -89,10 +89,18 @@ def test_a_closed_port_is_a_connection_error_and_a_tiny_timeout_a_timeout_error(
     assert "Connection refused" in str(caught.value)
     assert stack.api_key not in str(caught.value)
 
-    with AgentTaskService(timeout=0.0005, max_retries=0) as hasty:
-        with pytest.raises(APITimeoutError) as slow:
-            hasty.agents.list()
-    assert "timed out" in str(slow.value)
+
+def test_a_server_that_does_not_answer_in_time_is_a_timeout_error(stack) -> None:
+    # A listening socket that never answers: the connection is made, the reply never comes.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        with AgentTaskService(base_url=f"http://127.0.0.1:{port}", timeout=0.2, max_retries=1) as hasty:
+            with pytest.raises(APITimeoutError) as slow:
+                hasty.agents.list()
+    assert "timed out" in str(slow.value) and isinstance(slow.value, APIConnectionError)
+    assert stack.api_key not in str(slow.value)
 
 
 class WatchingTransport(httpx.BaseTransport):
