@@ -8,9 +8,11 @@ ATS_TEST_SITE and ATS_TEST_CONTROL. Without it they are skipped (the Node test f
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Dict, Iterator
 
 import httpx
 import pytest
@@ -21,8 +23,9 @@ STACK_VARS = ("ATS_BASE_URL", "ATS_API_KEY", "ATS_TEST_DIRECT_URL", "ATS_TEST_OT
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # Tests marked `late` run after all others (what they wait for has been under way meanwhile).
-    items.sort(key=lambda item: "late" in item.keywords)
+    # `disruptive` tests (they cut connections or restart the gateway) run first, `late` ones last:
+    # the example programs run in between, beside the other tests (see examples_started).
+    items.sort(key=lambda item: 0 if "disruptive" in item.keywords else 2 if "late" in item.keywords else 1)
     missing = [v for v in STACK_VARS if not os.environ.get(v)]
     if not missing:
         return
@@ -35,6 +38,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "stack: needs the running stack of test/support/client-harness.ts")
     config.addinivalue_line("markers", "late: runs after every other test")
+    config.addinivalue_line("markers", "disruptive: cuts the proxied connections or restarts the gateway; runs first")
 
 
 @dataclass
@@ -95,3 +99,34 @@ def code_run(client: AgentTaskService, tmp_path_factory: pytest.TempPathFactory)
     created = client.runs.create("Run `cat notes.txt`. Run `wc -w < notes.txt > count.txt`.", agent="browsercode", files=[path])
     run = client.runs.wait(created, timeout=120)
     return CodeRun(run=run, notes=notes, files=client.runs.files(run))
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+_examples: Dict[str, subprocess.Popen] = {}
+
+
+@pytest.fixture(autouse=True)
+def examples_started(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Dict[str, subprocess.Popen]:
+    """The example programs, started once the disruptive tests are done and left running beside the others.
+
+    They run as a user runs them (`python examples/x.py` with ATS_API_KEY and ATS_BASE_URL), in the
+    other project (ATS_TEST_OTHER_KEY), so their runs and browsers stay out of this project's lists
+    and limits; test_examples.py checks what they printed, last.
+    """
+    wanted = "disruptive" not in request.node.keywords and all(os.environ.get(v) for v in STACK_VARS)
+    if wanted and not _examples and any("test_the_example_runs" in item.name for item in request.session.items):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ATS_TEST_")}
+        env["ATS_API_KEY"] = os.environ["ATS_TEST_OTHER_KEY"]
+        env["EXAMPLE_SITE"] = f"{os.environ['ATS_TEST_SITE']}/run-article.html"
+        for path in sorted(EXAMPLES.glob("*.py")):
+            cwd = tmp_path_factory.mktemp(path.stem)
+            _examples[path.name] = subprocess.Popen([sys.executable, str(path)], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        request.session.config.add_cleanup(_stop_examples)
+    return _examples
+
+
+def _stop_examples() -> None:
+    for proc in _examples.values():
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

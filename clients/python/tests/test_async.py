@@ -75,6 +75,7 @@ def test_async_create_wait_follow_up_and_read_back(stack) -> None:
     run_async(body)
 
 
+@pytest.mark.disruptive
 def test_async_stream_resumes_after_a_cut(stack) -> None:
     got: list[Event] = []
     opened: list[tuple[httpx.Request, int | None]] = []  # each connection and the last event had before it

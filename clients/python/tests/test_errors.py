@@ -123,6 +123,7 @@ class WatchingTransport(httpx.BaseTransport):
         self.inner.close()
 
 
+@pytest.mark.disruptive
 def test_an_idempotent_call_is_retried_through_a_stopped_then_restarted_gateway(stack, heading_run: Run) -> None:
     failures: list[httpx.TransportError] = []
     restart = threading.Thread(target=stack.control, args=("gateway/start",))

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
-from typing import Dict, Iterator
+from typing import Dict
 
 import pytest
 
@@ -78,26 +76,11 @@ def test_every_python_block_of_the_readme_is_an_example_file_as_it_is() -> None:
     assert sorted(EXPECTED) == sorted(files), "every example has its expected output here"
 
 
-@pytest.fixture(scope="module")
-def runs(stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dict[str, subprocess.Popen]]:
-    """Every example started at once (they are independent), as a user runs them: `python examples/x.py`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATS_TEST_")}
-    env["EXAMPLE_SITE"] = f"{stack.site}/run-article.html"
-    started = {}
-    for path in sorted(EXAMPLES.glob("*.py")):
-        cwd = tmp_path_factory.mktemp(path.stem)
-        started[path.name] = subprocess.Popen([sys.executable, str(path)], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    yield started
-    for proc in started.values():
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
-
 @pytest.mark.stack
+@pytest.mark.late
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_the_example_runs_against_the_stack(runs: Dict[str, subprocess.Popen], name: str) -> None:
-    proc = runs[name]
+def test_the_example_runs_against_the_stack(examples_started: Dict[str, subprocess.Popen], name: str) -> None:
+    proc = examples_started[name]
     try:
         output, _ = proc.communicate(timeout=180)
     except subprocess.TimeoutExpired:

@@ -106,6 +106,7 @@ def test_a_stream_of_an_ended_run_replays_its_events_and_ends(client: AgentTaskS
     assert list(client.runs.stream(heading_run, after=streamed[-2].id)) == [streamed[-1]]
 
 
+@pytest.mark.disruptive
 def test_when_the_connection_is_cut_mid_stream_then_it_resumes_from_the_last_event(client: AgentTaskService, stack) -> None:
     created = client.runs.create("Run `echo one`. Run `sleep 2`. Run `echo two`.", agent="browsercode")
     got: list[Event] = []
