@@ -24,12 +24,13 @@
  * To test another README, add its path to READMES; one that does not exist yet is skipped.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ROOT } from '../scripts/stack.js';
 import { tempDir } from './support/infra.js';
-import { checkOutput, describeFailure, fencedBlocks, mismatch, parseExpected, runReadme } from './support/readme-examples.js';
+import { checkOutput, describeFailure, fencedBlocks, mismatch, parseExpected, pidNamespace, runReadme } from './support/readme-examples.js';
 import { serveSite, type TestSite } from './support/site.js';
 import { readSse } from './support/sse.js';
 import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
@@ -42,10 +43,13 @@ const BLOCK_TIMEOUT_MS = 120_000;
 
 let f: StackFixture;
 let site: TestSite;
-before(async () => {
-  site = await serveSite();
-  f = await startStackFixture({ env: { DEFAULT_MODEL: 'builtin' } });
-});
+let started: Promise<void> | undefined;
+/** One stack for the file, started by the first suite that needs it (the runner's own tests do not). */
+const needStack = () =>
+  (started ??= (async () => {
+    site = await serveSite();
+    f = await startStackFixture({ env: { DEFAULT_MODEL: 'builtin' } });
+  })());
 after(async () => {
   await f?.stop();
   await site?.close();
@@ -81,7 +85,7 @@ function workingDirectory(): string {
 
 describe('the README test runner', () => {
   test('when a README has blocks of several kinds, then only sh, bash and shell blocks without no-run run', () => {
-    const md = ['```sh', 'echo 1', '```', '```sh no-run', 'make up', '```', '```console', '$ ls', '```', '  ```bash', '  echo 2', '  ```', '```', 'plain', '```'].join('\n');
+    const md = ['```sh', 'echo 1', '```', '```sh no-run', 'make up', '```', '```console', '$ ls', '```', '  ```bash', '  echo 2', '  ```', '``` `inline` code', '```', 'plain', '```'].join('\n');
     assert.deepEqual(
       fencedBlocks(md).map((b) => [b.line, b.lang, b.runs, b.lines]),
       [
@@ -89,7 +93,7 @@ describe('the README test runner', () => {
         [5, 'sh', false, ['make up']],
         [8, 'console', false, ['$ ls']],
         [11, 'bash', true, ['echo 2']],
-        [14, '', false, ['plain']],
+        [15, '', false, ['plain']],
       ],
     );
   });
@@ -131,9 +135,24 @@ describe('the README test runner', () => {
       fs.rmSync(cwd, { recursive: true, force: true });
     }
   });
+  test('when a block runs past its time, then it fails naming the block, and nothing it started outlives the session', { skip: !pidNamespace() && 'no PID namespaces here (unshare)' }, async () => {
+    const cwd = tempDir('readme-runner');
+    // A detached process of its own session, as a server started by an example would be (`make up`).
+    const marker = `sleep ${31_000 + Math.floor(Math.random() * 1000)}`;
+    try {
+      const md = ['```sh', `(setsid ${marker} > /dev/null 2>&1 &)`, 'echo started', 'sleep 60', '```'].join('\n');
+      const { failure } = await runReadme({ file: 'X.md', markdown: md, substitute: (t) => t, cwd, env: { PATH: process.env.PATH }, blockTimeoutMs: 2000 });
+      assert.ok(failure);
+      assert.match(describeFailure('X.md', failure), /^X\.md:2: the block did not finish within 2 s\n[\s\S]*--- its output ---\nstarted$/);
+      assert.equal(spawnSync('pgrep', ['-f', `^${marker}$`]).status, 1, `${marker} was ended with the session`);
+    } finally {
+      fs.rmSync(cwd, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('every README', () => {
+  before(needStack);
   test('when the checkout has a README, then this test runs its examples (it is in READMES)', () => {
     const found: string[] = [];
     const walk = (dir: string) => {
@@ -170,6 +189,7 @@ describe('every README', () => {
 });
 
 describe('the example tasks of GET /agents', () => {
+  before(needStack);
   test('when each example task runs with the builtin model against stand-ins for the pages it names, then it completes', { concurrency: true }, async (t) => {
     const res = await f.api('/api/v1/agents');
     const { agents } = (await res.json()) as { agents: { name: string; exampleTasks: string[] }[] };

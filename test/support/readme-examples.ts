@@ -11,7 +11,7 @@
  * - `curl` is a shell function around the real one: a reply with an HTTP status of 400 or more
  *   fails the command, unless the expected output that follows is an error body (`{"detail": …}`).
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 
 /** One fenced block of a README. */
@@ -31,7 +31,8 @@ export function fencedBlocks(markdown: string): Block[] {
   const out: Block[] = [];
   for (let i = 0; i < lines.length; i++) {
     const open = /^(\s*)(`{3,}|~{3,})\s*([^\s`]*)\s*(.*)$/.exec(lines[i]!);
-    if (!open) continue;
+    // As in CommonMark: the info string of a backtick fence holds no backtick (else it is inline code).
+    if (!open || (open[2]!.startsWith('`') && open[4]!.includes('`'))) continue;
     const [, indent, fence, lang, rest] = open as unknown as [string, string, string, string, string];
     const body: string[] = [];
     let j = i + 1;
@@ -238,6 +239,17 @@ const markRe = new RegExp(`\\n?${MARK}([BED]) (\\d+)${MARK}\\n`, 'g');
 const PRELUDE = fs.readFileSync(new URL('./readme-session.sh', import.meta.url), 'utf8');
 const PRELUDE_LINES = PRELUDE.split('\n').length - 1;
 
+let namespaces: boolean | undefined;
+/**
+ * Whether the session can run in a PID namespace of its own: then nothing an example starts
+ * outlives it (a server started in the background, a detached child), since the kernel ends every
+ * process of the namespace with its first. Else the session's process group is all that is ended.
+ */
+export function pidNamespace(): boolean {
+  namespaces ??= spawnSync('unshare', ['--pid', '--fork', '--kill-child', 'true'], { stdio: 'ignore' }).status === 0;
+  return namespaces;
+}
+
 /**
  * Runs the README's runnable blocks in one bash session and checks each expected output. Returns
  * the first failure (a failing command, an unmet expectation or a block past its time), or
@@ -282,7 +294,9 @@ export async function runReadme(o: RunReadmeOptions): Promise<{ failure: Failure
   }
   if (!blocks.length) return { failure: undefined, blocks: 0 };
 
-  const child = spawn('bash', ['-c', PRELUDE + script.join('\n') + '\n'], { cwd: o.cwd, env: o.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const bash = ['bash', '-c', PRELUDE + script.join('\n') + '\n'];
+  const [cmd, ...args] = pidNamespace() ? ['unshare', '--pid', '--fork', '--kill-child', ...bash] : bash;
+  const child = spawn(cmd!, args, { cwd: o.cwd, env: o.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let out = '';
   let current = -1;
   let timedOut = false;
