@@ -313,8 +313,8 @@ export async function runReadme(o: RunReadmeOptions): Promise<{ failure: Failure
     }, o.blockTimeoutMs);
   };
   arm();
-  const onData = (c: Buffer) => {
-    out += c.toString('utf8');
+  const onData = (c: string) => {
+    out += c;
     for (const m of out.matchAll(new RegExp(`${MARK}B (\\d+)${MARK}`, 'g'))) {
       if (Number(m[1]) > current) {
         current = Number(m[1]);
@@ -322,15 +322,15 @@ export async function runReadme(o: RunReadmeOptions): Promise<{ failure: Failure
       }
     }
   };
-  child.stdout.on('data', onData);
-  child.stderr.on('data', onData);
+  // Decoded as a stream: a character split between two reads (… is three bytes) stays whole.
+  child.stdout.setEncoding('utf8').on('data', onData);
+  child.stderr.setEncoding('utf8').on('data', onData);
   const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
   clearTimeout(timer);
 
   // Split the output by the markers: what each block and each expected command printed.
   const blockOut = new Map<number, string>();
   const expOut = new Map<number, string>();
-  let failedAt: number | undefined;
   let seg = '';
   let block = -1;
   let last = 0;
@@ -352,8 +352,8 @@ export async function runReadme(o: RunReadmeOptions): Promise<{ failure: Failure
   }
   const tail = out.slice(last);
   if (block >= 0) blockOut.set(block, (blockOut.get(block) ?? '') + tail);
-  const failMark = /\x1eF (\d+)\x1e/.exec(out);
-  if (failMark) failedAt = Number(failMark[1]);
+  // The ERR trap's mark: the script line of the command that failed.
+  const failedAt = /\x1eF (\d+)\x1e/.exec(out)?.[1];
 
   const show = (b: Block) => (blockOut.get(blocks.indexOf(b)) ?? '').replace(/\x1eF \d+\x1e\n?/g, '').trim();
   for (const [e, x] of expectations.entries()) {
@@ -367,7 +367,7 @@ export async function runReadme(o: RunReadmeOptions): Promise<{ failure: Failure
     return { blocks: blocks.length, failure: { line: b.line, message: `the block did not finish within ${o.blockTimeoutMs / 1000} s`, block: b, output: show(b) } };
   }
   if (code !== 0) {
-    const idx = failedAt !== undefined ? failedAt - PRELUDE_LINES - 1 : -1;
+    const idx = failedAt !== undefined ? Number(failedAt) - PRELUDE_LINES - 1 : -1;
     let line = readmeLine[idx] ?? 0;
     const b = blockOfLine[idx] ?? blocks[Math.max(current, 0)]!;
     // bash names a line inside a command continued with "\": name the line it starts on.
