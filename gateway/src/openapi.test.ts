@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { allRoutes } from './app.js';
-import { buildOpenApi } from './openapi.js';
+import { NAMED_SCHEMAS, buildOpenApi, dereference } from './openapi.js';
 import { ajv } from './validation.js';
 
 test('when the document is built, then every route is in it with the very schema the gateway validates with', () => {
@@ -12,7 +12,7 @@ test('when the document is built, then every route is in it with the very schema
     const op = doc.paths[`/api/v1${r.path.replace(/:([A-Za-z]+)/g, '{$1}')}`]?.[r.method];
     assert.ok(op, `${r.method} ${r.path} is documented`);
     assert.equal(op.operationId, r.operationId);
-    if (r.body) assert.equal(op.requestBody.content['application/json'].schema, r.body, `${r.operationId} body is the same object`);
+    if (r.body) assert.deepEqual(dereference(doc).paths[`/api/v1${r.path.replace(/:([A-Za-z]+)/g, '{$1}')}`]![r.method].requestBody.content['application/json'].schema, r.body, `${r.operationId} body is the schema it validates with`);
     assert.ok(op.responses[String(r.success.status)], `${r.operationId} documents its success status`);
     for (const name of r.path.match(/:([A-Za-z]+)/g) ?? []) {
       assert.ok(op.parameters.some((p: { in: string; name: string }) => p.in === 'path' && `:${p.name}` === name), `${r.operationId} documents ${name}`);
@@ -53,7 +53,7 @@ test('when a load balancer or probe reads the document, then /healthz and /ready
 });
 
 test('when every schema in the document is compiled, then each is valid JSON Schema 2020-12', () => {
-  const doc = buildOpenApi(allRoutes(), '0') as { paths: Record<string, Record<string, any>> };
+  const doc = dereference(buildOpenApi(allRoutes(), '0') as { paths: Record<string, Record<string, any>> });
   let n = 0;
   for (const ops of Object.values(doc.paths)) {
     for (const op of Object.values(ops)) {
@@ -85,7 +85,7 @@ function optionalFields(schema: any, at = ''): string[] {
 }
 
 test('when a client is generated from the document, then every field of a success reply is required (nullable, never optional)', () => {
-  const doc = buildOpenApi(allRoutes(), '0') as { paths: Record<string, Record<string, any>> };
+  const doc = dereference(buildOpenApi(allRoutes(), '0') as { paths: Record<string, Record<string, any>> });
   for (const [path, ops] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(ops)) {
       for (const [status, res] of Object.entries(op.responses as Record<string, any>)) {
@@ -110,8 +110,58 @@ test('when a route takes an agent, an id or a body, then the 404, 413 and 415 it
 });
 
 test('when a workspace lists its files, then the documented reply is the page the route returns', () => {
-  const doc = buildOpenApi(allRoutes(), '0') as { paths: Record<string, Record<string, any>> };
+  const doc = dereference(buildOpenApi(allRoutes(), '0') as { paths: Record<string, Record<string, any>> });
   const schema = doc.paths['/api/v1/agent-workspaces/{workspaceId}/files']!.get.responses['200'].content['application/json'].schema;
   const file = { id: 'file_1', name: 'a.txt', kind: 'input', downloadUrl: 'http://x/a', sizeBytes: 1, contentType: 'text/plain', createdAt: '2026-01-01T00:00:00.000Z' };
   assert.equal(ajv.validate(schema, { items: [file], nextCursor: null, hasMore: false }), true, JSON.stringify(ajv.errors));
+});
+
+type Doc = { paths: Record<string, Record<string, any>>; components: { schemas: Record<string, any> } };
+
+/** Every `$ref` under `node`. */
+function refsIn(node: unknown, out = new Set<string>()): Set<string> {
+  if (Array.isArray(node)) for (const x of node) refsIn(x, out);
+  else if (node && typeof node === 'object') {
+    for (const [k, v] of Object.entries(node)) {
+      if (k === '$ref' && typeof v === 'string') out.add(v);
+      else refsIn(v, out);
+    }
+  }
+  return out;
+}
+
+test('when a client generator reads the document, then every resource is declared once under components/schemas by name', () => {
+  const doc = buildOpenApi(allRoutes(), '0') as Doc;
+  const names = Object.keys(doc.components.schemas);
+  for (const name of ['Run', 'RunCreated', 'RunStatus', 'Step', 'Event', 'Session', 'File', 'FileUpload', 'Workspace', 'Browser', 'Profile', 'Agent', 'Download', 'Recording', 'LiveViewLink', 'Error', 'ValidationError', 'RunList', 'BrowserList', 'ProfileList', 'CreateRunRequest', 'BrowserOptions', 'CreateBrowserRequest']) {
+    assert.ok(names.includes(name), `components/schemas/${name}`);
+  }
+  // A list refers to its item by name, and a run's body to its browser options.
+  assert.deepEqual(doc.components.schemas.RunList.properties.items.items, { $ref: '#/components/schemas/Run' });
+  assert.deepEqual(doc.components.schemas.CreateRunRequest.properties.browser, { $ref: '#/components/schemas/BrowserOptions' });
+  // Every $ref resolves, and every named schema is used by some operation (directly or through another).
+  const refs = refsIn(doc);
+  for (const ref of refs) assert.ok(doc.components.schemas[ref.replace('#/components/schemas/', '')], `${ref} resolves`);
+  for (const name of names) assert.ok(refs.has(`#/components/schemas/${name}`), `${name} is referred to`);
+});
+
+test('when an operation answers with JSON or takes a body, then its schema is a $ref to a named component, not an inline object', () => {
+  const doc = buildOpenApi(allRoutes(), '0') as Doc;
+  for (const [path, ops] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(ops)) {
+      const where = `${method.toUpperCase()} ${path}`;
+      const body = op.requestBody?.content?.['application/json']?.schema;
+      if (body) assert.match(body.$ref ?? '', /^#\/components\/schemas\/\w+Request$/, `${where} body`);
+      for (const [status, res] of Object.entries(op.responses as Record<string, any>)) {
+        const schema = res.content?.['application/json']?.schema;
+        if (schema) assert.match(schema.$ref ?? '', /^#\/components\/schemas\/\w+$/, `${where} ${status}`);
+      }
+    }
+  }
+});
+
+test('when the document is dereferenced, then no $ref is left in its paths and each names its very schema', () => {
+  const doc = dereference(buildOpenApi(allRoutes(), '0') as Doc);
+  assert.equal(refsIn(doc.paths).size, 0);
+  assert.deepEqual(doc.paths['/api/v1/agents/{agent}/runs/{runId}']!.get.responses['200'].content['application/json'].schema, NAMED_SCHEMAS.Run);
 });

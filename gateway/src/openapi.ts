@@ -1,6 +1,87 @@
 /** The OpenAPI 3.1 document, built from the same route table and schemas the gateway validates with. */
+import type { JsonSchema } from './json-schema.js';
 import * as s from './schemas.js';
 import type { RouteDef } from './routes/route.js';
+
+/**
+ * Every resource and request body of the API by name. The document declares each once under
+ * `components/schemas` and refers to it by `$ref` wherever the very same schema object appears,
+ * so a client generated from it gets named types (`Run`, `Browser`, …), not anonymous ones.
+ */
+export const NAMED_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
+  Agent: s.agentInfo,
+  AgentList: s.agentsResponse,
+  RunCreated: s.runCreated,
+  Run: s.run,
+  RunStatus: s.runStatus,
+  RunList: s.runList,
+  Step: s.step,
+  StepList: s.stepList,
+  Event: s.event,
+  EventList: s.eventList,
+  Session: s.session,
+  SessionList: s.sessionList,
+  FileUpload: s.fileUpload,
+  FileUploadList: s.uploadItems,
+  File: s.fileItem,
+  FileList: s.fileList,
+  WorkspaceFileList: s.workspaceFileList,
+  Workspace: s.workspace,
+  WorkspaceList: s.workspaceList,
+  Browser: s.browser,
+  BrowserList: s.browserList,
+  Recording: s.recording,
+  LiveViewLink: s.liveViewLink,
+  Download: s.download,
+  DownloadList: s.downloadList,
+  Profile: s.profile,
+  ProfileList: s.profileList,
+  Error: s.errorResponse,
+  ValidationError: s.validationErrorResponse,
+  ValidationErrorItem: s.validationErrorItem,
+  Health: s.health,
+  Readiness: s.readiness,
+  CreateRunRequest: s.createRunBody,
+  BrowserOptions: s.browserOptions,
+  AddFilesRequest: s.addFilesBody,
+  CreateWorkspaceRequest: s.createWorkspaceBody,
+  UpdateWorkspaceRequest: s.updateWorkspaceBody,
+  CreateBrowserRequest: s.createBrowserBody,
+  CreateLiveViewLinkRequest: s.createLiveViewLinkBody,
+  CreateProfileRequest: s.createProfileBody,
+  UpdateProfileRequest: s.updateProfileBody,
+};
+
+const REF_PREFIX = '#/components/schemas/';
+
+/** A copy of `node` in which every named schema below the top is a `$ref` to its component. */
+function withRefs(node: unknown, names: Map<unknown, string>, top: unknown = node): unknown {
+  if (node !== top && names.has(node)) return { $ref: `${REF_PREFIX}${names.get(node)}` };
+  if (Array.isArray(node)) return node.map((x) => withRefs(x, names, top));
+  if (node && typeof node === 'object') return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, withRefs(v, names, top)]));
+  return node;
+}
+
+/**
+ * `doc` with every `$ref` to `components/schemas` replaced by the schema it names (the document's
+ * schemas form no cycle), for tools that compile one operation's schema on its own.
+ */
+export function dereference<T>(doc: T): T {
+  const schemas = ((doc as { components?: { schemas?: Record<string, unknown> } }).components?.schemas ?? {}) as Record<string, unknown>;
+  const walk = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(walk);
+    if (!node || typeof node !== 'object') return node;
+    const ref = (node as { $ref?: unknown }).$ref;
+    if (typeof ref === 'string' && ref.startsWith(REF_PREFIX)) {
+      const target = schemas[ref.slice(REF_PREFIX.length)];
+      if (target === undefined) throw new Error(`unresolved $ref ${ref}`);
+      return walk(target);
+    }
+    return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, walk(v)]));
+  };
+  const { components, ...rest } = doc as Record<string, unknown>;
+  return { ...(walk(rest) as object), ...(components ? { components } : {}) } as T;
+}
 
 const STATUS_TEXT: Record<number, string> = {
   400: 'Bad request',
@@ -48,6 +129,7 @@ function probe(operationId: string, summary: string, schema: unknown, ok: string
 }
 
 export function buildOpenApi(routes: RouteDef[], version: string): Record<string, unknown> {
+  const names = new Map<unknown, string>(Object.entries(NAMED_SCHEMAS).map(([name, schema]) => [schema, name]));
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routes) {
     const oaPath = `/api/v1${r.path.replace(/:([A-Za-z]+)/g, '{$1}')}`;
@@ -100,8 +182,11 @@ export function buildOpenApi(routes: RouteDef[], version: string): Record<string
       description: 'Runs tasks in plain language with a browser agent or a code agent; browsers over CDP; files; live view.',
     },
     servers: [{ url: '/' }],
-    components: { securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'X-Service-API-Key' } } },
+    components: {
+      schemas: Object.fromEntries(Object.entries(NAMED_SCHEMAS).map(([name, schema]) => [name, withRefs(schema, names)])),
+      securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'X-Service-API-Key' } },
+    },
     security: [{ apiKey: [] }],
-    paths,
+    paths: withRefs(paths, names),
   };
 }

@@ -109,9 +109,8 @@ export const pathParams = {
 // `nullable` (present with null), so a client generated from /openapi.json needs no `?.`.
 
 export const errorResponse = reply({ detail: str() });
-export const validationErrorResponse = reply({
-  detail: list(obj({ type: str(), loc: list({ type: ['string', 'integer'] }), msg: str(), input: {}, ctx: { type: 'object' } }, ['type', 'loc', 'msg'])),
-});
+export const validationErrorItem = obj({ type: str(), loc: list({ type: ['string', 'integer'] }), msg: str(), input: {}, ctx: { type: 'object' } }, ['type', 'loc', 'msg']);
+export const validationErrorResponse = reply({ detail: list(validationErrorItem) });
 
 export const agentInfo = reply({
   name: str({ enum: AGENT_NAMES }),
@@ -180,7 +179,8 @@ export const session = reply({
 });
 export const sessionList = pageOf(session);
 
-export const uploadItems = reply({ items: list(reply({ id: str(), name: str(), upload_url: str({ description: 'Presigned PUT URL' }) })) });
+export const fileUpload = reply({ id: str(), name: str(), upload_url: str({ description: 'Presigned PUT URL' }) });
+export const uploadItems = reply({ items: list(fileUpload) });
 export const fileItem = reply({ id: str(), name: str(), kind: str({ enum: ['input', 'output'] }), downloadUrl: str(), sizeBytes: int(), contentType: str(), createdAt: ts });
 export const fileList = reply({ items: list(fileItem) });
 export const workspaceFileList = pageOf(fileItem);
@@ -207,7 +207,8 @@ export const browser = reply({
 export const browserList = pageOf(browser);
 export const recording = reply({ url: str(), expiresAt: ts });
 export const liveViewLink = reply({ url: str({ description: 'The live view page with an opaque token; open or embed it' }), expiresAt: ts });
-export const downloadList = reply({ items: list(reply({ name: str(), sizeBytes: int(), lastModified: ts, downloadUrl: str() })) });
+export const download = reply({ name: str(), sizeBytes: int(), lastModified: ts, downloadUrl: str() });
+export const downloadList = reply({ items: list(download) });
 
 export const profile = reply({ id: str(), name: str(), userId: nullable(str()), lastUsedAt: nullable(ts), cookieDomains: list(str()), createdAt: ts, updatedAt: ts });
 export const profileList = pageOf(profile);
@@ -225,11 +226,11 @@ export type RunStatusReply = FromSchema<typeof runStatus>;
 export type StepReply = FromSchema<typeof step>;
 export type EventReply = FromSchema<typeof event>;
 export type SessionReply = FromSchema<typeof session>;
-export type UploadItemReply = FromSchema<typeof uploadItems>['items'][number];
+export type UploadItemReply = FromSchema<typeof fileUpload>;
 export type FileReply = FromSchema<typeof fileItem>;
 export type WorkspaceReply = FromSchema<typeof workspace>;
 export type BrowserReply = FromSchema<typeof browser>;
-export type DownloadReply = FromSchema<typeof downloadList>['items'][number];
+export type DownloadReply = FromSchema<typeof download>;
 export type ProfileReply = FromSchema<typeof profile>;
 export type HealthReply = FromSchema<typeof health>;
 export type ReadinessReply = FromSchema<typeof readiness>;

@@ -70,8 +70,8 @@ export async function startClientHarness(options: StackFixtureOptions = {}): Pro
     throw err;
   });
   const proxy = await cuttingProxy(() => fixture.stack.gatewayPort);
-  const control = http.createServer((req, res) => {
-    const reply = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  const control = http.createServer((req, res): void => {
+    const reply = (status: number, body: unknown): void => void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     if (req.method !== 'POST') return reply(405, { detail: 'POST only' });
     const act: Record<string, () => Promise<unknown>> = {
       '/cut': async () => ({ cut: proxy.cut() }),

@@ -5,6 +5,7 @@
  */
 import { AssertionError } from 'node:assert';
 import type { JsonSchema } from '../../gateway/src/json-schema.js';
+import { dereference } from '../../gateway/src/openapi.js';
 import { validator } from '../../gateway/src/validation.js';
 
 interface Operation {
@@ -24,7 +25,8 @@ const BEFORE_ROUTING = new Set([408, 431]);
 export class DocumentedReplies {
   readonly #templates: Template[];
 
-  constructor(doc: { paths: Record<string, Record<string, Operation>> }) {
+  constructor(document: { paths: Record<string, Record<string, Operation>> }) {
+    const doc = dereference(document); // each reply's schema is then whole, compiled on its own
     this.#templates = Object.entries(doc.paths)
       .map(([path, operations]) => ({
         path,

@@ -4,6 +4,7 @@
  * overlong strings, wrong types, huge numbers, bad percent-encoding, odd unicode, missing and extra
  * fields, wrong content types, malformed JSON). Deterministic for a seed; no dependencies.
  */
+import { dereference } from '../../gateway/src/openapi.js';
 
 type Schema = { [k: string]: unknown; type?: string | string[]; properties?: Record<string, Schema>; items?: Schema };
 
@@ -50,7 +51,8 @@ export function prng(seed: number): () => number {
 }
 
 /** The operations of an OpenAPI document (those with the API key, i.e. under /api/v1). */
-export function operationsOf(doc: { paths: Record<string, Record<string, any>> }): Operation[] {
+export function operationsOf(document: { paths: Record<string, Record<string, any>> }): Operation[] {
+  const doc = dereference(document);
   const ops: Operation[] = [];
   for (const [path, item] of Object.entries(doc.paths)) {
     if (!path.startsWith('/api/v1/')) continue;
