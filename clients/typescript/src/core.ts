@@ -1,6 +1,6 @@
 /**
  * The HTTP layer every resource goes through: the key header, JSON in and out, timeouts, retries
- * of idempotent calls (connection errors and 503, exponential backoff with jitter) and errors by
+ * of idempotent calls (connection errors, timeouts, 503 and 504; exponential backoff with jitter) and errors by
  * status. It uses only fetch, so it runs in Node ≥ 20 and in a browser alike.
  */
 import {
@@ -21,7 +21,7 @@ export interface ClientOptions {
   apiKey?: string;
   /** The server's root, e.g. `http://localhost:8080` (a trailing `/api/v1` is fine); default `ATS_BASE_URL`, else `http://localhost:8080`. */
   baseUrl?: string;
-  /** Retries of an idempotent call after a connection error or a 503 (default 2). */
+  /** Retries of an idempotent call after a connection error, a timeout, a 503 or a 504 (default 2). */
   maxRetries?: number;
   /** Time allowed for each request, in ms (default 60000). */
   timeoutMs?: number;
@@ -52,6 +52,8 @@ interface CallOptions extends RequestOptions {
 const DEFAULT_BASE_URL = 'http://localhost:8080';
 const DEFAULT_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_RETRIES = 2;
+/** Replies worth another try of an idempotent call: a service unavailable (503) or late (504) behind the gateway. */
+const RETRIED_STATUSES = new Set([503, 504]);
 
 /** The environment in Node; nothing in a browser (no `process` there). */
 function env(name: string): string | undefined {
@@ -175,7 +177,7 @@ export class Core {
   }
 
   /**
-   * Sends one request, retrying an idempotent one after a connection error, a timeout or a 503.
+   * Sends one request, retrying an idempotent one after a connection error, a timeout, a 503 or a 504.
    * `read` consumes the successful reply inside the same timeout (a reply cut midway is a
    * connection error, retried like one). `what` names the request in errors.
    */
@@ -195,7 +197,7 @@ export class Core {
       try {
         const res = await this.#fetch(url, { ...init, signal });
         if (res.ok) return await read(res);
-        if (res.status !== 503 || attempt >= maxRetries) throw await errorFromResponse(res, what);
+        if (!RETRIED_STATUSES.has(res.status) || attempt >= maxRetries) throw await errorFromResponse(res, what);
         await res.body?.cancel().catch(() => undefined);
         const advised = Number(res.headers.get('retry-after'));
         if (Number.isFinite(advised) && advised > 0) retryAfterMs = Math.min(advised, 60) * 1000;
