@@ -37,6 +37,8 @@ import {
   type Fetch,
 } from '@agent-task-service/client';
 import { apiDocument, GENERATED_FILE, renderTypes } from '../clients/typescript/scripts/generate.js';
+import { toSnake } from '../clients/typescript/src/casing.js';
+import { parseSse } from '../clients/typescript/src/sse.js';
 import { startClientHarness, type ClientHarness } from './support/client-harness.js';
 import { findAny } from './support/public-types.js';
 import { until } from './support/until.js';
@@ -208,10 +210,11 @@ describe('the TypeScript SDK against the stack', () => {
     assert.equal(first.hasNextPage(), true);
     const second = await first.nextPage();
     assert.equal(second!.items.length, 2);
-    let pages = 0;
-    for await (const page of c.profiles.list({ limit: 2 }).pages()) pages++;
-    assert.ok(pages >= 3, `${pages} pages`);
+    const sizes: number[] = [];
+    for await (const page of c.profiles.list({ limit: 2 }).pages()) sizes.push(page.items.length);
+    assert.ok(sizes.length >= 3 && sizes.every((n) => n <= 2), `pages of ${sizes.join(', ')}`);
     const all = await c.profiles.list({ limit: 2 }).toArray();
+    assert.equal(all.length, sizes.reduce((a, b) => a + b));
     assert.equal(new Set(all.map((p) => p.id)).size, all.length, 'no profile twice');
     for (const p of made) assert.ok(all.some((q) => q.id === p.id));
     assert.equal((await c.profiles.update(made[0]!.id, { name: 'renamed' })).name, 'renamed');
@@ -242,7 +245,7 @@ describe('the TypeScript SDK against the stack', () => {
     await rejectsWith(c.workspaces.get(workspaces[0]!.id), NotFoundError);
   });
 
-  test('when a browser is declared with await using, then it is stopped when the scope ends; its links, downloads and recording are there', async () => {
+  test('when a browser is declared with await using, then it is stopped when the scope ends; its live view link and downloads are there', async () => {
     const c = client();
     let id = '';
     {
@@ -331,23 +334,6 @@ describe('the TypeScript SDK against the stack', () => {
     await rejectsWith(c.runs.stop(created.id), ConflictError);
   });
 
-  test("when a stopped browser's video is finished, then recording gives its link (a ConflictError until then)", async () => {
-    const c = client();
-    const recording = await until(
-      async () => {
-        try {
-          return await c.browsers.recording(stoppedBrowser);
-        } catch (err) {
-          if (err instanceof ConflictError) return undefined; // still being finished
-          throw err;
-        }
-      },
-      { what: 'the recording', intervalMs: 200 },
-    );
-    assert.match(recording.url, /^http/);
-    assert.ok(Date.parse(recording.expiresAt) > Date.now());
-  });
-
   test('when nothing answers, then reads are retried max_retries times and fail as APIConnectionError or APITimeoutError; creates are sent once', async () => {
     const refused = await new Promise<number>((resolve) => {
       const s = net.createServer().listen(0, '127.0.0.1', () => {
@@ -425,6 +411,23 @@ describe('the TypeScript SDK against the stack', () => {
     const page = await client({ fetch: restarting, maxRetries: 4 }).runs.list({ limit: 1 }).firstPage();
     assert.ok(unavailable >= 1);
     assert.equal(page.items.length, 1);
+  });
+
+  test("when a stopped browser's video is finished, then recording gives its link (a ConflictError until then)", async () => {
+    const c = client();
+    const recording = await until(
+      async () => {
+        try {
+          return await c.browsers.recording(stoppedBrowser);
+        } catch (err) {
+          if (err instanceof ConflictError) return undefined; // still being finished
+          throw err;
+        }
+      },
+      { what: 'the recording', intervalMs: 200 },
+    );
+    assert.match(recording.url, /^http/);
+    assert.ok(Date.parse(recording.expiresAt) > Date.now());
   });
 });
 
@@ -546,5 +549,39 @@ describe('the TypeScript SDK types', () => {
     const dir = tmp();
     fs.writeFileSync(path.join(dir, 'leaky.d.ts'), `import type { Run } from ${JSON.stringify(path.join(dist, 'index.js'))};\nexport declare function f(): Promise<Run & { extra: any }>;\n`);
     assert.deepEqual(findAny(path.join(dir, 'leaky.d.ts'), dir).anys, ['f(value)()→<0>.extra']);
+  });
+});
+
+describe('the TypeScript SDK parts', () => {
+  test('when server-sent events arrive split anywhere (CRLF across chunks, multi-line data, comments), then each event comes out whole', async () => {
+    const text = ': keep-alive\r\n\r\nid: 1\r\nevent: step\r\ndata: {"a":\r\ndata: 1}\r\n\r\nid: 2\ndata: two\n\n: bye\n\n';
+    const bytes = new TextEncoder().encode(text);
+    for (const size of [1, 2, 3, 7, bytes.length]) {
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          for (let i = 0; i < bytes.length; i += size) controller.enqueue(bytes.slice(i, i + size));
+          controller.close();
+        },
+      });
+      const events = [];
+      for await (const e of parseSse(body)) events.push(e);
+      assert.deepEqual(
+        events,
+        [
+          { id: '1', event: 'step', data: '{"a":\n1}' },
+          { id: '2', event: undefined, data: 'two' },
+        ],
+        `chunks of ${size}`,
+      );
+    }
+  });
+
+  test('when options are sent, then camelCase keys become the API’s snake_case, nested too, and unset ones are left out', () => {
+    assert.deepEqual(toSnake({ task: 't', sessionId: 's', attachedFileIds: ['file_a'], browser: { proxyCountryCode: 'de', screenWidth: 800 }, model: undefined }), {
+      task: 't',
+      session_id: 's',
+      attached_file_ids: ['file_a'],
+      browser: { proxy_country_code: 'de', screen_width: 800 },
+    });
   });
 });

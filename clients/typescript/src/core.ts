@@ -5,6 +5,7 @@
  */
 import {
   APIConnectionError,
+  APIError,
   APIStatusError,
   APITimeoutError,
   UnprocessableEntityError,
@@ -104,6 +105,11 @@ export function printableUrl(url: string | URL): string {
   return `${u.origin}${u.pathname}`;
 }
 
+/** An error of Node's file system (writing a download), which has a path; a socket's errors have none. */
+function isFileSystemError(err: unknown): boolean {
+  return typeof (err as { syscall?: unknown })?.syscall === 'string' && typeof (err as { path?: unknown }).path === 'string';
+}
+
 /** Turns an error reply into the error class of its status. */
 export async function errorFromResponse(res: Response, what: string): Promise<APIStatusError> {
   const text = await res.text().catch(() => '');
@@ -168,10 +174,15 @@ export class Core {
       headers['Content-Type'] = 'application/json';
       body = JSON.stringify(options.body);
     }
-    const res = await this.fetchWithRetries(url, { method, headers, body }, `${method} /api/v1${path}`, options, async (r) => {
+    const what = `${method} /api/v1${path}`;
+    const res = await this.fetchWithRetries(url, { method, headers, body }, what, options, async (r) => {
       if (r.status === 204) return undefined;
       const text = await r.text();
-      return text ? (JSON.parse(text) as unknown) : undefined;
+      try {
+        return text ? (JSON.parse(text) as unknown) : undefined;
+      } catch (err) {
+        throw new APIError(`${what}: the reply (${r.status}) is not JSON`, { status: r.status, requestId: r.headers.get('x-request-id'), cause: err });
+      }
     });
     return res as T;
   }
@@ -202,9 +213,8 @@ export class Core {
         const advised = Number(res.headers.get('retry-after'));
         if (Number.isFinite(advised) && advised > 0) retryAfterMs = Math.min(advised, 60) * 1000;
       } catch (err) {
-        if (err instanceof APIStatusError) throw err;
+        if (err instanceof APIError || isFileSystemError(err)) throw err; // a reply that says no, or the local disk: not the connection
         if (options.signal?.aborted) throw options.signal.reason;
-        if (err instanceof SyntaxError) throw new APIConnectionError(`${what}: the reply was not JSON`, err);
         const failure = timeout.aborted ? new APITimeoutError(what, timeoutMs, err) : new APIConnectionError(what, err);
         if (attempt >= maxRetries) throw failure;
       }
