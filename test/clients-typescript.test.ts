@@ -474,7 +474,7 @@ describe('the TypeScript SDK as shipped', () => {
   });
 
   test('when the SDK is bundled for the browser, then it has no Node built-in and works in Chromium: agents, an error class, paging and an event stream', async () => {
-    const bundle = await esbuild.build({ entryPoints: [path.join(PKG, 'src/index.ts')], bundle: true, platform: 'browser', format: 'iife', globalName: 'ATS', write: false, metafile: true, logLevel: 'silent' });
+    const bundle = await esbuild.build({ absWorkingDir: ROOT, entryPoints: [path.join(PKG, 'src/index.ts')], bundle: true, platform: 'browser', format: 'iife', globalName: 'ATS', write: false, metafile: true, logLevel: 'silent' });
     assert.deepEqual(
       Object.keys(bundle.metafile.inputs).filter((i) => !i.startsWith('clients/typescript/src/')),
       [],
