@@ -151,6 +151,26 @@ describe('the README test runner', () => {
   });
 });
 
+test("when a README shows Python or TypeScript code, then each block is one of its package's example files, word for word (the package's tests run them)", () => {
+  const examples = (dir: string) => fs.readdirSync(path.join(ROOT, dir)).map((name) => fs.readFileSync(path.join(ROOT, dir, name), 'utf8'));
+  const known: Record<string, string[]> = {
+    python: examples('clients/python/examples'),
+    ts: [...examples('clients/typescript/examples')],
+  };
+  known.typescript = known.ts!;
+  for (const readme of READMES.filter((r) => fs.existsSync(path.join(ROOT, r)))) {
+    for (const block of fencedBlocks(fs.readFileSync(path.join(ROOT, readme), 'utf8'))) {
+      const files = known[block.lang];
+      if (!files) continue;
+      const text = `${block.lines.join('\n')}\n`;
+      // A package README may show a fragment of an example; the top README shows whole programs.
+      const whole = files.includes(text);
+      const part = readme.startsWith('clients/') && files.some((f) => f.includes(text.trim()));
+      assert.ok(whole || part, `${readme}:${block.line}: a ${block.lang} block that is no example file:\n${text}`);
+    }
+  }
+});
+
 describe('every README', () => {
   before(needStack);
   test('when the checkout has a README, then this test runs its examples (it is in READMES)', () => {
