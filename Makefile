@@ -12,10 +12,12 @@ help: ## List the targets
 deps: ## Install npm packages and Debian chromium, nats-server, ffmpeg when missing
 	@scripts/install.sh
 
-build: deps ## Compile TypeScript to dist/
+build: deps ## Compile TypeScript to dist/ (the client package first: the gateway's /mcp imports it)
+	@npx tsc -p clients/typescript/tsconfig.json
 	@npx tsc -p tsconfig.json
 
 typecheck: deps
+	@npx tsc -p clients/typescript/tsconfig.json
 	@npx tsc -p tsconfig.json --noEmit
 
 proto: deps ## Regenerate gen/ from proto/
@@ -50,4 +52,4 @@ bench: build ## Benchmarks (figures are ratios against a baseline in the same ru
 	@$(TSX) bench/run.ts
 
 clean:
-	rm -rf dist
+	rm -rf dist clients/typescript/dist
