@@ -277,10 +277,11 @@ describe('ats, piped as a script runs it', () => {
   });
 
   test('when a browser is created, then its CDP and live view URLs are printed, a live view link is made, and it stops', async () => {
-    const b = json<{ id: string; status: string; cdpUrl: string; liveViewUrl: string }>(await ats(['browsers', 'create', '--json']));
+    const b = json<{ id: string; status: string; cdpUrl: string; liveViewUrl: string | null }>(await ats(['browsers', 'create', '--json']));
     assert.equal(b.status, 'active');
     assert.match(b.cdpUrl, /^wss?:\/\//);
-    assert.match(b.liveViewUrl, /^https?:\/\/.+token=/);
+    // Null only when the live-view service could not mint it in time (a loaded machine); a get mints it again.
+    if (b.liveViewUrl !== null) assert.match(b.liveViewUrl, /^https?:\/\/.+token=/);
 
     const listed = await ats(['browsers', 'list', '--status', 'active']);
     assert.match(listed.stdout, new RegExp(`\\n${b.id} +active `));
@@ -289,6 +290,7 @@ describe('ats, piped as a script runs it', () => {
     assert.match(link.stdout, /^https?:\/\/\S+token=\S+\n$/);
     const human = await ats(['browsers', 'get', b.id]);
     assert.match(human.stdout, /\ncdp url: +wss?:\/\//);
+    assert.match(human.stdout, /\nlive view: +https?:\/\/\S+token=\S+\n/);
 
     const stop = await ats(['browsers', 'stop', b.id]);
     assert.equal(stop.stdout, `${b.id} stopped\n`);

@@ -189,30 +189,16 @@ function guarded<A>(fn: (args: A, extra: Extra) => Promise<CallToolResult>) {
   };
 }
 
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-
 // ---------- the server ----------
 
 export interface McpServerOptions {
   /** Upper bound of `run_task`'s wait in seconds (default MAX_WAIT_SECONDS). */
   maxWaitSeconds?: number;
-  /** How often `run_task` looks at a running run, in ms (default 1000). */
-  pollIntervalMs?: number;
 }
 
 /** An MCP server whose tools call the Agent Task Service through `client`; connect it to a transport. */
 export function createMcpServer(client: AgentTaskService, options: McpServerOptions = {}): McpServer {
   const maxWait = options.maxWaitSeconds ?? MAX_WAIT_SECONDS;
-  const pollMs = options.pollIntervalMs ?? 1000;
   const server = new McpServer(
     { name: 'agent-task-service', title: 'Agent Task Service', version: MCP_SERVER_VERSION },
     {
@@ -244,6 +230,7 @@ export function createMcpServer(client: AgentTaskService, options: McpServerOpti
         done: z.boolean().describe('True when the run ended (completed, failed or stopped)'),
         ...runOut,
         steps: z.number().int().describe('Browser steps taken so far'),
+        live_view_url: z.string().nullable().describe("A page showing the run's browser live (null until it has one)"),
         next: z.string().nullable().describe('What to do next when the run has not ended'),
       },
       annotations: { title: 'Run a task', readOnlyHint: false, destructiveHint: false, openWorldHint: true },
@@ -262,32 +249,41 @@ export function createMcpServer(client: AgentTaskService, options: McpServerOpti
         ...(Object.keys(browser).length ? { browser } : {}),
       });
       const opts = { agent: created.agent };
-      const deadline = Date.now() + (args.wait_seconds ?? DEFAULT_WAIT_SECONDS) * 1000;
       const progressToken = extra._meta?.progressToken;
+      // Follow the run's events until it ends, the wait is over or the client cancels.
+      const stop = new AbortController();
+      const timer = setTimeout(() => stop.abort(new Error('wait over')), (args.wait_seconds ?? DEFAULT_WAIT_SECONDS) * 1000);
+      const cancel = () => stop.abort(extra.signal.reason);
+      extra.signal.addEventListener('abort', cancel, { once: true });
       let steps = 0;
-      for (;;) {
-        const status = await client.runs.status(created.id, opts);
-        if (progressToken !== undefined) {
-          // Each new step is a progress notification: the client sees the run move, and a
-          // client that resets its timeout on progress waits for as long as steps come.
-          for await (const s of client.runs.steps(created.id, { ...opts, after: steps })) {
-            steps = s.number;
-            await extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: steps, message: `step ${s.number}: ${s.action}` } });
+      let liveViewUrl: string | null = null;
+      try {
+        for await (const ev of client.runs.stream(created.id, { ...opts, signal: stop.signal })) {
+          const data = ev.data as { number?: unknown; action?: unknown; liveViewUrl?: unknown };
+          if (ev.type === 'browser.ready' && typeof data.liveViewUrl === 'string') liveViewUrl = data.liveViewUrl;
+          if (ev.type === 'step' && typeof data.number === 'number') {
+            steps = data.number;
+            // The client sees the run move; one that resets its timeout on progress waits as long as steps come.
+            if (progressToken !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: steps, message: `step ${steps}: ${String(data.action)}` } });
           }
         }
-        if (TERMINAL.has(status.status) || Date.now() >= deadline || extra.signal.aborted) break;
-        await sleep(Math.min(pollMs, Math.max(0, deadline - Date.now())), extra.signal);
+      } catch (err) {
+        if (!stop.signal.aborted) throw err;
+      } finally {
+        clearTimeout(timer);
+        extra.signal.removeEventListener('abort', cancel);
       }
       const run = await client.runs.get(created.id, opts);
-      if (progressToken === undefined) for await (const s of client.runs.steps(created.id, opts)) steps = s.number;
       const done = TERMINAL.has(run.status);
       const out = {
         done,
         ...runView(run),
         steps,
+        live_view_url: liveViewUrl,
         next: done ? null : `The run is ${run.status}. Call get_run with run_id "${run.id}"${run.agent === 'browser-agent' ? '' : ` and agent "${run.agent}"`} until its status is completed, failed or stopped.`,
       };
-      const summary = done ? `Run ${run.id} ${run.status}${run.result !== null ? `: ${run.result}` : run.error ? `: ${run.error}` : ''}` : out.next!;
+      const said = run.status === 'failed' ? run.error : run.result;
+      const summary = done ? `Run ${run.id} ${run.status}${said ? `: ${said}` : ''}` : out.next!;
       return ok(out, summary);
     }),
   );
