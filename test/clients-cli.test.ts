@@ -58,6 +58,13 @@ function ats(args: string[], o: { env?: Record<string, string>; cwd?: string } =
   });
 }
 
+/** `ats …` that must succeed (exit 0); its output otherwise names what went wrong. */
+async function done(args: string[], o: { env?: Record<string, string>; cwd?: string } = {}): Promise<Result> {
+  const r = await ats(args, o);
+  assert.equal(r.code, 0, `ats ${args.join(' ')}\n${show(r)}`);
+  return r;
+}
+
 const show = (r: Result) => `exit ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`;
 const json = <T>(r: Result): T => {
   assert.equal(r.code, 0, show(r));
@@ -126,14 +133,14 @@ describe('ats, piped as a script runs it', () => {
 
     const got = json<typeof run>(await ats(['runs', 'get', run.id, '--json']));
     assert.deepEqual({ id: got.id, status: got.status, result: got.result }, { id: run.id, status: 'completed', result: run.result });
-    const human = await ats(['runs', 'get', run.id]);
+    const human = await done(['runs', 'get', run.id]);
     assert.match(human.stdout, new RegExp(`^id: +${run.id}\\n`));
     assert.match(human.stdout, /\nstatus: +completed\n/);
     assert.ok(human.stdout.endsWith(`\n\n${run.result}\n`));
 
     const listed = json<{ id: string }[]>(await ats(['runs', 'list', '--json', '--status', 'completed']));
     assert.ok(listed.some((r) => r.id === run.id));
-    const table = await ats(['runs', 'list', '--limit', '2']);
+    const table = await done(['runs', 'list', '--limit', '2']);
     assert.match(table.stdout, /^ID +STATUS +CREATED +TASK\n/);
     assert.equal(table.stdout.trimEnd().split('\n').length, 3, table.stdout);
 
@@ -207,7 +214,7 @@ describe('ats, piped as a script runs it', () => {
     assert.match(id, /^run_\S+$/);
     const w = await ats(['runs', 'wait', id, '--agent', 'browsercode', '--timeout', '1']);
     assert.equal(w.code, 4, show(w));
-    assert.ok(w.stderr.includes(`--timeout 1s passed; the run goes on: \`ats runs wait ${id}\` --agent browsercode`), w.stderr);
+    assert.ok(w.stderr.includes(`--timeout 1s passed; the run goes on: \`ats runs wait ${id} --agent browsercode\`, or stop it with \`ats runs stop ${id} --agent browsercode\``), w.stderr);
     assert.equal((await ats(['runs', 'stop', id, '--agent', 'browsercode'])).code, 0);
   });
 
@@ -250,7 +257,7 @@ describe('ats, piped as a script runs it', () => {
     );
     assert.equal(run.status, 'completed');
     assert.deepEqual(run.missingFileIds, []);
-    const listed = await ats(['runs', 'files', run.id, '--agent', 'browsercode']);
+    const listed = await done(['runs', 'files', run.id, '--agent', 'browsercode']);
     assert.match(listed.stdout, /^NAME +KIND +SIZE +ID\n/);
     assert.match(listed.stdout, /\nloud\.txt +output +12 B +file_/);
     assert.match(listed.stdout, /\nnotes\.txt +input +12 B +file_/);
@@ -283,16 +290,16 @@ describe('ats, piped as a script runs it', () => {
     // Null only when the live-view service could not mint it in time (a loaded machine); a get mints it again.
     if (b.liveViewUrl !== null) assert.match(b.liveViewUrl, /^https?:\/\/.+token=/);
 
-    const listed = await ats(['browsers', 'list', '--status', 'active']);
+    const listed = await done(['browsers', 'list', '--status', 'active']);
     assert.match(listed.stdout, new RegExp(`\\n${b.id} +active `));
     const link = await ats(['browsers', 'live-view', b.id, '--mode', 'view']);
     assert.equal(link.code, 0, show(link));
     assert.match(link.stdout, /^https?:\/\/\S+token=\S+\n$/);
-    const human = await ats(['browsers', 'get', b.id]);
+    const human = await done(['browsers', 'get', b.id]);
     assert.match(human.stdout, /\ncdp url: +wss?:\/\//);
     assert.match(human.stdout, /\nlive view: +https?:\/\/\S+token=\S+\n/);
 
-    const stop = await ats(['browsers', 'stop', b.id]);
+    const stop = await done(['browsers', 'stop', b.id]);
     assert.equal(stop.stdout, `${b.id} stopped\n`);
     const after = json<{ status: string; stoppedAt: string | null }>(await ats(['browsers', 'get', b.id, '--json']));
     assert.equal(after.status, 'stopped');
@@ -303,9 +310,9 @@ describe('ats, piped as a script runs it', () => {
     const p = json<{ id: string; name: string; userId: string | null }>(await ats(['profiles', 'create', 'work', '--user-id', 'u-1', '--json']));
     assert.equal(p.name, 'work');
     assert.equal(p.userId, 'u-1');
-    const list = await ats(['profiles', 'list']);
+    const list = await done(['profiles', 'list']);
     assert.match(list.stdout, new RegExp(`\\n${p.id} +work +u-1 `));
-    const renamed = await ats(['profiles', 'rename', p.id, 'home']);
+    const renamed = await done(['profiles', 'rename', p.id, 'home']);
     assert.equal(renamed.stdout, `${p.id} home\n`);
     assert.equal(json<{ name: string }>(await ats(['profiles', 'get', p.id, '--json'])).name, 'home');
     const del = await ats(['profiles', 'delete', p.id]);
@@ -319,7 +326,7 @@ describe('ats, piped as a script runs it', () => {
   test('when the agents are listed, then both are named with what they are for', async () => {
     const agents = json<{ name: string; watch: string }[]>(await ats(['agents', '--json']));
     assert.deepEqual(agents.map((a) => [a.name, a.watch]).sort(), [['browser-agent', 'steps'], ['browsercode', 'events']]);
-    const human = await ats(['agents']);
+    const human = await done(['agents']);
     assert.match(human.stdout, /^browser-agent  browser, files · disposable sessions · watch steps\n {2}best for: /);
   });
 });
@@ -336,6 +343,31 @@ describe('ats on a terminal', () => {
       child.on('close', (code) => resolve({ code, screen: fs.readFileSync(file, 'utf8') }));
     });
   }
+
+  test('when Ctrl-C is pressed while a run is followed, then ats stops watching, says how to go on, and exits 130; the run goes on', async () => {
+    const quoted = [process.execPath, BIN, 'run', 'Run `sleep 30`.', '--agent', 'browsercode', '--model', 'builtin', '--follow'].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+    const file = path.join(ARTIFACTS, 'run-interrupt.typescript');
+    const child = spawn('script', ['-qfec', `stty cols 100 rows 30; ${quoted}`, file], { cwd: WORK, env: userEnv({ TERM: 'xterm-256color' }), stdio: ['pipe', 'pipe', 'inherit'] });
+    const exited = new Promise<number | null>((r) => child.on('close', r));
+    let seen = '';
+    // Ctrl-C once the command runs: the terminal turns it into SIGINT for ats.
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (d: Buffer) => {
+        seen += d;
+        if (seen.includes('$ sleep 30')) resolve();
+      });
+      child.on('close', () => reject(new Error(`ats exited early:\n${seen}`)));
+    });
+    child.stdin.write('\x03');
+    assert.equal(await exited, 130, seen);
+    const lines = rendered(fs.readFileSync(file, 'utf8'));
+    fs.writeFileSync(path.join(ARTIFACTS, 'run-interrupt.txt'), lines.join('\n'));
+    const id = /^(run_\S+) \(browsercode\)$/m.exec(lines.join('\n'))![1]!;
+    assert.ok(lines.includes(`ats: interrupted; the run goes on: \`ats runs wait ${id} --agent browsercode\`, or stop it with \`ats runs stop ${id} --agent browsercode\``), lines.join('\n'));
+    const still = json<{ status: string }>(await ats(['runs', 'get', id, '--agent', 'browsercode', '--json']));
+    assert.equal(still.status, 'running');
+    assert.equal((await ats(['runs', 'stop', id, '--agent', 'browsercode'])).code, 0);
+  });
 
   /** The lines a person sees at the end: \r returns to the line's start, ESC[2K clears it, colours vanish. */
   function rendered(raw: string): string[] {

@@ -656,7 +656,8 @@ async function watchRun(ctx: Ctx, runId: string, agent: AgentName, opts: { follo
     terminal.flush();
     spinner.stop();
     if (why) {
-      const hint = `the run goes on: \`ats runs wait ${runId}\`${agent === 'browser-agent' ? '' : ` --agent ${agent}`}, or stop it with \`ats runs stop ${runId}\``;
+      const flag = agent === 'browser-agent' ? '' : ` --agent ${agent}`;
+      const hint = `the run goes on: \`ats runs wait ${runId}${flag}\`, or stop it with \`ats runs stop ${runId}${flag}\``;
       ctx.err(`ats: ${why === 'timeout' ? `--timeout ${opts.timeout}s passed` : 'interrupted'}; ${hint}\n`);
       if (ctx.json) ctx.printJson(await client.runs.get(runId, { agent }));
       return why === 'timeout' ? EXIT.timeout : EXIT.interrupted;
