@@ -131,12 +131,17 @@ export function bytes(n: number): string {
 const ANSI = /\x1b\[[0-9;]*m/g;
 const visible = (s: string) => s.replace(ANSI, '').length;
 
-/** Rows under a header, columns padded to their widest cell; the last column is not padded. */
-export function table(header: string[], rows: string[][], style: Style): string {
+/**
+ * Rows under a header, columns padded to their widest cell. The last column is not padded, and is
+ * cut to fit `width` (a terminal's columns) so that no row wraps.
+ */
+export function table(header: string[], rows: string[][], style: Style, width?: number): string {
   const widths = header.map((h, i) => Math.max(visible(h), ...rows.map((r) => visible(r[i] ?? ''))));
+  const lead = widths.slice(0, -1).reduce((a, w) => a + w + 2, 0);
+  const fit = (c: string) => (width && visible(c) === c.length && lead + c.length > width ? clip(c, Math.max(10, width - lead)) : c);
   const line = (cells: string[]) =>
     cells
-      .map((c, i) => (i === cells.length - 1 ? c : c + ' '.repeat(widths[i]! - visible(c))))
+      .map((c, i) => (i === cells.length - 1 ? fit(c) : c + ' '.repeat(widths[i]! - visible(c))))
       .join('  ')
       .trimEnd();
   return [style.dim(line(header)), ...rows.map(line)].join('\n') + '\n';

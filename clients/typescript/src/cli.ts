@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { AgentTaskService, APIError, UnprocessableEntityError } from './index.js';
+import { AgentTaskService, UnprocessableEntityError } from './index.js';
 import type { Agent, Browser, Event, Profile, Run, Step } from './index.js';
 import { bytes, clip, colorsFor, duration, fields, Spinner, Style, table, when, type Streams } from './cli-terminal.js';
 
@@ -73,6 +73,8 @@ interface Ctx {
   err(text: string): void;
   /** Prints `value` as JSON on stdout. */
   printJson(value: unknown): void;
+  /** The terminal's width when stdout is one (tables fit it). */
+  width?: number;
 }
 
 interface Command {
@@ -202,7 +204,7 @@ const COMMANDS: Command[] = [
       }
       if (ctx.json) return ctx.printJson(runs), EXIT.ok;
       if (!runs.length) return ctx.err('No runs.\n'), EXIT.ok;
-      ctx.out(table(['ID', 'STATUS', 'CREATED', 'TASK'], runs.map((r) => [r.id, ctx.style.status(r.status), when(r.createdAt), clip(r.task, 60)]), ctx.style));
+      ctx.out(table(['ID', 'STATUS', 'CREATED', 'TASK'], runs.map((r) => [r.id, ctx.style.status(r.status), when(r.createdAt), clip(r.task, 60)]), ctx.style, ctx.width));
       return EXIT.ok;
     },
   },
@@ -260,7 +262,7 @@ const COMMANDS: Command[] = [
       for await (const s of ctx.client().runs.steps(ctx.args[0]!, { agent: agentOf(ctx.values), ...(after !== undefined ? { after } : {}) })) steps.push(s);
       if (ctx.json) return ctx.printJson(steps), EXIT.ok;
       if (!steps.length) return ctx.err('No steps.\n'), EXIT.ok;
-      ctx.out(table(['#', 'ACTION', 'URL', 'TIME'], steps.map((s) => [String(s.number), clip(s.action, 50), s.url ?? '-', duration(s.durationMs)]), ctx.style));
+      ctx.out(table(['#', 'ACTION', 'URL', 'TIME'], steps.map((s) => [String(s.number), clip(s.action, 50), s.url ?? '-', duration(s.durationMs)]), ctx.style, ctx.width));
       return EXIT.ok;
     },
   },
@@ -276,7 +278,7 @@ const COMMANDS: Command[] = [
       for await (const e of ctx.client().runs.events(ctx.args[0]!, { agent: agentOf(ctx.values), ...(after !== undefined ? { after } : {}) })) events.push(e);
       if (ctx.json) return ctx.printJson(events), EXIT.ok;
       if (!events.length) return ctx.err('No events.\n'), EXIT.ok;
-      ctx.out(table(['ID', 'TIME', 'TYPE', 'DATA'], events.map((e) => [String(e.id), when(e.ts), e.type, clip(JSON.stringify(e.data), 80)]), ctx.style));
+      ctx.out(table(['ID', 'TIME', 'TYPE', 'DATA'], events.map((e) => [String(e.id), when(e.ts), e.type, clip(JSON.stringify(e.data), 80)]), ctx.style, ctx.width));
       return EXIT.ok;
     },
   },
@@ -292,7 +294,7 @@ const COMMANDS: Command[] = [
       const files = await ctx.client().runs.files(ctx.args[0]!, { agent: agentOf(ctx.values), ...(kind ? { kind } : {}) });
       if (ctx.json) return ctx.printJson(files.map((f) => ({ ...f }))), EXIT.ok;
       if (!files.length) return ctx.err('No files.\n'), EXIT.ok;
-      ctx.out(table(['NAME', 'KIND', 'SIZE', 'ID'], files.map((f) => [f.name, f.kind, bytes(f.sizeBytes), f.id]), ctx.style));
+      ctx.out(table(['NAME', 'KIND', 'SIZE', 'ID'], files.map((f) => [f.name, f.kind, bytes(f.sizeBytes), f.id]), ctx.style, ctx.width));
       return EXIT.ok;
     },
   },
@@ -337,7 +339,7 @@ const COMMANDS: Command[] = [
       for await (const b of ctx.client().browsers.list({ ...(status ? { status } : {}), ...(str(v, 'session') ? { sessionId: str(v, 'session') } : {}) })) items.push(b);
       if (ctx.json) return ctx.printJson(items.map(plain)), EXIT.ok;
       if (!items.length) return ctx.err('No browsers.\n'), EXIT.ok;
-      ctx.out(table(['ID', 'STATUS', 'CREATED', 'SIZE', 'PROFILE', 'RUN'], items.map((b) => [b.id, ctx.style.status(b.status), when(b.createdAt), `${b.screenWidth}x${b.screenHeight}`, b.profileId ?? '-', b.runId ?? '-']), ctx.style));
+      ctx.out(table(['ID', 'STATUS', 'CREATED', 'SIZE', 'PROFILE', 'RUN'], items.map((b) => [b.id, ctx.style.status(b.status), when(b.createdAt), `${b.screenWidth}x${b.screenHeight}`, b.profileId ?? '-', b.runId ?? '-']), ctx.style, ctx.width));
       return EXIT.ok;
     },
   },
@@ -416,7 +418,7 @@ const COMMANDS: Command[] = [
       const uploaded = [];
       for (const f of ctx.args) uploaded.push(await ctx.client().files.upload(f, { agent: agentOf(ctx.values) }));
       if (ctx.json) return ctx.printJson(uploaded), EXIT.ok;
-      ctx.out(table(['ID', 'NAME'], uploaded.map((u) => [u.id, u.name]), ctx.style));
+      ctx.out(table(['ID', 'NAME'], uploaded.map((u) => [u.id, u.name]), ctx.style, ctx.width));
       return EXIT.ok;
     },
   },
@@ -493,7 +495,7 @@ const COMMANDS: Command[] = [
       for await (const p of ctx.client().profiles.list()) items.push(p);
       if (ctx.json) return ctx.printJson(items), EXIT.ok;
       if (!items.length) return ctx.err('No profiles.\n'), EXIT.ok;
-      ctx.out(table(['ID', 'NAME', 'USER', 'LAST USED', 'COOKIE DOMAINS'], items.map((p) => [p.id, p.name, p.userId ?? '-', when(p.lastUsedAt), p.cookieDomains.join(',') || '-']), ctx.style));
+      ctx.out(table(['ID', 'NAME', 'USER', 'LAST USED', 'COOKIE DOMAINS'], items.map((p) => [p.id, p.name, p.userId ?? '-', when(p.lastUsedAt), p.cookieDomains.join(',') || '-']), ctx.style, ctx.width));
       return EXIT.ok;
     },
   },
@@ -541,7 +543,7 @@ const COMMANDS: Command[] = [
       if (ctx.json) return ctx.printJson(agents), EXIT.ok;
       for (const a of agents) {
         ctx.out(`${ctx.style.bold(a.name)}  ${ctx.style.dim(`${a.capabilities.join(', ')} · ${a.session.kind} sessions · watch ${a.watch}`)}\n`);
-        ctx.out(`  best for: ${a.bestFor.join('; ')}\n`);
+        ctx.out(`  best for: ${a.bestFor.join(' ')}\n`);
         if (a.exampleTasks[0]) ctx.out(`  e.g.     ats run ${JSON.stringify(a.exampleTasks[0])}${a.name === 'browser-agent' ? '' : ` --agent ${a.name}`}\n`);
       }
       return EXIT.ok;
@@ -623,9 +625,13 @@ async function watchRun(ctx: Ctx, runId: string, agent: AgentName, opts: { follo
   const spinner = new Spinner(ctx.io.stderr, style);
   const show = !ctx.json && spinner.enabled;
   const started = Date.now();
+  // browser-agent counts its browser steps; browsercode every action (commands, files, browser steps).
+  const counted = agent === 'browsercode' ? 'tool.call' : 'step';
+  const unit = agent === 'browsercode' ? 'action' : 'step';
   let steps = 0;
   let status = 'queued';
-  const label = () => `${status} · ${steps} ${steps === 1 ? 'step' : 'steps'} · ${Math.floor((Date.now() - started) / 1000)}s · ${runId}`;
+  const count = () => `${steps} ${unit}${steps === 1 ? '' : 's'}`;
+  const label = () => `${status} · ${count()} · ${Math.floor((Date.now() - started) / 1000)}s · ${runId}`;
   const line = (text: string) => spinner.above(() => ctx.out(`${text}\n`));
   const terminal = new TerminalText(line, style);
   // The label is read at each redraw: the elapsed time moves even while no event comes.
@@ -642,7 +648,7 @@ async function watchRun(ctx: Ctx, runId: string, agent: AgentName, opts: { follo
   try {
     try {
       for await (const ev of client.runs.stream(runId, { agent, signal: abort.signal })) {
-        if (ev.type === 'step' || ev.type === 'tool.call') steps = Math.max(steps, Number((ev.data as { number?: number }).number ?? 0));
+        if (ev.type === counted) steps = Math.max(steps, Number((ev.data as { number?: number }).number ?? 0));
         if (ev.type === 'run.started') status = 'running';
         if (opts.follow) {
           if (ctx.json) ctx.out(`${JSON.stringify(ev)}\n`);
@@ -667,8 +673,9 @@ async function watchRun(ctx: Ctx, runId: string, agent: AgentName, opts: { follo
     // With --follow the events were JSON lines: the run is one more line.
     if (ctx.json) opts.follow ? ctx.out(`${JSON.stringify(run)}\n`) : ctx.printJson(run);
     else {
-      if (opts.follow) line(`${run.status === 'completed' ? style.green('✓') : run.status === 'failed' ? style.red('✗') : style.yellow('■')} ${style.status(run.status)}${took} · ${steps} ${steps === 1 ? 'step' : 'steps'}`);
-      else if (show) ctx.err(`${run.status === 'completed' ? style.green('✓') : run.status === 'failed' ? style.red('✗') : style.yellow('■')} ${runId} ${style.status(run.status)}${took} · ${steps} ${steps === 1 ? 'step' : 'steps'}\n`);
+      const mark = run.status === 'completed' ? style.green('✓') : run.status === 'failed' ? style.red('✗') : style.yellow('■');
+      if (opts.follow) line(`${mark} ${style.status(run.status)}${took} · ${count()}`);
+      else if (show) ctx.err(`${mark} ${runId} ${style.status(run.status)}${took} · ${count()}\n`);
       if (run.result !== null) ctx.out(`${run.result}\n`);
       if (run.status === 'failed') ctx.err(`ats: run ${run.id} failed: ${run.error ?? 'no reason given'}\n`);
       if (run.status === 'stopped') ctx.err(`ats: run ${run.id} was stopped\n`);
@@ -873,6 +880,7 @@ export async function main(argv: string[], io?: Partial<CliIo>): Promise<number>
       out: (text) => void streams.stdout.write(text),
       err: (text) => void streams.stderr.write(text),
       printJson: (value) => void streams.stdout.write(`${JSON.stringify(value, null, 2)}\n`),
+      ...(streams.stdout.isTTY && streams.stdout.columns ? { width: streams.stdout.columns } : {}),
     };
     return await command.run(ctx);
   } catch (err) {
@@ -887,10 +895,8 @@ export async function main(argv: string[], io?: Partial<CliIo>): Promise<number>
       streams.stderr.write(`ats: ${hide(err.message)}\n${hide(items)}\n`);
       return EXIT.error;
     }
-    if (err instanceof APIError) {
-      streams.stderr.write(`ats: ${hide(err.message)}\n`);
-      return EXIT.error;
-    }
-    throw err;
+    // The API's errors (status, detail, request id), the network's, a file that cannot be read or written.
+    streams.stderr.write(`ats: ${hide(err instanceof Error ? err.message : String(err))}\n`);
+    return EXIT.error;
   }
 }
