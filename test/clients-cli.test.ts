@@ -12,6 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import { buildClientPackage, CLIENT_DIR } from './support/client-build.js';
 import { startClientHarness, type ClientHarness } from './support/client-harness.js';
 import { tempDir } from './support/infra.js';
+import { until } from './support/until.js';
 
 const PKG = CLIENT_DIR;
 const BIN = path.join(PKG, 'bin/ats.js');
@@ -239,6 +240,10 @@ describe('ats, piped as a script runs it', () => {
     assert.match(theirs.stderr, /404 Run not found/);
     assert.ok(!theirs.stderr.includes(h.env.ATS_TEST_OTHER_KEY!));
 
+    const invalid = await ats(['browsers', 'create', '--width', '100', '--height', '100']);
+    assert.equal(invalid.code, 2);
+    assert.match(invalid.stderr, /^ats: 422 body\.screen_width: .*; body\.screen_height: .* \(request id /);
+
     const down = await ats(['agents', '--base-url', 'http://127.0.0.1:1']);
     assert.equal(down.code, 2);
     assert.match(down.stderr, /^ats: Connection error/);
@@ -304,6 +309,17 @@ describe('ats, piped as a script runs it', () => {
     const after = json<{ status: string; stoppedAt: string | null }>(await ats(['browsers', 'get', b.id, '--json']));
     assert.equal(after.status, 'stopped');
     assert.ok(after.stoppedAt);
+
+    // Its recording, once finished (409 while it is being finalised), as a link and as the MP4.
+    const rec = await until(async () => {
+      const r = await ats(['browsers', 'recording', b.id]);
+      if (r.code !== 0) assert.match(r.stderr, /409 /, show(r));
+      return r.code === 0 && r;
+    }, { timeoutMs: 60_000, intervalMs: 500, what: 'the recording' });
+    assert.match(rec.stdout, /^https?:\/\/\S+\n$/);
+    const mp4 = path.join(WORK, 'video.mp4');
+    assert.equal((await done(['browsers', 'recording', b.id, '--out', mp4])).stdout, `${mp4}\n`);
+    assert.equal(fs.readFileSync(mp4).subarray(4, 8).toString('latin1'), 'ftyp', 'an MP4 file');
   });
 
   test('when profiles are created, renamed and deleted, then the list follows, and a deleted one is not found', async () => {

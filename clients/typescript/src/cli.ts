@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { AgentTaskService, UnprocessableEntityError } from './index.js';
+import { AgentTaskService } from './index.js';
 import type { Agent, Browser, Event, Profile, Run, Step } from './index.js';
 import { bytes, clip, colorsFor, duration, fields, Spinner, Style, table, when, type Streams } from './cli-terminal.js';
 
@@ -890,12 +890,8 @@ export async function main(argv: string[], io?: Partial<CliIo>): Promise<number>
       streams.stderr.write(`ats: ${hide(err.message)}\n${errStyle.dim(`Run 'ats ${c ? `${c.path.join(' ')} ` : ''}--help' for usage.`)}\n`);
       return EXIT.error;
     }
-    if (err instanceof UnprocessableEntityError && err.errors.length) {
-      const items = err.errors.map((e) => `  ${e.loc.join('.')}: ${e.msg}`).join('\n');
-      streams.stderr.write(`ats: ${hide(err.message)}\n${hide(items)}\n`);
-      return EXIT.error;
-    }
-    // The API's errors (status, detail, request id), the network's, a file that cannot be read or written.
+    // The API's errors (status, detail — each invalid field for a 422 — and request id), the
+    // network's, a file that cannot be read or written.
     streams.stderr.write(`ats: ${hide(err instanceof Error ? err.message : String(err))}\n`);
     return EXIT.error;
   }

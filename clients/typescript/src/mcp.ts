@@ -15,7 +15,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { z } from 'zod';
-import { AgentTaskService, APIError, UnprocessableEntityError } from './index.js';
+import { AgentTaskService, APIError } from './index.js';
 import type { Browser, File, Profile, Run, Step } from './index.js';
 
 /** The package's version, reported to MCP clients. */
@@ -167,10 +167,8 @@ function ok<T extends Record<string, unknown>>(structured: T, summary?: string):
 /** What the API (or the network) said, as a tool error; never the key (the SDK's messages hold none). */
 export function toolError(err: unknown): CallToolResult {
   let text: string;
-  if (err instanceof UnprocessableEntityError && err.errors.length) {
-    const items = err.errors.map((e) => `${e.loc.join('.')}: ${e.msg}`).join('; ');
-    text = `Invalid request: ${items}${err.requestId ? ` (request id ${err.requestId})` : ''}`;
-  } else if (err instanceof APIError && err.status !== undefined) {
+  // A 422's detail lists each invalid field (`body.task: Field required`).
+  if (err instanceof APIError && err.status !== undefined) {
     text = `${err.detail ?? 'Error'} (HTTP ${err.status}${err.requestId ? `, request id ${err.requestId}` : ''})`;
   } else {
     text = err instanceof Error ? err.message : String(err);
