@@ -12,11 +12,12 @@ help: ## List the targets
 deps: ## Install npm packages and Debian chromium, nats-server, ffmpeg when missing
 	@scripts/install.sh
 
-build: deps ## Compile TypeScript to dist/ (the services, then the TypeScript client package)
+build: deps ## Compile TypeScript to dist/ (the client package first: the gateway's /mcp imports it)
 	@npm run build -w clients/typescript --silent
 	@npx tsc -p tsconfig.json
 
 typecheck: deps
+	@npm run build -w clients/typescript --silent
 	@npx tsc -p tsconfig.json --noEmit
 
 proto: deps ## Regenerate gen/ from proto/
