@@ -36,7 +36,7 @@ import { readSse } from './support/sse.js';
 import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
 
 /** Every README of the checkout, in the order they run. */
-const READMES = ['README.md', 'deploy/README.md', 'services/browser-pool/README.md', 'clients/python/README.md', 'clients/typescript/README.md'];
+const READMES = ['README.md', 'deploy/README.md', 'services/browser-pool/README.md', 'clients/python/README.md', 'clients/typescript/README.md', 'clients/typescript/CLI.md', 'clients/typescript/MCP.md'];
 /** Files the example tasks of GET /agents expect on the run's disk, attached when a task names one. */
 const EXAMPLE_DISK = path.join(ROOT, 'test/fixtures/example-disk');
 const BLOCK_TIMEOUT_MS = 120_000;
