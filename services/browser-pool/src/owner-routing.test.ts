@@ -120,15 +120,20 @@ async function replica(name: string): Promise<Replica> {
 }
 
 /** Frames of a StreamFrames call until `done` says enough (then the call is cancelled), or the stream ends. */
-function frames(stream: grpc.ClientReadableStream<StreamFramesResponse>, done: (f: StreamFramesResponse) => boolean): Promise<StreamFramesResponse[]> {
+/** The frames of `stream` up to the first for which `done` holds; fails, naming what came, when none does within `timeoutMs`. */
+function frames(stream: grpc.ClientReadableStream<StreamFramesResponse>, done: (f: StreamFramesResponse) => boolean, timeoutMs = 30_000): Promise<StreamFramesResponse[]> {
   const seen: StreamFramesResponse[] = [];
-  return new Promise((resolve, reject) => {
+  return new Promise<StreamFramesResponse[]>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      stream.cancel();
+      reject(new Error(`no such frame within ${timeoutMs} ms; came: ${JSON.stringify(seen.map((f) => ({ title: f.title, url: f.url, jpeg: f.jpeg.length })))}`));
+    }, timeoutMs);
     stream.on('data', (f: StreamFramesResponse) => {
       seen.push(f);
       if (done(f)) stream.cancel();
     });
-    stream.on('end', () => resolve(seen));
-    stream.on('error', (err: grpc.ServiceError) => (err.code === grpc.status.CANCELLED ? resolve(seen) : reject(err)));
+    stream.on('end', () => (clearTimeout(timer), resolve(seen)));
+    stream.on('error', (err: grpc.ServiceError) => (clearTimeout(timer), err.code === grpc.status.CANCELLED ? resolve(seen) : reject(err)));
   });
 }
 
@@ -187,10 +192,13 @@ describe('calls about a browser on another replica', () => {
     assert.equal(version.status, 200);
     assert.match(((await version.json()) as { Browser: string }).Browser, /Chrome/);
 
-    const home = frames(b.client.api.streamFrames({ projectId: P, browserId: row.id, passive: false }), (f) => f.title === 'Fixture home' && f.jpeg.length > 0);
+    // A picture and the tab's title travel apart (a repaint may come before the title is read, and
+    // a still page sends no more pictures), so wait for the title and look for pictures among all frames.
+    const home = frames(b.client.api.streamFrames({ projectId: P, browserId: row.id, passive: false }), (f) => f.title === 'Fixture home');
     await b.client.api.dispatchInput({ projectId: P, browserId: row.id, tab: { navigateUrl: `${site.origin}/index.html` } });
     const seen = await home;
     assert.equal(seen.at(-1)!.url, `${site.origin}/index.html`, 'the input reached the browser and its frames came back');
+    assert.ok(seen.some((f) => f.jpeg.length > 0), 'pictures came through the relay');
 
     assert.equal((await b.client.api.claimBrowser({ projectId: P, browserId: row.id, runId: 'run_routed' })).browser!.runId, 'run_routed');
     assert.equal((await b.client.api.releaseBrowser({ projectId: P, browserId: row.id, runId: 'run_routed' })).browser!.runId, undefined);
