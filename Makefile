@@ -12,8 +12,10 @@ help: ## List the targets
 deps: ## Install npm packages and Debian chromium, nats-server, ffmpeg when missing
 	@scripts/install.sh
 
-build: deps ## Compile TypeScript to dist/
+build: deps ## Compile TypeScript to dist/, build the TypeScript SDK and the dashboard
 	@npx tsc -p tsconfig.json
+	@npm run build --silent -w clients/typescript
+	@npm run build --silent -w dashboard
 
 typecheck: deps
 	@npx tsc -p tsconfig.json --noEmit

@@ -13,6 +13,8 @@ function precompress(): Plugin {
   return {
     name: 'ats-precompress',
     apply: 'build',
+    // After Vite has added the CSS files to the bundle.
+    enforce: 'post',
     generateBundle(_options, bundle) {
       for (const [fileName, out] of Object.entries(bundle)) {
         if (!/\.(js|css|svg)$/.test(fileName)) continue;
@@ -40,6 +42,8 @@ export default defineConfig({
     sourcemap: false,
     modulePreload: { polyfill: false },
     reportCompressedSize: false,
+    // Brotli at its best level takes a second or two; that is the point, not a slow plugin.
+    rolldownOptions: { checks: { bundlerTimings: false } },
   },
   server: {
     // `npm run dev -w dashboard` against a running `make up`.
