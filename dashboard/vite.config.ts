@@ -4,6 +4,8 @@
  * Content-Security-Policy), and each asset also compressed (.br, .gz) so the gateway sends the
  * smallest form without compressing per request.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import { defineConfig, type Plugin } from 'vite';
 
@@ -13,16 +15,16 @@ function precompress(): Plugin {
   return {
     name: 'ats-precompress',
     apply: 'build',
-    // After Vite has added the CSS files to the bundle.
-    enforce: 'post',
-    generateBundle(_options, bundle) {
-      for (const [fileName, out] of Object.entries(bundle)) {
+    // After the bundle is written: its files are final then (Vite rewrites chunks up to its last
+    // generateBundle hook, e.g. the preload list of dynamic imports).
+    writeBundle(options, bundle) {
+      for (const fileName of Object.keys(bundle)) {
         if (!/\.(js|css|svg)$/.test(fileName)) continue;
-        const source = out.type === 'chunk' ? out.code : out.source;
-        const bytes = typeof source === 'string' ? Buffer.from(source) : Buffer.from(source);
+        const file = path.join(options.dir!, fileName);
+        const bytes = fs.readFileSync(file);
         if (bytes.length < 1024) continue;
-        this.emitFile({ type: 'asset', fileName: `${fileName}.gz`, source: gzipSync(bytes, { level: 9 }) });
-        this.emitFile({ type: 'asset', fileName: `${fileName}.br`, source: brotliCompressSync(bytes, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } }) });
+        fs.writeFileSync(`${file}.gz`, gzipSync(bytes, { level: 9 }));
+        fs.writeFileSync(`${file}.br`, brotliCompressSync(bytes, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } }));
       }
     },
   };

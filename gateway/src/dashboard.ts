@@ -96,14 +96,18 @@ function sendAsset(req: Request, res: Response, a: Asset, cacheControl: string):
 export function dashboardRouter(o: DashboardOptions): express.Router {
   const router = express.Router();
   const dir = path.resolve(o.dir);
-  // Assets never change under a name (the name is the content's hash): read once, kept.
-  const assets = new Map<string, Asset | null>();
+  // An asset's name is its content's hash, so it is read once and kept; a stat per request still
+  // notices a file rewritten in place by a new build while the gateway runs.
+  const assets = new Map<string, Asset & { mtimeMs: number }>();
   const asset = (file: string): Asset | undefined => {
-    if (!assets.has(file)) {
-      const body = readOptional(file);
-      assets.set(file, body ? { body, br: readOptional(`${file}.br`), gz: readOptional(`${file}.gz`), type: TYPES[path.extname(file)] ?? 'application/octet-stream' } : null);
+    const st = fs.statSync(file, { throwIfNoEntry: false });
+    if (!st?.isFile()) return undefined;
+    let a = assets.get(file);
+    if (a?.mtimeMs !== st.mtimeMs) {
+      a = { mtimeMs: st.mtimeMs, body: fs.readFileSync(file), br: readOptional(`${file}.br`), gz: readOptional(`${file}.gz`), type: TYPES[path.extname(file)] ?? 'application/octet-stream' };
+      assets.set(file, a);
     }
-    return assets.get(file) ?? undefined;
+    return a;
   };
   // The page is read again when a new build replaced it, so a running gateway serves the new one.
   let page: { mtimeMs: number; html: string } | undefined;

@@ -11,6 +11,14 @@ test('when a result is JSON (bare or fenced), then it is pretty-printed; anythin
   assert.deepEqual(resultView(null), { kind: 'empty' });
 });
 
+test('when a result is a command’s aligned output, then it is shown as is; a Markdown list or table stays Markdown', () => {
+  const ls = 'total 8\ndrwxr-xr-x  2 root root 4096 Nov 25 14:37 .\ndrwxr-xr-x 21 root root 4096 Nov 25 14:37 ..\n-rw-r--r--  1 root root    5 Nov 25 15:26 notes.txt';
+  assert.equal(resultView(ls).kind, 'text');
+  assert.equal(resultView('- a  b\n- c  d\n- e  f').kind, 'markdown');
+  assert.equal(resultView('| a |  b |\n|---|---|\n| 1 |  2 |').kind, 'markdown');
+  assert.equal(resultView('One line.\nAnother line.\nA third.').kind, 'markdown');
+});
+
 test('when a step is looked up in a recording, then its offset is its start after the browser began, and a time maps back to the step showing', () => {
   const created = '2026-01-01T00:00:00Z';
   const steps = [

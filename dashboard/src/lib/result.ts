@@ -1,6 +1,17 @@
-/** How a run's result is shown: JSON pretty-printed, anything else as Markdown (pure). */
+/** How a run's result is shown: JSON pretty-printed, a program's output as is, anything else as Markdown (pure). */
 
-export type ResultView = { kind: 'json'; text: string } | { kind: 'markdown'; text: string } | { kind: 'empty' };
+export type ResultView = { kind: 'json'; text: string } | { kind: 'markdown'; text: string } | { kind: 'text'; text: string } | { kind: 'empty' };
+
+/**
+ * Whether a result reads as a program's output (columns aligned with runs of spaces or tabs, as
+ * `ls -l` or a table printed by a command): Markdown would run its lines together.
+ */
+function looksPreformatted(text: string): boolean {
+  const lines = text.split('\n').filter((l) => l.trim());
+  if (lines.length < 3) return false;
+  const aligned = lines.filter((l) => /\S( {2,}|\t)\S/.test(l)).length;
+  return aligned * 2 >= lines.length;
+}
 
 export function resultView(result: string | null): ResultView {
   if (result === null || !result.trim()) return { kind: 'empty' };
@@ -22,5 +33,6 @@ export function resultView(result: string | null): ResultView {
       /* Markdown then */
     }
   }
+  if (looksPreformatted(t) && !/^(#|[-*] |\d+\. |\|)/m.test(t)) return { kind: 'text', text: result };
   return { kind: 'markdown', text: result };
 }

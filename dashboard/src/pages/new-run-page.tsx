@@ -110,7 +110,7 @@ export default function NewRunPage({ agent: agentParam, session: sessionParam, w
                 <label key={a.name} class={`agent-choice ${agent === a.name ? 'chosen' : ''}`}>
                   <input type="radio" name="agent" value={a.name} checked={agent === a.name} onChange={() => (setAgent(a.name), setSessionId(''))} />
                   <span class="agent-name">{a.name}</span>
-                  <span class="muted small">{a.bestFor.slice(0, 2).join('; ')}</span>
+                  <span class="muted small">{a.bestFor[0] ?? ''}</span>
                 </label>
               ))}
             </div>

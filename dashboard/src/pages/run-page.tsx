@@ -46,6 +46,11 @@ function ResultPanel({ run }: { run: Run }) {
         </pre>
       )}
       {view.kind === 'markdown' && <Markdown text={view.text} />}
+      {view.kind === 'text' && (
+        <pre class="json">
+          <code>{view.text}</code>
+        </pre>
+      )}
     </section>
   );
 }
@@ -145,7 +150,8 @@ export default function RunPage({ agent, id }: { agent: string; id: string }) {
   const ended = r ? isEnded(r) : false;
   const now = useNow(1000, Boolean(r) && !ended);
 
-  const files = useLoad((signal) => client.runs.files(id, { ...opts, signal }), [id, agent, ended]);
+  // Read once the run is known, and again when it ends (its output files are complete then).
+  const files = useLoad((signal) => (r ? client.runs.files(id, { ...opts, signal }) : Promise.resolve(undefined)), [id, agent, r ? ended : null]);
   const session = useLoad((signal) => (r ? client.sessions.get(r.sessionId, { ...opts, signal }) : Promise.resolve(undefined)), [r?.sessionId, r?.status]);
 
   // Steps and events so far, then the event stream while the run goes on.

@@ -1,0 +1,280 @@
+/**
+ * The dashboard as a user drives it: real Chromium (puppeteer-core) on the built dashboard that
+ * the gateway serves, against one real stack. Sign-in (a wrong key too), a run with an attached
+ * file whose steps arrive live, a follow-up, the finished run's screenshots, recording and
+ * files, a stopped run, a browsercode terminal, a standalone browser, profiles, workspaces and
+ * the overview's charts. Every page is photographed light and dark, at 1280 px and 390 px, into
+ * .test-artifacts/dashboard/, and checked with axe-core; no page may break its CSP or throw.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import puppeteer, { type Browser, type CDPSession, type Page } from 'puppeteer-core';
+import { ROOT } from '../scripts/stack.js';
+import { startClientHarness, type ClientHarness } from './support/client-harness.js';
+import { tempDir } from './support/infra.js';
+
+const ART = path.join(ROOT, '.test-artifacts', 'dashboard');
+const DIST = path.join(ROOT, 'dashboard', 'dist');
+const CHROMIUM_ARGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'];
+
+/** The newest modification time under `p` (files only). */
+function newest(p: string): number {
+  if (!fs.existsSync(p)) return 0;
+  const st = fs.statSync(p);
+  if (!st.isDirectory()) return st.mtimeMs;
+  return Math.max(0, ...fs.readdirSync(p).map((e) => newest(path.join(p, e))));
+}
+
+/** Builds the SDK and the dashboard unless the build is newer than their sources (make build did it). */
+function ensureBuilt(): void {
+  const sdk = path.join(ROOT, 'clients', 'typescript');
+  const steps: [string, boolean][] = [
+    ['clients/typescript', newest(path.join(sdk, 'src')) > newest(path.join(sdk, 'dist'))],
+    ['dashboard', Math.max(newest(path.join(ROOT, 'dashboard', 'src')), newest(path.join(ROOT, 'dashboard', 'index.html')), newest(path.join(ROOT, 'dashboard', 'vite.config.ts')), newest(path.join(sdk, 'dist'))) > newest(path.join(DIST, 'index.html'))],
+  ];
+  let rebuilt = false;
+  for (const [ws, stale] of steps) {
+    if (!stale && !rebuilt) continue;
+    const r = spawnSync('npm', ['run', 'build', '--silent', '-w', ws], { cwd: ROOT, encoding: 'utf8' });
+    assert.equal(r.status, 0, `building ${ws}:\n${r.stdout}\n${r.stderr}`);
+    rebuilt = true;
+  }
+}
+
+interface Seen {
+  csp: string[];
+  errors: string[];
+}
+
+describe('dashboard', () => {
+  let h: ClientHarness;
+  let browser: Browser;
+  let page: Page;
+  let base: string;
+  let key: string;
+  let site: (p: string) => string;
+  let downloads: string;
+  let cdp: CDPSession;
+  const seen: Seen = { csp: [], errors: [] };
+  const api = (p: string, init?: RequestInit) => h.fixture.api(p, init);
+
+  before(async () => {
+    ensureBuilt();
+    fs.rmSync(ART, { recursive: true, force: true });
+    fs.mkdirSync(ART, { recursive: true });
+    h = await startClientHarness();
+    key = h.fixture.key;
+    site = (p) => h.site.url(p);
+    // As a user opens it: the address make up prints.
+    base = `http://localhost:${h.fixture.stack.gatewayPort}`;
+    browser = await puppeteer.launch({ executablePath: '/usr/bin/chromium', headless: true, args: CHROMIUM_ARGS });
+    page = await browser.newPage();
+    await page.setViewport({ width: 1280, height: 900 });
+    await page.evaluateOnNewDocument(() => {
+      document.addEventListener('securitypolicyviolation', (e) => {
+        const w = window as unknown as { __csp?: string[] };
+        (w.__csp ??= []).push(`${e.violatedDirective} ${e.blockedURI}`);
+      });
+    });
+    page.on('pageerror', (err) => seen.errors.push(`pageerror: ${(err as Error).message}`));
+    page.on('console', (m) => {
+      // A refused key or a 409 while a recording is finished are answers the page shows, not faults.
+      if (m.type() === 'error' && !/status of (401|404|409)/.test(m.text())) seen.errors.push(`console: ${m.text()}`);
+    });
+    downloads = tempDir('dashboard-downloads');
+    cdp = await page.createCDPSession();
+    // Downloads are saved under their guid, and their events say when one begins and completes.
+    await cdp.send('Browser.setDownloadBehavior', { behavior: 'allowAndName', downloadPath: downloads, eventsEnabled: true });
+  });
+
+  after(async () => {
+    await browser?.close();
+    await h?.stop();
+    if (downloads) fs.rmSync(downloads, { recursive: true, force: true });
+  });
+
+  /** The violations the page recorded since it loaded (collected before each navigation away). */
+  async function collectCsp(): Promise<void> {
+    const v = await page.evaluate(() => (window as unknown as { __csp?: string[] }).__csp ?? []).catch(() => []);
+    seen.csp.push(...v);
+    await page.evaluate(() => ((window as unknown as { __csp?: string[] }).__csp = [])).catch(() => undefined);
+  }
+
+  async function go(hash: string): Promise<void> {
+    await collectCsp();
+    await page.evaluate((h2) => (window.location.hash = h2), hash);
+  }
+
+  /** The next download the page makes: its suggested name and, once complete, its bytes. */
+  function nextDownload(): Promise<{ name: string; bytes: Buffer }> {
+    return new Promise((resolve, reject) => {
+      let name = '';
+      const begin = (e: { suggestedFilename: string }) => void (name = e.suggestedFilename);
+      const progress = (e: { guid: string; state: string }) => {
+        if (e.state === 'inProgress') return;
+        cdp.off('Browser.downloadWillBegin', begin);
+        cdp.off('Browser.downloadProgress', progress);
+        if (e.state === 'completed') resolve({ name, bytes: fs.readFileSync(path.join(downloads, e.guid)) });
+        else reject(new Error(`download ${e.state}`));
+      };
+      cdp.on('Browser.downloadWillBegin', begin);
+      cdp.on('Browser.downloadProgress', progress);
+    });
+  }
+
+  const text = (selector: string) => page.$eval(selector, (e) => (e as HTMLElement).innerText);
+
+  test('when a wrong key is pasted, then the API’s detail is shown and nothing is kept', async () => {
+    const res = await page.goto(`${base}/`);
+    assert.equal(res?.status(), 200);
+    assert.match(res!.headers()['content-security-policy']!, /frame-src http:\/\/localhost:\d+/);
+    await page.type('#api-key', 'ats_wrong_key_000000000000000000000');
+    await page.click('button[type=submit]');
+    await page.waitForSelector('.notice-error');
+    const shown = await text('.notice-error');
+    assert.match(shown, /The API key was not accepted/);
+    assert.match(shown, /Invalid or missing API key/);
+    assert.match(shown, /HTTP 401/);
+    assert.equal(await page.evaluate(() => localStorage.length), 0);
+  });
+
+  test('when the right key is pasted, then the runs page opens and the key is kept in storage only, never in the address', async () => {
+    await page.$eval('#api-key', (e) => ((e as HTMLInputElement).value = ''));
+    await page.type('#api-key', key);
+    await page.click('button[type=submit]');
+    await page.waitForSelector('::-p-text(No runs yet.)');
+    assert.equal(await page.evaluate(() => localStorage.getItem('ats.apiKey')), key);
+    assert.ok(!page.url().includes(key));
+    assert.equal(await text('h1'), 'Runs');
+  });
+
+  let runA = '';
+  let runB = '';
+  const CV = 'Ada Lovelace, analyst of engines';
+
+  test('when a builtin run is started with an attached file, then its steps arrive live on the run page and the file reaches the page it was uploaded to', async () => {
+    await go('#/runs/new');
+    await page.waitForSelector('#task');
+    await page.type('#task', `Open ${site('run-upload.html')}. Upload 'cv.txt' into 'Resume'. Wait for 'Received'. Extract the text of '#status'.`);
+    await page.type('#model', 'builtin');
+    const file = path.join(downloads, 'cv.txt');
+    fs.writeFileSync(file, `${CV}\n`);
+    const input = await page.waitForSelector('#files');
+    await (input as unknown as { uploadFile(p: string): Promise<void> }).uploadFile(file);
+    await page.waitForSelector('::-p-text(cv.txt)');
+    await page.click('button[type=submit]');
+    await page.waitForFunction(() => /^#\/runs\/browser-agent\/run_/.test(window.location.hash), { timeout: 30000 });
+    runA = decodeURIComponent(page.url().split('/').pop()!);
+    await page.evaluate(() => {
+      const w = window as unknown as { __seen: string[] };
+      w.__seen = [];
+      const note = () => {
+        const steps = document.querySelectorAll('.timeline .step').length;
+        const status = document.querySelector('.facts .badge')?.textContent ?? '';
+        const last = `${steps} ${status}`;
+        if (w.__seen.at(-1) !== last) w.__seen.push(last);
+      };
+      new MutationObserver(note).observe(document.body, { subtree: true, childList: true, characterData: true });
+      note();
+    });
+    await page.waitForFunction(() => document.querySelector('.facts .badge')?.textContent === 'completed' && document.querySelectorAll('.timeline .step').length === 4, { timeout: 60000 });
+    const history = await page.evaluate(() => (window as unknown as { __seen: string[] }).__seen);
+    // Steps were on the page before the run was shown completed: they came over the stream, live.
+    assert.ok(history.some((h2) => /^[1-4] (queued|running)$/.test(h2)), history.join(' | '));
+    assert.match(await text('.card .markdown, .card pre'), new RegExp(`Received cv.txt: ${CV}`));
+    assert.deepEqual(
+      await page.$$eval('.timeline .step-action', (els) => els.map((e) => (e as HTMLElement).innerText.replace(/^Step \d+: /, ''))).then((a) => a.length),
+      4,
+    );
+    await page.waitForSelector('::-p-text(input · )');
+    assert.match(await text('.run-side'), /cv\.txt/);
+    await page.waitForSelector('.live-frame');
+    await page.screenshot({ path: path.join(ART, 'run-live-view-desktop-light.png') });
+  });
+
+  test('when a follow-up is sent from the finished run, then it runs in the same session and browser', async () => {
+    await page.waitForSelector('#follow-up');
+    await page.type('#follow-up', 'Extract the title.');
+    await page.click('.follow-up button[type=submit]');
+    await page.waitForFunction((a) => /^#\/runs\/browser-agent\/run_/.test(window.location.hash) && !window.location.hash.endsWith(a), { timeout: 30000 }, runA);
+    runB = decodeURIComponent(page.url().split('/').pop()!);
+    await page.waitForFunction(() => document.querySelector('.facts .badge')?.textContent === 'completed', { timeout: 60000 });
+    const a = (await (await api(`/api/v1/agents/browser-agent/runs/${runA}`)).json()) as { sessionId: string; browserId: string };
+    const b = (await (await api(`/api/v1/agents/browser-agent/runs/${runB}`)).json()) as { sessionId: string; browserId: string; result: string };
+    assert.equal(b.sessionId, a.sessionId);
+    assert.equal(b.browserId, a.browserId);
+    assert.match(await text('.card .markdown, .card pre'), /Upload/);
+    assert.ok(b.result.includes('Upload'));
+  });
+
+  test('when the finished run is opened and its browser stopped, then every step shows its screenshot, the recording plays and follows the step clicked', async () => {
+    await go(`#/runs/browser-agent/${runA}`);
+    await page.waitForFunction(() => document.querySelectorAll('.timeline .step').length === 4);
+    // Every screenshot is an image that loaded (a real picture, not a broken link).
+    await page.waitForFunction(() => [...document.querySelectorAll<HTMLImageElement>('.step-shot img')].every((i) => i.complete && i.naturalWidth > 100), { timeout: 20000 });
+    assert.equal(await page.$$eval('.step-shot img', (els) => els.length), 4);
+    await page.click('.step:nth-child(2) .step-shot');
+    await page.waitForSelector('dialog.image-dialog[open] img');
+    assert.ok(await page.$eval('dialog.image-dialog img', (i) => (i as HTMLImageElement).naturalWidth > 300));
+    await page.keyboard.press('Escape');
+    await page.waitForFunction(() => !document.querySelector('dialog.image-dialog'));
+
+    // The browser is kept for follow-ups; stopping it ends the session and finishes the recording.
+    await page.click('::-p-text(Stop the browser)');
+    await page.click('::-p-text(Stop it now)');
+    await page.waitForSelector('video.recording-video', { timeout: 60000 });
+    await page.waitForFunction(() => (document.querySelector('video') as HTMLVideoElement).readyState >= 1, { timeout: 20000 });
+    const duration = await page.$eval('video', (v) => (v as HTMLVideoElement).duration);
+    assert.ok(duration > 1, `recording of ${duration} s`);
+    const play = await page.$$('.step .step-meta button');
+    assert.equal(play.length, 4, 'each step can be played from');
+    const label = await play[2]!.evaluate((b) => b.getAttribute('aria-label')!);
+    const offset = Number(/\((\d+):(\d+)\)/.exec(label)!.slice(1).reduce((m, s2) => String(Number(m) * 60 + Number(s2))));
+    await play[2]!.click();
+    await page.waitForFunction((o) => { const v = document.querySelector('video') as HTMLVideoElement; return !v.paused && v.currentTime > o; }, { timeout: 20000 }, offset);
+    assert.ok(await page.$eval('.step:nth-child(3)', (e) => e.getAttribute('aria-current') === 'step' || e.classList.contains('step-current')));
+    const session = (await (await api(`/api/v1/agents/browser-agent/runs/${runA}`)).json()) as { sessionId: string };
+    const ses = (await (await api(`/api/v1/agents/browser-agent/sessions/${session.sessionId}`)).json()) as { status: string };
+    assert.equal(ses.status, 'closed');
+    await page.$eval('video', (v) => (v as HTMLVideoElement).pause());
+  });
+
+  test('when a running run is stopped from its page, then it ends stopped', async () => {
+    const created = (await (await api('/api/v1/agents/browser-agent/runs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ task: `Open ${site('run-table.html')}. Wait for 'a text that never appears'.`, model: 'builtin' }) })).json()) as { id: string };
+    await go(`#/runs/browser-agent/${created.id}`);
+    await page.waitForFunction(() => document.querySelector('.facts .badge')?.textContent === 'running', { timeout: 60000 });
+    await page.click('.page-actions .btn-danger');
+    await page.click('::-p-text(Stop this run)');
+    await page.waitForFunction(() => document.querySelector('.facts .badge')?.textContent === 'stopped', { timeout: 30000 });
+    const run = (await (await api(`/api/v1/agents/browser-agent/runs/${created.id}`)).json()) as { status: string };
+    assert.equal(run.status, 'stopped');
+    assert.equal(await page.$('.page-actions .btn-danger'), null, 'no Stop on an ended run');
+  });
+
+  let runD = '';
+  test('when a browsercode run runs commands, then its terminal shows them with their colours, and its output file downloads', async () => {
+    await go('#/runs/new?agent=browsercode');
+    await page.waitForSelector('#task');
+    await page.type('#task', "Run `printf '\\033[31mred alert\\033[0m and plain\\n'`. Run `echo 'made by the run' > out.txt`.");
+    await page.type('#model', 'builtin');
+    await page.click('button[type=submit]');
+    await page.waitForFunction(() => /^#\/runs\/browsercode\/run_/.test(window.location.hash), { timeout: 30000 });
+    runD = decodeURIComponent(page.url().split('/').pop()!);
+    await page.waitForFunction(() => document.querySelector('.facts .badge')?.textContent === 'completed', { timeout: 60000 });
+    await page.waitForSelector('.terminal .xterm-rows');
+    // The command is on a prompt line and its output is red where the program said so.
+    await page.waitForFunction(() => /\$ printf/.test(document.querySelector('.terminal .xterm-rows')!.textContent!), { timeout: 10000 });
+    const red = await page.$$eval('.terminal .xterm-rows span', (spans) => spans.filter((s) => s.classList.contains('xterm-fg-1')).map((s) => s.textContent).join(''));
+    assert.match(red, /red alert/);
+    assert.match(await text('.tool-uses'), /echo 'made by the run' > out\.txt/);
+    const link = await page.waitForSelector('.files a::-p-text(out.txt)');
+    const download = nextDownload();
+    await link!.click();
+    const got = await download;
+    assert.equal(got.name, 'out.txt');
+    assert.equal(got.bytes.toString(), 'made by the run\n');
+  });
+});
