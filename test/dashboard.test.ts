@@ -73,6 +73,8 @@ describe('dashboard', () => {
     browser = await puppeteer.launch({ executablePath: '/usr/bin/chromium', headless: true, args: CHROMIUM_ARGS });
     page = await browser.newPage();
     await page.setViewport({ width: 1280, height: 900 });
+    // tsx names functions with a helper (__name) that functions evaluated in the page need too.
+    await page.evaluateOnNewDocument('globalThis.__name = (f) => f');
     await page.evaluateOnNewDocument(() => {
       document.addEventListener('securitypolicyviolation', (e) => {
         const w = window as unknown as { __csp?: string[] };
@@ -201,7 +203,8 @@ describe('dashboard', () => {
     await page.click('.follow-up button[type=submit]');
     await page.waitForFunction((a) => /^#\/runs\/browser-agent\/run_/.test(window.location.hash) && !window.location.hash.endsWith(a), { timeout: 30000 }, runA);
     runB = decodeURIComponent(page.url().split('/').pop()!);
-    await page.waitForFunction(() => document.querySelector('.facts .badge')?.textContent === 'completed', { timeout: 60000 });
+    await page.waitForFunction(() => document.querySelector('h1')?.textContent === 'Extract the title.' && document.querySelector('.facts .badge')?.textContent === 'completed', { timeout: 60000 });
+    await page.waitForSelector('#result-h');
     const a = (await (await api(`/api/v1/agents/browser-agent/runs/${runA}`)).json()) as { sessionId: string; browserId: string };
     const b = (await (await api(`/api/v1/agents/browser-agent/runs/${runB}`)).json()) as { sessionId: string; browserId: string; result: string };
     assert.equal(b.sessionId, a.sessionId);
@@ -232,7 +235,8 @@ describe('dashboard', () => {
     const play = await page.$$('.step .step-meta button');
     assert.equal(play.length, 4, 'each step can be played from');
     const label = await play[2]!.evaluate((b) => b.getAttribute('aria-label')!);
-    const offset = Number(/\((\d+):(\d+)\)/.exec(label)!.slice(1).reduce((m, s2) => String(Number(m) * 60 + Number(s2))));
+    const [, min, sec] = /^Play from (\d+):(\d+) \(step 3\)$/.exec(label)!;
+    const offset = Number(min) * 60 + Number(sec);
     await play[2]!.click();
     await page.waitForFunction((o) => { const v = document.querySelector('video') as HTMLVideoElement; return !v.paused && v.currentTime > o; }, { timeout: 20000 }, offset);
     assert.ok(await page.$eval('.step:nth-child(3)', (e) => e.getAttribute('aria-current') === 'step' || e.classList.contains('step-current')));
@@ -276,5 +280,202 @@ describe('dashboard', () => {
     const got = await download;
     assert.equal(got.name, 'out.txt');
     assert.equal(got.bytes.toString(), 'made by the run\n');
+  });
+
+  /** The live view page embedded in this page (another one than `previous`), once it shows frames of the browser. */
+  async function liveFrame(mode: 'view' | 'interactive', previous = '') {
+    await page.waitForFunction((prev) => { const f = document.querySelector('iframe.live-frame') as HTMLIFrameElement | null; return f !== null && f.src.includes('token=') && f.src !== prev; }, { timeout: 30000 }, previous);
+    const handle = await page.$('iframe.live-frame');
+    const frame = (await handle!.contentFrame())!;
+    await frame.waitForFunction((m) => document.body.dataset.state === 'live' && Number(document.body.dataset.frames) > 0 && document.getElementById('app')?.dataset.mode === m, { timeout: 30000 }, mode);
+    return frame;
+  }
+
+  let standalone = '';
+  test('when a browser is created on the Browsers page, then its CDP URL and snippets are shown, its live view plays, control can be taken, and Stop stops it', async () => {
+    await go('#/browsers');
+    await page.waitForSelector('::-p-text(Create browser)');
+    await page.select('#b-size', '1024x768');
+    await page.click('::-p-text(Create browser)');
+    await page.waitForFunction(() => /^#\/browsers\/brw_/.test(window.location.hash), { timeout: 60000 });
+    standalone = decodeURIComponent(page.url().split('/').pop()!);
+    const cdpUrl = await (await page.waitForSelector('.copy-row input'))!.evaluate((i) => (i as HTMLInputElement).value);
+    const record = (await (await api(`/api/v1/browsers/${standalone}`)).json()) as { cdpUrl: string; screenWidth: number; status: string };
+    assert.equal(cdpUrl, record.cdpUrl);
+    assert.equal(record.screenWidth, 1024);
+    const snippets = await page.$$eval('.code-block code', (els) => els.map((e) => e.textContent ?? ''));
+    assert.ok(snippets.some((c) => c.includes(`puppeteer.connect({ browserWSEndpoint: ${JSON.stringify(cdpUrl)} })`)));
+    assert.ok(snippets.some((c) => c.includes(`chromium.connectOverCDP(${JSON.stringify(cdpUrl)})`)));
+    // The snippet works as printed: a client drives the browser the page watches.
+    const driven = await puppeteer.connect({ browserWSEndpoint: cdpUrl });
+    const [tab] = await driven.pages();
+    await tab!.goto(site('run-article.html'));
+    await liveFrame('view');
+    await page.screenshot({ path: path.join(ART, 'browser-live-desktop-light.png') });
+    const watching = await page.$eval('iframe.live-frame', (f) => (f as HTMLIFrameElement).src);
+    await page.click('::-p-text(Take control)');
+    await liveFrame('interactive', watching);
+    await driven.disconnect();
+    await page.click('.page-actions .btn-danger');
+    await page.click('::-p-text(Stop this browser)');
+    await page.waitForFunction(() => document.querySelector('.facts .badge')?.textContent === 'stopped', { timeout: 30000 });
+    assert.equal(((await (await api(`/api/v1/browsers/${standalone}`)).json()) as { status: string }).status, 'stopped');
+    await page.waitForSelector('video.recording-video, ::-p-text(The recording is being finished)', { timeout: 30000 });
+  });
+
+  test('when a profile is created, renamed and deleted, then the list follows each step and so does the API', async () => {
+    await go('#/profiles');
+    await page.waitForSelector('#profile-name');
+    await page.type('#profile-name', 'Shop login');
+    await page.click('::-p-text(Create profile)');
+    const row = await page.waitForSelector('tr[data-profile-id] ::-p-text(Shop login)');
+    const id = await row!.evaluate((e) => e.closest('tr')!.dataset.profileId!);
+    await page.click(`tr[data-profile-id="${id}"] .renamable button`);
+    const input = await page.waitForSelector(`tr[data-profile-id="${id}"] .rename input`);
+    await input!.click({ count: 3 });
+    await input!.type('Shop login (work)');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector(`tr[data-profile-id="${id}"] ::-p-text(Shop login (work))`);
+    assert.equal(((await (await api(`/api/v1/browser-profiles/${id}`)).json()) as { name: string }).name, 'Shop login (work)');
+    await page.click(`tr[data-profile-id="${id}"] .actions .btn-danger`);
+    await page.click(`tr[data-profile-id="${id}"] ::-p-text(Delete Shop login (work))`);
+    await page.waitForFunction((i) => !document.querySelector(`tr[data-profile-id="${i}"]`), {}, id);
+    assert.equal((await api(`/api/v1/browser-profiles/${id}`)).status, 404);
+  });
+
+  let workspace = '';
+  test('when a workspace is created, renamed, given a file and deleted, then each step shows and the file downloads', async () => {
+    await go('#/workspaces');
+    await page.waitForSelector('#ws-name');
+    await page.type('#ws-name', 'Reports');
+    await page.click('::-p-text(Create workspace)');
+    const row = await page.waitForSelector('tr[data-workspace-id] ::-p-text(Reports)');
+    workspace = await row!.evaluate((e) => e.closest('tr')!.dataset.workspaceId!);
+    await page.click(`tr[data-workspace-id="${workspace}"] .renamable button`);
+    const input = await page.waitForSelector(`tr[data-workspace-id="${workspace}"] .rename input`);
+    await input!.click({ count: 3 });
+    await input!.type('Quarterly reports');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector(`tr[data-workspace-id="${workspace}"] ::-p-text(Quarterly reports)`);
+    assert.equal(((await (await api(`/api/v1/agent-workspaces/${workspace}`)).json()) as { name: string }).name, 'Quarterly reports');
+
+    await page.click(`tr[data-workspace-id="${workspace}"] .actions a::-p-text(Files)`);
+    await page.waitForSelector('#ws-files');
+    const file = path.join(downloads, 'q3.csv');
+    fs.writeFileSync(file, 'quarter,revenue\nq3,42\n');
+    await ((await page.$('#ws-files')) as unknown as { uploadFile(p: string): Promise<void> }).uploadFile(file);
+    await page.click('form button[type=submit]');
+    const link = await page.waitForSelector('.files a::-p-text(q3.csv)', { timeout: 30000 });
+    const download = nextDownload();
+    await link!.click();
+    assert.equal((await download).bytes.toString(), 'quarter,revenue\nq3,42\n');
+
+    // Left in place for the page photographs; a second workspace is the one deleted.
+    const doomed = (await (await api('/api/v1/agent-workspaces', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Scratch' }) })).json()) as { id: string };
+    await go('#/workspaces');
+    await page.waitForSelector(`tr[data-workspace-id="${doomed.id}"]`);
+    await page.click(`tr[data-workspace-id="${doomed.id}"] .actions .btn-danger`);
+    await page.click(`tr[data-workspace-id="${doomed.id}"] ::-p-text(Delete Scratch)`);
+    await page.waitForFunction((i) => !document.querySelector(`tr[data-workspace-id="${i}"]`), {}, doomed.id);
+    assert.equal((await api(`/api/v1/agent-workspaces/${doomed.id}`)).status, 404);
+  });
+
+  test('when the overview is opened, then its figures and charts come from the runs and browsers made', async () => {
+    const runs = await Promise.all(['browser-agent', 'browsercode'].map(async (a) => ((await (await api(`/api/v1/agents/${a}/runs?limit=200`)).json()) as { items: { status: string }[] }).items));
+    const all = runs.flat();
+    const completed = all.filter((r) => r.status === 'completed').length;
+    const failed = all.filter((r) => r.status === 'failed').length;
+    await go('#/overview');
+    await page.waitForSelector('.stats');
+    const stats = await page.$$eval('.stat', (els) => Object.fromEntries(els.map((e) => [e.querySelector('dt')!.textContent, e.querySelector('.stat-value')!.textContent])));
+    assert.equal(stats['Runs'], String(all.length));
+    assert.equal(stats['Success rate'], `${Math.round((100 * completed) / (completed + failed))}%`);
+    // Each chart is drawn (uPlot paints a canvas) and its numbers hold today's runs.
+    await page.waitForFunction(() => document.querySelectorAll('.chart canvas').length === 4);
+    const todays = await page.$$eval('.chart', (charts) => {
+      const runsChart = charts.find((c) => c.querySelector('figcaption')!.textContent === 'Runs per day')!;
+      const rows = [...runsChart.querySelectorAll('tbody tr')];
+      return [...rows.at(-1)!.querySelectorAll('td')].map((td) => Number(td.textContent));
+    });
+    assert.equal(todays.reduce((a, b) => a + b, 0), all.length);
+    assert.equal(todays[0], completed);
+    const minutes = await page.$$eval('.chart', (charts) => {
+      const c = charts.find((x) => x.querySelector('figcaption')!.textContent === 'Browser-minutes per day')!;
+      return Number([...c.querySelectorAll('tbody tr')].at(-1)!.querySelector('td')!.textContent);
+    });
+    assert.ok(minutes > 0, 'the browsers of today count');
+    const painted = await page.$$eval('.chart canvas', (cs) => cs.map((c) => { const ctx = (c as HTMLCanvasElement).getContext('2d')!; const d = ctx.getImageData(0, 0, (c as HTMLCanvasElement).width, (c as HTMLCanvasElement).height).data; let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]! > 0) n++; return n; }));
+    assert.ok(painted.every((n) => n > 500), `pixels drawn per chart: ${painted.join(', ')}`);
+  });
+
+  /** Two animation frames: the layout after a resize or a theme change is painted. */
+  const painted = () => page.evaluate(() => new Promise<void>((r) => requestAnimationFrame(() => requestAnimationFrame(() => r()))));
+
+  /** axe-core's serious and critical violations on the page (the live view's cross-origin frame is its own page). */
+  async function axeViolations(): Promise<string[]> {
+    // Evaluated over CDP, which the page's CSP does not govern: nothing is injected as markup.
+    if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(fs.readFileSync(path.join(ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8'));
+    const violations = await page.evaluate(async () => {
+      const axe = (window as unknown as { axe: { run(ctx: Document, o: object): Promise<{ violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[] }> } }).axe;
+      const r = await axe.run(document, { iframes: false, resultTypes: ['violations'], runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] } });
+      return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) }));
+    });
+    return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.targets.join(', ')}`);
+  }
+
+  test('when every page is looked at, light and dark, at 1280 px and 390 px, then axe finds nothing serious, and no page broke its CSP or threw', async () => {
+    const pages: [string, string, string][] = [
+      ['overview', '#/overview', '.chart canvas'],
+      ['runs', '#/runs', '.runs-table'],
+      ['run-browser-agent', `#/runs/browser-agent/${runA}`, '.recording-video'],
+      ['run-browsercode', `#/runs/browsercode/${runD}`, '.terminal .xterm-rows'],
+      ['new-run', '#/runs/new', '#task'],
+      ['browsers', '#/browsers', 'table'],
+      ['browser', `#/browsers/${standalone}`, '.facts'],
+      ['profiles', '#/profiles', '#profile-name'],
+      ['workspaces', '#/workspaces', 'table'],
+      ['workspace', `#/workspaces/${workspace}`, '.files'],
+    ];
+    const problems: string[] = [];
+    for (const theme of ['light', 'dark'] as const) {
+      await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: theme }]);
+      for (const [name, hash, ready] of pages) {
+        await page.setViewport({ width: 1280, height: 900 });
+        await go(hash);
+        await page.waitForSelector(ready, { timeout: 30000 });
+        await painted();
+        await page.screenshot({ path: path.join(ART, `${name}-desktop-${theme}.png`), fullPage: true });
+        problems.push(...(await axeViolations()).map((v) => `${name} (${theme}): ${v}`));
+        await page.setViewport({ width: 390, height: 844 });
+        await painted();
+        await page.screenshot({ path: path.join(ART, `${name}-phone-${theme}.png`), fullPage: true });
+        if (theme === 'light') problems.push(...(await axeViolations()).map((v) => `${name} (phone): ${v}`));
+      }
+    }
+    // The menu of a phone screen, opened.
+    await page.click('.menu-button');
+    await page.waitForSelector('nav.open');
+    await page.screenshot({ path: path.join(ART, 'menu-phone-dark.png') });
+    await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'light' }]);
+    await page.setViewport({ width: 1280, height: 900 });
+    await collectCsp();
+    assert.deepEqual(problems, []);
+    assert.deepEqual(seen.csp, [], 'CSP violations');
+    assert.deepEqual(seen.errors, [], 'errors in the page');
+  });
+
+  test('when the user signs out, then the key is gone from storage and the sign-in page is back', async () => {
+    await page.click('.sign-out');
+    await page.waitForSelector('#api-key');
+    assert.equal(await page.evaluate(() => localStorage.getItem('ats.apiKey')), null);
+    for (const theme of ['light', 'dark'] as const) {
+      await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: theme }]);
+      for (const [w, h2, label] of [[1280, 900, 'desktop'], [390, 844, 'phone']] as const) {
+        await page.setViewport({ width: w, height: h2 });
+        await painted();
+        await page.screenshot({ path: path.join(ART, `sign-in-${label}-${theme}.png`), fullPage: true });
+      }
+      assert.deepEqual(await axeViolations(), []);
+    }
   });
 });

@@ -12,15 +12,22 @@ export interface Loaded<T> {
   setData: (data: T) => void;
 }
 
-/** Loads `load` when `deps` change; a load still running when they change (or the page goes) is aborted. */
+/**
+ * Loads `load` when `deps` change (forgetting the data of the old deps), and again on `reload()`
+ * (keeping the data shown meanwhile); a load still running then (or when the page goes) is aborted.
+ */
 export function useLoad<T>(load: (signal: AbortSignal) => Promise<T>, deps: unknown[]): Loaded<T> {
   const [state, setState] = useState<{ data: T | undefined; error: unknown; loading: boolean }>({ data: undefined, error: undefined, loading: true });
   const [tick, setTick] = useState(0);
   const loadRef = useRef(load);
   loadRef.current = load;
+  const depsKey = useRef<unknown[] | null>(null);
   useEffect(() => {
     const ctrl = new AbortController();
-    setState((s) => ({ ...s, loading: true }));
+    // New deps name another thing (another run, say): its predecessor's data must not show as its own.
+    const same = depsKey.current !== null && depsKey.current.length === deps.length && depsKey.current.every((d, i) => Object.is(d, deps[i]));
+    depsKey.current = deps;
+    setState((s) => (same ? { ...s, loading: true } : { data: undefined, error: undefined, loading: true }));
     loadRef.current(ctrl.signal).then(
       (data) => !ctrl.signal.aborted && setState({ data, error: undefined, loading: false }),
       (error: unknown) => !ctrl.signal.aborted && setState((s) => ({ data: s.data, error, loading: false })),

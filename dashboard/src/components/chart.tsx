@@ -24,8 +24,12 @@ export interface BarChartProps {
   /** Stack the series instead of placing them side by side (side by side: at most two). */
   stacked?: boolean;
   format: (v: number) => string;
+  /** Counts: the value axis has whole-number ticks only. */
+  integer?: boolean;
   height?: number;
 }
+
+const INTEGER_STEPS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7];
 
 function cssVar(name: string): string {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || '#888';
@@ -36,7 +40,7 @@ function dayStart(day: string): number {
   return new Date(y!, m! - 1, d!).getTime() / 1000;
 }
 
-export function BarChart({ title, x, kind, series, stacked = false, format, height = 220 }: BarChartProps) {
+export function BarChart({ title, x, kind, series, stacked = false, format, integer = false, height = 220 }: BarChartProps) {
   const box = useRef<HTMLDivElement>(null);
   const dark = usePrefersDark();
   useEffect(() => {
@@ -51,14 +55,15 @@ export function BarChart({ title, x, kind, series, stacked = false, format, heig
     const opts: Options = {
       width: el.clientWidth || 600,
       height,
-      legend: { show: true, live: true },
+      // The legend names the colours; exact numbers are in the table under the chart.
+      legend: { show: true, live: false },
       cursor: { drag: { x: false, y: false }, points: { show: false } },
-      scales: { x: kind === 'days' ? { time: true, range: (_u, min, max) => [min - 43200, max + 43200] } : { time: false, range: (_u, min, max) => [min - 0.6, max + 0.6] }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+      scales: { x: kind === 'days' ? { time: true, range: (_u, min, max) => [min - 43200, max + 43200] } : { time: false, range: (_u, min, max) => [min - 0.6, max + 0.6] }, y: { range: (_u, _min, max) => [0, max > 0 ? (integer ? Math.max(Math.ceil(max * 1.1), 1) : max * 1.1) : 1] } },
       axes: [
         kind === 'days'
           ? { ...axis, values: (_u, splits) => splits.map((s) => { const d = new Date(s * 1000); return `${d.getDate()}/${d.getMonth() + 1}`; }) }
           : { ...axis, splits: () => xs, values: (_u, splits) => splits.map((s) => x[Math.round(s)] ?? '') },
-        { ...axis, size: 56, values: (_u, splits) => splits.map((v) => format(v)) },
+        { ...axis, size: 56, ...(integer ? { incrs: INTEGER_STEPS } : {}), values: (_u, splits) => splits.map((v) => format(v)) },
       ],
       series: [
         { label: kind === 'days' ? 'Day' : 'Model', value: (_u, v) => (v === null ? '—' : kind === 'days' ? x[xs.indexOf(v)] ?? '' : x[Math.round(v)] ?? '') },
@@ -87,7 +92,7 @@ export function BarChart({ title, x, kind, series, stacked = false, format, heig
       ro.disconnect();
       plot.destroy();
     };
-  }, [JSON.stringify({ x, series, stacked, kind }), dark, height]);
+  }, [JSON.stringify({ x, series, stacked, kind, integer }), dark, height]);
 
   return (
     <figure class="chart">

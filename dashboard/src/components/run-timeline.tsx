@@ -35,8 +35,9 @@ export function StepCard({ step, current, offset, onPlay }: { step: Step; curren
           )}
           <span class="muted">{formatDuration(step.durationMs)}</span>
           {onPlay && offset !== null && (
-            <button type="button" class="btn btn-small" onClick={() => onPlay(step)} aria-label={`Play the recording from step ${step.number} (${clock(offset)})`}>
-              ▶ {clock(offset)}
+            <button type="button" class="btn btn-small" onClick={() => onPlay(step)} aria-label={`Play from ${clock(offset)} (step ${step.number})`}>
+              <span aria-hidden="true">▶ </span>
+              {clock(offset)}
             </button>
           )}
         </p>

@@ -18,7 +18,7 @@ export function ToolUses({ uses }: { uses: ToolUse[] }) {
             {block && (
               <figure class="code-block">
                 <figcaption class="mono small">{block.title}</figcaption>
-                <pre>
+                <pre tabIndex={0}>
                   <code>{block.text}</code>
                 </pre>
               </figure>

@@ -109,7 +109,7 @@ export default function BrowserPage({ id }: { id: string }) {
                     <span>{s.label}</span>
                     <CopyButton text={s.code} label={`Copy the ${s.label} snippet`} />
                   </figcaption>
-                  <pre>
+                  <pre tabIndex={0}>
                     <code>{s.code}</code>
                   </pre>
                 </figure>

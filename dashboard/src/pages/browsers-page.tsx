@@ -137,7 +137,17 @@ export default function BrowsersPage() {
                 <td data-label="Size">
                   {b.screenWidth} × {b.screenHeight}
                 </td>
-                <td data-label="Used by">{b.runId ? <span class="mono">{b.runId}</span> : b.sessionId ? <span class="mono">{b.sessionId}</span> : 'you (CDP)'}</td>
+                <td data-label="Used by">
+                  {b.sessionId ? (
+                    <a class="mono" href={href({ page: 'runs', session: b.sessionId })} title="The runs of its session">
+                      {b.runId ?? b.sessionId}
+                    </a>
+                  ) : b.runId ? (
+                    <span class="mono">{b.runId}</span>
+                  ) : (
+                    'you (CDP)'
+                  )}
+                </td>
               </tr>
             ))}
           </tbody>

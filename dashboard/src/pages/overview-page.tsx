@@ -116,6 +116,7 @@ export default function OverviewPage() {
                 kind="days"
                 x={perDay.days}
                 stacked
+                integer
                 format={(v) => String(Math.round(v))}
                 series={[
                   { label: 'Completed', values: perDay.completed, color: '--c-completed' },
@@ -137,6 +138,7 @@ export default function OverviewPage() {
                   <BarChart
                     title="Tokens per model"
                     kind="categories"
+                    integer
                     x={byModel.map((m) => m.model)}
                     format={(v) => formatTokens(v)}
                     series={[

@@ -41,13 +41,13 @@ function ResultPanel({ run }: { run: Run }) {
       )}
       {run.error && view.kind !== 'empty' && <h3 class="small muted">Partial result</h3>}
       {view.kind === 'json' && (
-        <pre class="json">
+        <pre class="json" tabIndex={0}>
           <code>{view.text}</code>
         </pre>
       )}
       {view.kind === 'markdown' && <Markdown text={view.text} />}
       {view.kind === 'text' && (
-        <pre class="json">
+        <pre class="json" tabIndex={0}>
           <code>{view.text}</code>
         </pre>
       )}

@@ -77,15 +77,16 @@ export default function WorkspacesPage() {
                 <td data-label="Name">
                   <Renamable name={w.name} what="workspace" onRename={(n) => rename(w, n)} />
                 </td>
-                <td data-label="Id">
-                  <a class="mono" href={href({ page: 'workspace', id: w.id })} aria-label={`Files of workspace ${w.name}`}>
-                    {w.id}
-                  </a>
+                <td data-label="Id" class="mono">
+                  {w.id}
                 </td>
                 <td data-label="Created">{formatWhen(w.createdAt)}</td>
                 <td class="actions">
-                  <a class="btn btn-small" href={href({ page: 'new-run', agent: 'browsercode', workspace: w.id })}>
-                    Run in it
+                  <a class="btn btn-small" href={href({ page: 'workspace', id: w.id })} aria-label={`Files of ${w.name}`}>
+                    Files
+                  </a>
+                  <a class="btn btn-small" href={href({ page: 'new-run', agent: 'browsercode', workspace: w.id })} aria-label={`New run in ${w.name}`}>
+                    New run
                   </a>
                   <ConfirmButton label="Delete" confirmLabel={`Delete ${w.name}`} onConfirm={() => void remove.run(w)} busy={remove.busy} />
                 </td>
