@@ -424,6 +424,8 @@ describe('dashboard', () => {
   }
 
   test('when every page is looked at, light and dark, at 1280 px and 390 px, then axe finds nothing serious, and no page broke its CSP or threw', async () => {
+    // A profile in use, so that the profiles page has one to show.
+    await api('/api/v1/browser-profiles', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Personal', user_id: 'ada' }) });
     const pages: [string, string, string][] = [
       ['overview', '#/overview', '.chart canvas'],
       ['runs', '#/runs', '.runs-table'],
@@ -431,19 +433,27 @@ describe('dashboard', () => {
       ['run-browsercode', `#/runs/browsercode/${runD}`, '.terminal .xterm-rows'],
       ['new-run', '#/runs/new', '#task'],
       ['browsers', '#/browsers', 'table'],
-      ['browser', `#/browsers/${standalone}`, '.facts'],
-      ['profiles', '#/profiles', '#profile-name'],
+      ['browser', `#/browsers/${standalone}`, '.recording-video'],
+      ['profiles', '#/profiles', 'table'],
       ['workspaces', '#/workspaces', 'table'],
       ['workspace', `#/workspaces/${workspace}`, '.files'],
     ];
+    /** The page as a person sees it once it settled: nothing loading, every picture loaded. */
+    const settled = async (ready: string) => {
+      await page.waitForSelector(ready, { timeout: 30000 });
+      await page.waitForFunction(() => !document.querySelector('main .loading'), { timeout: 30000 });
+      // Screenshots load lazily as they scroll into view; a full-page photograph needs them all now.
+      await page.evaluate(() => Promise.all([...document.images].map((i) => ((i.loading = 'eager'), i.decode().catch(() => undefined)))));
+      await page.waitForFunction(() => [...document.querySelectorAll('video')].every((v) => v.readyState >= 2), { timeout: 30000 });
+      await painted();
+    };
     const problems: string[] = [];
     for (const theme of ['light', 'dark'] as const) {
       await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: theme }]);
       for (const [name, hash, ready] of pages) {
         await page.setViewport({ width: 1280, height: 900 });
         await go(hash);
-        await page.waitForSelector(ready, { timeout: 30000 });
-        await painted();
+        await settled(ready);
         await page.screenshot({ path: path.join(ART, `${name}-desktop-${theme}.png`), fullPage: true });
         problems.push(...(await axeViolations()).map((v) => `${name} (${theme}): ${v}`));
         await page.setViewport({ width: 390, height: 844 });

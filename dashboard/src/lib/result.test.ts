@@ -11,6 +11,11 @@ test('when a result is JSON (bare or fenced), then it is pretty-printed; anythin
   assert.deepEqual(resultView(null), { kind: 'empty' });
 });
 
+test('when a result carries a command’s colours, then the escape codes are taken out, the text kept', () => {
+  assert.deepEqual(resultView('\x1b[31mred alert\x1b[0m and plain\r\nnext'), { kind: 'markdown', text: 'red alert and plain\nnext' });
+  assert.deepEqual(resultView('\x1b]0;title\x07done'), { kind: 'markdown', text: 'done' });
+});
+
 test('when a result is a command’s aligned output, then it is shown as is; a Markdown list or table stays Markdown', () => {
   const ls = 'total 8\ndrwxr-xr-x  2 root root 4096 Nov 25 14:37 .\ndrwxr-xr-x 21 root root 4096 Nov 25 14:37 ..\n-rw-r--r--  1 root root    5 Nov 25 15:26 notes.txt';
   assert.equal(resultView(ls).kind, 'text');

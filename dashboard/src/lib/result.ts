@@ -13,7 +13,11 @@ function looksPreformatted(text: string): boolean {
   return aligned * 2 >= lines.length;
 }
 
-export function resultView(result: string | null): ResultView {
+/** Terminal escape sequences (colours, cursor moves) and other control characters, which a result may carry from a command's output. */
+const CONTROL = /\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[\]P^_][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/g;
+
+export function resultView(raw: string | null): ResultView {
+  const result = raw?.replace(CONTROL, '').replace(/\r\n?/g, '\n') ?? null;
   if (result === null || !result.trim()) return { kind: 'empty' };
   const t = result.trim();
   // Only objects and arrays: a bare number or word reads better as text.

@@ -140,6 +140,7 @@ export default function RunPage({ agent, id }: { agent: string; id: string }) {
   const opts = { agent: agent as Run['agent'] };
   const run = useLoad((signal) => client.runs.get(id, { ...opts, signal }), [id, agent]);
   const [steps, setSteps] = useState<Step[]>([]);
+  const [stepsLoaded, setStepsLoaded] = useState(false);
   const [events, setEvents] = useState<Event[]>([]);
   const [streamError, setStreamError] = useState<unknown>(undefined);
   const [streamTick, setStreamTick] = useState(0);
@@ -159,6 +160,7 @@ export default function RunPage({ agent, id }: { agent: string; id: string }) {
   stepsRef.current = steps;
   useEffect(() => {
     setSteps([]);
+    setStepsLoaded(false);
     setEvents([]);
     setBrowser(undefined);
   }, [id]);
@@ -177,6 +179,7 @@ export default function RunPage({ agent, id }: { agent: string; id: string }) {
       if (signal.aborted) return;
       setEvents(all);
       await moreSteps();
+      if (!signal.aborted) setStepsLoaded(true);
       if (isEnded(r)) return;
       let after = all.at(-1)?.id ?? 0;
       for await (const e of client.runs.stream(id, { ...opts, after, signal })) {
@@ -345,7 +348,9 @@ export default function RunPage({ agent, id }: { agent: string; id: string }) {
               <h2 id="steps-h">
                 Steps <span class="count">{steps.length}</span>
               </h2>
-              {steps.length === 0 ? (
+              {!stepsLoaded ? (
+                <Loading what="Loading the steps" />
+              ) : steps.length === 0 ? (
                 <p class="muted">{ended ? 'This run took no browser steps.' : 'Waiting for the first step…'}</p>
               ) : (
                 <RunTimeline steps={steps} current={current} offsetOf={offsetOf} onPlay={browser?.status === 'stopped' ? play : undefined} live={!ended} />

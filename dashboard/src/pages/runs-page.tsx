@@ -53,10 +53,13 @@ export function RunsPage({ agent, status, session }: { agent?: string; status?: 
   }, [filterKey, names?.join(',')]);
 
   // Live: fresh first pages, and the shown runs that are still going (they may be past the first page).
+  const refreshing = useRef(false);
   useInterval(
     async () => {
       const current = feedsRef.current;
-      if (!current) return;
+      // One refresh at a time: a slow one is not overtaken by the next tick.
+      if (!current || refreshing.current) return;
+      refreshing.current = true;
       try {
         const fresh = await Promise.all(current.map((f) => query(f.agent).firstPage()));
         let next = current.map((f, i) => ({ ...f, ...applyFreshPage(f, { items: fresh[i]!.items, hasMore: fresh[i]!.hasNextPage() }) }));
@@ -69,6 +72,8 @@ export function RunsPage({ agent, status, session }: { agent?: string; status?: 
         setError(undefined);
       } catch (err) {
         setError(err);
+      } finally {
+        refreshing.current = false;
       }
     },
     REFRESH_MS,
