@@ -4,7 +4,7 @@ SHELL := /bin/bash
 NODE := node
 TSX := node --import tsx
 
-.PHONY: help deps build proto proto-check typecheck up start down test test-unit test-integration bench clean
+.PHONY: help deps build proto proto-check clients-generate clients-check typecheck up start down test test-unit test-integration bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -12,9 +12,9 @@ help: ## List the targets
 deps: ## Install npm packages and Debian chromium, nats-server, ffmpeg when missing
 	@scripts/install.sh
 
-build: deps ## Compile TypeScript to dist/, build the TypeScript SDK and the dashboard
+build: deps ## Compile TypeScript to dist/ (the services, the TypeScript client package, then the dashboard that uses it)
+	@npm run build -w clients/typescript --silent
 	@npx tsc -p tsconfig.json
-	@npm run build --silent -w clients/typescript
 	@npm run build --silent -w dashboard
 
 typecheck: deps
@@ -30,6 +30,14 @@ proto-check: deps ## Fail when gen/ is stale against proto/
 	  if diff -r gen "$$tmp/gen" >/dev/null; then echo "proto-check: gen/ is up to date"; \
 	  else diff -r gen "$$tmp/gen" | head -20; echo "proto-check: gen/ is stale; run make proto and commit" >&2; exit 1; fi
 
+clients-generate: deps ## Regenerate the TypeScript client's types from the API's OpenAPI document
+	@$(TSX) clients/typescript/scripts/generate.ts
+
+clients-check: deps ## Fail when the TypeScript client's generated types are stale against the API
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && $(TSX) clients/typescript/scripts/generate.ts "$$tmp" && \
+	  if diff -q clients/typescript/src/generated/openapi.ts "$$tmp/openapi.ts" >/dev/null; then echo "clients-check: clients/typescript/src/generated/ is up to date"; \
+	  else diff -u clients/typescript/src/generated/openapi.ts "$$tmp/openapi.ts" | head -30; echo "clients-check: clients/typescript/src/generated/ is stale against the API; run make clients-generate and commit" >&2; exit 1; fi
+
 up: build ## Run every service locally; prints the API URL and a key (Ctrl-C stops)
 	@$(NODE) dist/scripts/up.js
 
@@ -39,7 +47,7 @@ start: build ## Like up, in the background (logs in data/up.log); stop with make
 down: ## Stop a background make start
 	@$(NODE) dist/scripts/up.js down 2>/dev/null || $(TSX) scripts/up.ts down
 
-test: deps proto-check build ## Unit tests, integration tests, proto check and the build
+test: deps proto-check clients-check build ## Unit tests, integration tests, proto and client type checks, and the build
 	@$(TSX) scripts/test.ts
 
 test-unit: deps
@@ -52,4 +60,4 @@ bench: build ## Benchmarks (figures are ratios against a baseline in the same ru
 	@$(TSX) bench/run.ts
 
 clean:
-	rm -rf dist
+	rm -rf dist clients/typescript/dist

@@ -1,10 +1,11 @@
 /**
  * The HTTP layer every resource goes through: the key header, JSON in and out, timeouts, retries
- * of idempotent calls (connection errors and 503, exponential backoff with jitter) and errors by
+ * of idempotent calls (connection errors, timeouts, 503 and 504; exponential backoff with jitter) and errors by
  * status. It uses only fetch, so it runs in Node ≥ 20 and in a browser alike.
  */
 import {
   APIConnectionError,
+  APIError,
   APIStatusError,
   APITimeoutError,
   UnprocessableEntityError,
@@ -21,7 +22,7 @@ export interface ClientOptions {
   apiKey?: string;
   /** The server's root, e.g. `http://localhost:8080` (a trailing `/api/v1` is fine); default `ATS_BASE_URL`, else `http://localhost:8080`. */
   baseUrl?: string;
-  /** Retries of an idempotent call after a connection error or a 503 (default 2). */
+  /** Retries of an idempotent call after a connection error, a timeout, a 503 or a 504 (default 2). */
   maxRetries?: number;
   /** Time allowed for each request, in ms (default 60000). */
   timeoutMs?: number;
@@ -52,6 +53,8 @@ interface CallOptions extends RequestOptions {
 const DEFAULT_BASE_URL = 'http://localhost:8080';
 const DEFAULT_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_RETRIES = 2;
+/** Replies worth another try of an idempotent call: a service unavailable (503) or late (504) behind the gateway. */
+const RETRIED_STATUSES = new Set([503, 504]);
 
 /** The environment in Node; nothing in a browser (no `process` there). */
 function env(name: string): string | undefined {
@@ -100,6 +103,11 @@ function anySignal(signals: AbortSignal[]): AbortSignal {
 export function printableUrl(url: string | URL): string {
   const u = new URL(url);
   return `${u.origin}${u.pathname}`;
+}
+
+/** An error of Node's file system (writing a download), which has a path; a socket's errors have none. */
+function isFileSystemError(err: unknown): boolean {
+  return typeof (err as { syscall?: unknown })?.syscall === 'string' && typeof (err as { path?: unknown }).path === 'string';
 }
 
 /** Turns an error reply into the error class of its status. */
@@ -166,16 +174,21 @@ export class Core {
       headers['Content-Type'] = 'application/json';
       body = JSON.stringify(options.body);
     }
-    const res = await this.fetchWithRetries(url, { method, headers, body }, `${method} /api/v1${path}`, options, async (r) => {
+    const what = `${method} /api/v1${path}`;
+    const res = await this.fetchWithRetries(url, { method, headers, body }, what, options, async (r) => {
       if (r.status === 204) return undefined;
       const text = await r.text();
-      return text ? (JSON.parse(text) as unknown) : undefined;
+      try {
+        return text ? (JSON.parse(text) as unknown) : undefined;
+      } catch (err) {
+        throw new APIError(`${what}: the reply (${r.status}) is not JSON`, { status: r.status, requestId: r.headers.get('x-request-id'), cause: err });
+      }
     });
     return res as T;
   }
 
   /**
-   * Sends one request, retrying an idempotent one after a connection error, a timeout or a 503.
+   * Sends one request, retrying an idempotent one after a connection error, a timeout, a 503 or a 504.
    * `read` consumes the successful reply inside the same timeout (a reply cut midway is a
    * connection error, retried like one). `what` names the request in errors.
    */
@@ -195,14 +208,13 @@ export class Core {
       try {
         const res = await this.#fetch(url, { ...init, signal });
         if (res.ok) return await read(res);
-        if (res.status !== 503 || attempt >= maxRetries) throw await errorFromResponse(res, what);
+        if (!RETRIED_STATUSES.has(res.status) || attempt >= maxRetries) throw await errorFromResponse(res, what);
         await res.body?.cancel().catch(() => undefined);
         const advised = Number(res.headers.get('retry-after'));
         if (Number.isFinite(advised) && advised > 0) retryAfterMs = Math.min(advised, 60) * 1000;
       } catch (err) {
-        if (err instanceof APIStatusError) throw err;
+        if (err instanceof APIError || isFileSystemError(err)) throw err; // a reply that says no, or the local disk: not the connection
         if (options.signal?.aborted) throw options.signal.reason;
-        if (err instanceof SyntaxError) throw new APIConnectionError(`${what}: the reply was not JSON`, err);
         const failure = timeout.aborted ? new APITimeoutError(what, timeoutMs, err) : new APIConnectionError(what, err);
         if (attempt >= maxRetries) throw failure;
       }

@@ -96,8 +96,8 @@ export async function resolveFile(input: FileInput, name?: string): Promise<Reso
   return { name: fileName, blob: toBlob(input.content, contentTypeOf(fileName)) };
 }
 
-/** Writes a reply's body to `to` (a file, or an existing folder to hold `name`); returns the path written. */
-export async function writeBody(res: Response, to: string, name: string): Promise<string> {
+/** Where a download named `name` goes: `to` itself, or `to/<name>` when `to` is a folder (or ends with a separator); its folder is created. */
+export async function downloadTarget(to: string, name: string): Promise<string> {
   const fsp = await nodeFsPromises().catch(() => {
     throw new TypeError('download({ to }) writes to disk in Node only; in a browser use bytes()');
   });
@@ -106,7 +106,11 @@ export async function writeBody(res: Response, to: string, name: string): Promis
   if (stat?.isDirectory() || /[\\/]$/.test(to)) target = `${to.replace(/[\\/]+$/, '')}/${baseName(name)}`;
   const parent = target.slice(0, Math.max(target.lastIndexOf('/'), target.lastIndexOf('\\')));
   if (parent) await fsp.mkdir(parent, { recursive: true });
-  if (!res.body) await fsp.writeFile(target, new Uint8Array());
-  else await fsp.writeFile(target, res.body as unknown as AsyncIterable<Uint8Array>);
   return target;
+}
+
+/** Writes a reply's body to the file `target`. */
+export async function writeBody(res: Response, target: string): Promise<void> {
+  const fsp = await nodeFsPromises();
+  await fsp.writeFile(target, res.body ? (res.body as unknown as AsyncIterable<Uint8Array>) : new Uint8Array());
 }

@@ -443,7 +443,375 @@ export interface paths {
 }
 export type webhooks = Record<string, never>;
 export interface components {
-    schemas: never;
+    schemas: {
+        Agent: {
+            /** @enum {string} */
+            name: "browser-agent" | "browsercode";
+            capabilities: string[];
+            session: {
+                /** @enum {string} */
+                kind: "disposable" | "durable";
+            };
+            /** @enum {string} */
+            watch: "steps" | "events";
+            /** @description How to start a run */
+            run: string;
+            bestFor: string[];
+            notFor: string[];
+            exampleTasks: string[];
+        };
+        AgentList: {
+            agents: components["schemas"]["Agent"][];
+        };
+        RunCreated: {
+            id: string;
+            /** @enum {string} */
+            status: "queued";
+            /** @enum {string} */
+            agent: "browser-agent" | "browsercode";
+            sessionId: string;
+            workspaceId: string | null;
+            stepsUrl: string;
+            eventsUrl: string;
+            missingFileIds: string[];
+        };
+        Run: {
+            id: string;
+            /** @enum {string} */
+            agent: "browser-agent" | "browsercode";
+            /** @enum {string} */
+            status: "queued" | "running" | "completed" | "stopped" | "failed";
+            sessionId: string;
+            browserId: string | null;
+            workspaceId: string | null;
+            model: string;
+            task: string;
+            result: string | null;
+            /** @description Reserved for native structured output; always null */
+            output: null;
+            error: string | null;
+            /** @description Decimal string */
+            totalCostUsd: string;
+            totalInputTokens: number;
+            totalOutputTokens: number;
+            missingFileIds: string[];
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            startedAt: string | null;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            finishedAt: string | null;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            updatedAt: string;
+        };
+        RunStatus: {
+            /** @enum {string} */
+            status: "queued" | "running" | "completed" | "stopped" | "failed";
+            result: string | null;
+            output: null;
+            totalCostUsd: string;
+        };
+        RunList: {
+            items: components["schemas"]["Run"][];
+            nextCursor: string | null;
+            hasMore: boolean;
+        };
+        Step: {
+            number: number;
+            url: string | null;
+            action: string;
+            thought: string | null;
+            screenshotUrl: string | null;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            ts: string;
+            durationMs: number;
+        };
+        StepList: {
+            steps: components["schemas"]["Step"][];
+            nextAfter: number;
+            hasMore: boolean;
+        };
+        Event: {
+            id: number;
+            runId: string;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            ts: string;
+            type: string;
+            data: Record<string, unknown>;
+        };
+        EventList: {
+            events: components["schemas"]["Event"][];
+            nextAfter: number;
+            hasMore: boolean;
+        };
+        Session: {
+            id: string;
+            /** @enum {string} */
+            agent: "browser-agent" | "browsercode";
+            /** @enum {string} */
+            status: "open" | "closed";
+            busy: boolean;
+            latestRunId: string | null;
+            browserId: string | null;
+            workspaceId: string | null;
+            /** @description Why the session closed (e.g. "run stopped", "browser stopped", "browser reclaimed for a newer run"); null while open */
+            closedReason: string | null;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            updatedAt: string;
+        };
+        SessionList: {
+            items: components["schemas"]["Session"][];
+            nextCursor: string | null;
+            hasMore: boolean;
+        };
+        FileUpload: {
+            id: string;
+            name: string;
+            /** @description Presigned PUT URL */
+            upload_url: string;
+        };
+        FileUploadList: {
+            items: components["schemas"]["FileUpload"][];
+        };
+        File: {
+            id: string;
+            name: string;
+            /** @enum {string} */
+            kind: "input" | "output";
+            downloadUrl: string;
+            sizeBytes: number;
+            contentType: string;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            createdAt: string;
+        };
+        FileList: {
+            items: components["schemas"]["File"][];
+        };
+        WorkspaceFileList: {
+            items: components["schemas"]["File"][];
+            nextCursor: string | null;
+            hasMore: boolean;
+        };
+        Workspace: {
+            id: string;
+            name: string;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            updatedAt: string;
+        };
+        WorkspaceList: {
+            items: components["schemas"]["Workspace"][];
+            nextCursor: string | null;
+            hasMore: boolean;
+        };
+        Browser: {
+            id: string;
+            /** @enum {string} */
+            status: "active" | "stopped";
+            cdpUrl: string | null;
+            liveViewUrl: string | null;
+            profileId: string | null;
+            sessionId: string | null;
+            runId: string | null;
+            proxyCountryCode: string | null;
+            screenWidth: number;
+            screenHeight: number;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            timeoutAt: string | null;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            stoppedAt: string | null;
+            recordingUrl: string | null;
+        };
+        BrowserList: {
+            items: components["schemas"]["Browser"][];
+            nextCursor: string | null;
+            hasMore: boolean;
+        };
+        Recording: {
+            url: string;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            expiresAt: string;
+        };
+        LiveViewLink: {
+            /** @description The live view page with an opaque token; open or embed it */
+            url: string;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            expiresAt: string;
+        };
+        Download: {
+            name: string;
+            sizeBytes: number;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            lastModified: string;
+            downloadUrl: string;
+        };
+        DownloadList: {
+            items: components["schemas"]["Download"][];
+        };
+        Profile: {
+            id: string;
+            name: string;
+            userId: string | null;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            lastUsedAt: string | null;
+            cookieDomains: string[];
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            updatedAt: string;
+        };
+        ProfileList: {
+            items: components["schemas"]["Profile"][];
+            nextCursor: string | null;
+            hasMore: boolean;
+        };
+        Error: {
+            detail: string;
+        };
+        ValidationError: {
+            detail: components["schemas"]["ValidationErrorItem"][];
+        };
+        ValidationErrorItem: {
+            type: string;
+            loc: (string | number)[];
+            msg: string;
+            input?: unknown;
+            ctx?: Record<string, unknown>;
+        };
+        Health: {
+            /** @enum {string} */
+            status: "ok" | "degraded";
+            services: {
+                [key: string]: string;
+            };
+        };
+        Readiness: {
+            /** @enum {string} */
+            status: "ready" | "draining";
+        };
+        CreateRunRequest: {
+            /** @description What to do, in plain language */
+            task: string;
+            /** @description LLM to use; the service default when omitted */
+            model?: string;
+            browser?: components["schemas"]["BrowserOptions"];
+            /** @description Id (prefix ses_) */
+            session_id?: string;
+            attached_file_ids?: string[];
+            /** @description Id (prefix wsp_) */
+            workspace_id?: string;
+        };
+        BrowserOptions: {
+            /** @description ISO 3166-1 alpha-2, lower case */
+            proxy_country_code?: string;
+            screen_width?: number;
+            screen_height?: number;
+            /** @description Id (prefix prf_) */
+            profile_id?: string;
+        };
+        AddFilesRequest: {
+            files: {
+                name: string;
+            }[];
+        };
+        CreateWorkspaceRequest: {
+            name: string;
+        };
+        UpdateWorkspaceRequest: {
+            name: string;
+        };
+        CreateBrowserRequest: {
+            /** @description Id (prefix prf_) */
+            browser_profile_id?: string;
+            /** @description ISO 3166-1 alpha-2, lower case */
+            proxy_country_code?: string;
+            screen_width?: number;
+            screen_height?: number;
+            /** @description Hard limit; default 60 */
+            timeout_minutes?: number;
+        };
+        CreateLiveViewLinkRequest: {
+            /**
+             * @description `view`: watch only (input is refused); `interactive`: mouse, wheel and keyboard reach the browser
+             * @enum {string}
+             */
+            mode: "view" | "interactive";
+            /** @description Lifetime of the link (60 s to 7 days); default 3600 */
+            expires_in_seconds?: number;
+        };
+        CreateProfileRequest: {
+            name: string;
+            user_id?: string;
+        };
+        UpdateProfileRequest: {
+            name: string;
+        };
+    };
     responses: never;
     parameters: never;
     requestBodies: never;
@@ -467,24 +835,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        agents: {
-                            /** @enum {string} */
-                            name: "browser-agent" | "browsercode";
-                            capabilities: string[];
-                            session: {
-                                /** @enum {string} */
-                                kind: "disposable" | "durable";
-                            };
-                            /** @enum {string} */
-                            watch: "steps" | "events";
-                            /** @description How to start a run */
-                            run: string;
-                            bestFor: string[];
-                            notFor: string[];
-                            exampleTasks: string[];
-                        }[];
-                    };
+                    "application/json": components["schemas"]["AgentList"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -493,9 +844,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -504,9 +853,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -515,9 +862,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -526,9 +871,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -537,9 +880,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -566,51 +907,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            id: string;
-                            /** @enum {string} */
-                            agent: "browser-agent" | "browsercode";
-                            /** @enum {string} */
-                            status: "queued" | "running" | "completed" | "stopped" | "failed";
-                            sessionId: string;
-                            browserId: string | null;
-                            workspaceId: string | null;
-                            model: string;
-                            task: string;
-                            result: string | null;
-                            /** @description Reserved for native structured output; always null */
-                            output: null;
-                            error: string | null;
-                            /** @description Decimal string */
-                            totalCostUsd: string;
-                            totalInputTokens: number;
-                            totalOutputTokens: number;
-                            missingFileIds: string[];
-                            /**
-                             * Format: date-time
-                             * @description ISO-8601 UTC
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description ISO-8601 UTC
-                             */
-                            startedAt: string | null;
-                            /**
-                             * Format: date-time
-                             * @description ISO-8601 UTC
-                             */
-                            finishedAt: string | null;
-                            /**
-                             * Format: date-time
-                             * @description ISO-8601 UTC
-                             */
-                            updatedAt: string;
-                        }[];
-                        nextCursor: string | null;
-                        hasMore: boolean;
-                    };
+                    "application/json": components["schemas"]["RunList"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -619,9 +916,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found: an unknown agent in the path, or an unknown id */
@@ -630,9 +925,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Validation error */
@@ -641,15 +934,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: {
-                            type: string;
-                            loc: (string | number)[];
-                            msg: string;
-                            input?: unknown;
-                            ctx?: Record<string, unknown>;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -658,9 +943,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -669,9 +952,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -680,9 +961,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -691,9 +970,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -709,25 +986,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description What to do, in plain language */
-                    task: string;
-                    /** @description LLM to use; the service default when omitted */
-                    model?: string;
-                    browser?: {
-                        /** @description ISO 3166-1 alpha-2, lower case */
-                        proxy_country_code?: string;
-                        screen_width?: number;
-                        screen_height?: number;
-                        /** @description Id (prefix prf_) */
-                        profile_id?: string;
-                    };
-                    /** @description Id (prefix ses_) */
-                    session_id?: string;
-                    attached_file_ids?: string[];
-                    /** @description Id (prefix wsp_) */
-                    workspace_id?: string;
-                };
+                "application/json": components["schemas"]["CreateRunRequest"];
             };
         };
         responses: {
@@ -737,18 +996,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        /** @enum {string} */
-                        status: "queued";
-                        /** @enum {string} */
-                        agent: "browser-agent" | "browsercode";
-                        sessionId: string;
-                        workspaceId: string | null;
-                        stepsUrl: string;
-                        eventsUrl: string;
-                        missingFileIds: string[];
-                    };
+                    "application/json": components["schemas"]["RunCreated"];
                 };
             };
             /** @description Bad request */
@@ -757,9 +1005,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -768,9 +1014,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found: an unknown agent in the path, or an unknown id */
@@ -779,9 +1023,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Conflict with the current state */
@@ -790,9 +1032,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Request body too large */
@@ -801,9 +1041,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The body is not application/json, or its encoding is not supported */
@@ -812,9 +1050,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Validation error */
@@ -823,15 +1059,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: {
-                            type: string;
-                            loc: (string | number)[];
-                            msg: string;
-                            input?: unknown;
-                            ctx?: Record<string, unknown>;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -840,9 +1068,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -851,9 +1077,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -862,9 +1086,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -873,9 +1095,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -898,47 +1118,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        /** @enum {string} */
-                        agent: "browser-agent" | "browsercode";
-                        /** @enum {string} */
-                        status: "queued" | "running" | "completed" | "stopped" | "failed";
-                        sessionId: string;
-                        browserId: string | null;
-                        workspaceId: string | null;
-                        model: string;
-                        task: string;
-                        result: string | null;
-                        /** @description Reserved for native structured output; always null */
-                        output: null;
-                        error: string | null;
-                        /** @description Decimal string */
-                        totalCostUsd: string;
-                        totalInputTokens: number;
-                        totalOutputTokens: number;
-                        missingFileIds: string[];
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        startedAt: string | null;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        finishedAt: string | null;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Run"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -947,9 +1127,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found: an unknown agent in the path, or an unknown id */
@@ -958,9 +1136,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -969,9 +1145,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -980,9 +1154,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -991,9 +1163,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -1002,9 +1172,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -1027,13 +1195,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "queued" | "running" | "completed" | "stopped" | "failed";
-                        result: string | null;
-                        output: null;
-                        totalCostUsd: string;
-                    };
+                    "application/json": components["schemas"]["RunStatus"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -1042,9 +1204,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found: an unknown agent in the path, or an unknown id */
@@ -1053,9 +1213,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -1064,9 +1222,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -1075,9 +1231,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -1086,9 +1240,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -1097,9 +1249,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -1122,47 +1272,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        /** @enum {string} */
-                        agent: "browser-agent" | "browsercode";
-                        /** @enum {string} */
-                        status: "queued" | "running" | "completed" | "stopped" | "failed";
-                        sessionId: string;
-                        browserId: string | null;
-                        workspaceId: string | null;
-                        model: string;
-                        task: string;
-                        result: string | null;
-                        /** @description Reserved for native structured output; always null */
-                        output: null;
-                        error: string | null;
-                        /** @description Decimal string */
-                        totalCostUsd: string;
-                        totalInputTokens: number;
-                        totalOutputTokens: number;
-                        missingFileIds: string[];
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        startedAt: string | null;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        finishedAt: string | null;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Run"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -1171,9 +1281,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found: an unknown agent in the path, or an unknown id */
@@ -1182,9 +1290,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Conflict with the current state */
@@ -1193,9 +1299,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -1204,9 +1308,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -1215,9 +1317,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -1226,9 +1326,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -1237,9 +1335,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -1265,23 +1361,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        steps: {
-                            number: number;
-                            url: string | null;
-                            action: string;
-                            thought: string | null;
-                            screenshotUrl: string | null;
-                            /**
-                             * Format: date-time
-                             * @description ISO-8601 UTC
-                             */
-                            ts: string;
-                            durationMs: number;
-                        }[];
-                        nextAfter: number;
-                        hasMore: boolean;
-                    };
+                    "application/json": components["schemas"]["StepList"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -1290,9 +1370,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found: an unknown agent in the path, or an unknown id */
@@ -1301,9 +1379,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Validation error */
@@ -1312,15 +1388,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: {
-                            type: string;
-                            loc: (string | number)[];
-                            msg: string;
-                            input?: unknown;
-                            ctx?: Record<string, unknown>;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -1329,9 +1397,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -1340,9 +1406,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -1351,9 +1415,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -1362,9 +1424,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -1390,21 +1450,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        events: {
-                            id: number;
-                            runId: string;
-                            /**
-                             * Format: date-time
-                             * @description ISO-8601 UTC
-                             */
-                            ts: string;
-                            type: string;
-                            data: Record<string, unknown>;
-                        }[];
-                        nextAfter: number;
-                        hasMore: boolean;
-                    };
+                    "application/json": components["schemas"]["EventList"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -1413,9 +1459,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found: an unknown agent in the path, or an unknown id */
@@ -1424,9 +1468,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Validation error */
@@ -1435,15 +1477,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: {
-                            type: string;
-                            loc: (string | number)[];
-                            msg: string;
-                            input?: unknown;
-                            ctx?: Record<string, unknown>;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -1452,9 +1486,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -1463,9 +1495,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -1474,9 +1504,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -1485,9 +1513,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -1522,9 +1548,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found: an unknown agent in the path, or an unknown id */
@@ -1533,9 +1557,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Validation error */
@@ -1544,15 +1566,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: {
-                            type: string;
-                            loc: (string | number)[];
-                            msg: string;
-                            input?: unknown;
-                            ctx?: Record<string, unknown>;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -1561,9 +1575,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -1572,9 +1584,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -1583,9 +1593,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -1594,9 +1602,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -1621,33 +1627,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            id: string;
-                            /** @enum {string} */
-                            agent: "browser-agent" | "browsercode";
-                            /** @enum {string} */
-                            status: "open" | "closed";
-                            busy: boolean;
-                            latestRunId: string | null;
-                            browserId: string | null;
-                            workspaceId: string | null;
-                            /** @description Why the session closed (e.g. "run stopped", "browser stopped", "browser reclaimed for a newer run"); null while open */
-                            closedReason: string | null;
-                            /**
-                             * Format: date-time
-                             * @description ISO-8601 UTC
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description ISO-8601 UTC
-                             */
-                            updatedAt: string;
-                        }[];
-                        nextCursor: string | null;
-                        hasMore: boolean;
-                    };
+                    "application/json": components["schemas"]["SessionList"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -1656,9 +1636,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found: an unknown agent in the path, or an unknown id */
@@ -1667,9 +1645,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Validation error */
@@ -1678,15 +1654,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: {
-                            type: string;
-                            loc: (string | number)[];
-                            msg: string;
-                            input?: unknown;
-                            ctx?: Record<string, unknown>;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -1695,9 +1663,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -1706,9 +1672,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -1717,9 +1681,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -1728,9 +1690,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -1753,29 +1713,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        /** @enum {string} */
-                        agent: "browser-agent" | "browsercode";
-                        /** @enum {string} */
-                        status: "open" | "closed";
-                        busy: boolean;
-                        latestRunId: string | null;
-                        browserId: string | null;
-                        workspaceId: string | null;
-                        /** @description Why the session closed (e.g. "run stopped", "browser stopped", "browser reclaimed for a newer run"); null while open */
-                        closedReason: string | null;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Session"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -1784,9 +1722,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found: an unknown agent in the path, or an unknown id */
@@ -1795,9 +1731,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -1806,9 +1740,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -1817,9 +1749,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -1828,9 +1758,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -1839,9 +1767,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -1857,11 +1783,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    files: {
-                        name: string;
-                    }[];
-                };
+                "application/json": components["schemas"]["AddFilesRequest"];
             };
         };
         responses: {
@@ -1871,14 +1793,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            id: string;
-                            name: string;
-                            /** @description Presigned PUT URL */
-                            upload_url: string;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["FileUploadList"];
                 };
             };
             /** @description Bad request */
@@ -1887,9 +1802,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -1898,9 +1811,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found: an unknown agent in the path, or an unknown id */
@@ -1909,9 +1820,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Request body too large */
@@ -1920,9 +1829,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The body is not application/json, or its encoding is not supported */
@@ -1931,9 +1838,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Validation error */
@@ -1942,15 +1847,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: {
-                            type: string;
-                            loc: (string | number)[];
-                            msg: string;
-                            input?: unknown;
-                            ctx?: Record<string, unknown>;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -1959,9 +1856,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -1970,9 +1865,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -1981,9 +1874,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -1992,9 +1883,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -2019,22 +1908,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            id: string;
-                            name: string;
-                            /** @enum {string} */
-                            kind: "input" | "output";
-                            downloadUrl: string;
-                            sizeBytes: number;
-                            contentType: string;
-                            /**
-                             * Format: date-time
-                             * @description ISO-8601 UTC
-                             */
-                            createdAt: string;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["FileList"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -2043,9 +1917,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found: an unknown agent in the path, or an unknown id */
@@ -2054,9 +1926,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Validation error */
@@ -2065,15 +1935,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: {
-                            type: string;
-                            loc: (string | number)[];
-                            msg: string;
-                            input?: unknown;
-                            ctx?: Record<string, unknown>;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -2082,9 +1944,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -2093,9 +1953,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -2104,9 +1962,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -2115,9 +1971,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -2140,24 +1994,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            id: string;
-                            name: string;
-                            /**
-                             * Format: date-time
-                             * @description ISO-8601 UTC
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description ISO-8601 UTC
-                             */
-                            updatedAt: string;
-                        }[];
-                        nextCursor: string | null;
-                        hasMore: boolean;
-                    };
+                    "application/json": components["schemas"]["WorkspaceList"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -2166,9 +2003,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Validation error */
@@ -2177,15 +2012,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: {
-                            type: string;
-                            loc: (string | number)[];
-                            msg: string;
-                            input?: unknown;
-                            ctx?: Record<string, unknown>;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -2194,9 +2021,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -2205,9 +2030,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -2216,9 +2039,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -2227,9 +2048,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -2243,9 +2062,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name: string;
-                };
+                "application/json": components["schemas"]["CreateWorkspaceRequest"];
             };
         };
         responses: {
@@ -2255,20 +2072,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        name: string;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Workspace"];
                 };
             };
             /** @description Bad request */
@@ -2277,9 +2081,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -2288,9 +2090,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Request body too large */
@@ -2299,9 +2099,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The body is not application/json, or its encoding is not supported */
@@ -2310,9 +2108,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Validation error */
@@ -2321,15 +2117,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: {
-                            type: string;
-                            loc: (string | number)[];
-                            msg: string;
-                            input?: unknown;
-                            ctx?: Record<string, unknown>;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -2338,9 +2126,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -2349,9 +2135,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -2360,9 +2144,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -2371,9 +2153,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -2395,20 +2175,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        name: string;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Workspace"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -2417,9 +2184,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found */
@@ -2428,9 +2193,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -2439,9 +2202,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -2450,9 +2211,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -2461,9 +2220,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -2472,9 +2229,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -2503,9 +2258,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found */
@@ -2514,9 +2267,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -2525,9 +2276,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -2536,9 +2285,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -2547,9 +2294,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -2558,9 +2303,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -2576,9 +2319,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name: string;
-                };
+                "application/json": components["schemas"]["UpdateWorkspaceRequest"];
             };
         };
         responses: {
@@ -2588,20 +2329,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        name: string;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Workspace"];
                 };
             };
             /** @description Bad request */
@@ -2610,9 +2338,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -2621,9 +2347,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found */
@@ -2632,9 +2356,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Request body too large */
@@ -2643,9 +2365,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The body is not application/json, or its encoding is not supported */
@@ -2654,9 +2374,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Validation error */
@@ -2665,15 +2383,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: {
-                            type: string;
-                            loc: (string | number)[];
-                            msg: string;
-                            input?: unknown;
-                            ctx?: Record<string, unknown>;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -2682,9 +2392,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -2693,9 +2401,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -2704,9 +2410,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -2715,9 +2419,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -2742,24 +2444,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            id: string;
-                            name: string;
-                            /** @enum {string} */
-                            kind: "input" | "output";
-                            downloadUrl: string;
-                            sizeBytes: number;
-                            contentType: string;
-                            /**
-                             * Format: date-time
-                             * @description ISO-8601 UTC
-                             */
-                            createdAt: string;
-                        }[];
-                        nextCursor: string | null;
-                        hasMore: boolean;
-                    };
+                    "application/json": components["schemas"]["WorkspaceFileList"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -2768,9 +2453,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found */
@@ -2779,9 +2462,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Validation error */
@@ -2790,15 +2471,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: {
-                            type: string;
-                            loc: (string | number)[];
-                            msg: string;
-                            input?: unknown;
-                            ctx?: Record<string, unknown>;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -2807,9 +2480,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -2818,9 +2489,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -2829,9 +2498,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -2840,9 +2507,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -2858,11 +2523,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    files: {
-                        name: string;
-                    }[];
-                };
+                "application/json": components["schemas"]["AddFilesRequest"];
             };
         };
         responses: {
@@ -2872,14 +2533,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            id: string;
-                            name: string;
-                            /** @description Presigned PUT URL */
-                            upload_url: string;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["FileUploadList"];
                 };
             };
             /** @description Bad request */
@@ -2888,9 +2542,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -2899,9 +2551,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found */
@@ -2910,9 +2560,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Request body too large */
@@ -2921,9 +2569,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The body is not application/json, or its encoding is not supported */
@@ -2932,9 +2578,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Validation error */
@@ -2943,15 +2587,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: {
-                            type: string;
-                            loc: (string | number)[];
-                            msg: string;
-                            input?: unknown;
-                            ctx?: Record<string, unknown>;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -2960,9 +2596,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -2971,9 +2605,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -2982,9 +2614,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -2993,9 +2623,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3020,39 +2648,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            id: string;
-                            /** @enum {string} */
-                            status: "active" | "stopped";
-                            cdpUrl: string | null;
-                            liveViewUrl: string | null;
-                            profileId: string | null;
-                            sessionId: string | null;
-                            runId: string | null;
-                            proxyCountryCode: string | null;
-                            screenWidth: number;
-                            screenHeight: number;
-                            /**
-                             * Format: date-time
-                             * @description ISO-8601 UTC
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description ISO-8601 UTC
-                             */
-                            timeoutAt: string | null;
-                            /**
-                             * Format: date-time
-                             * @description ISO-8601 UTC
-                             */
-                            stoppedAt: string | null;
-                            recordingUrl: string | null;
-                        }[];
-                        nextCursor: string | null;
-                        hasMore: boolean;
-                    };
+                    "application/json": components["schemas"]["BrowserList"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -3061,9 +2657,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Validation error */
@@ -3072,15 +2666,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: {
-                            type: string;
-                            loc: (string | number)[];
-                            msg: string;
-                            input?: unknown;
-                            ctx?: Record<string, unknown>;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -3089,9 +2675,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -3100,9 +2684,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -3111,9 +2693,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -3122,9 +2702,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3138,16 +2716,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Id (prefix prf_) */
-                    browser_profile_id?: string;
-                    /** @description ISO 3166-1 alpha-2, lower case */
-                    proxy_country_code?: string;
-                    screen_width?: number;
-                    screen_height?: number;
-                    /** @description Hard limit; default 60 */
-                    timeout_minutes?: number;
-                };
+                "application/json": components["schemas"]["CreateBrowserRequest"];
             };
         };
         responses: {
@@ -3157,35 +2726,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        /** @enum {string} */
-                        status: "active" | "stopped";
-                        cdpUrl: string | null;
-                        liveViewUrl: string | null;
-                        profileId: string | null;
-                        sessionId: string | null;
-                        runId: string | null;
-                        proxyCountryCode: string | null;
-                        screenWidth: number;
-                        screenHeight: number;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        timeoutAt: string | null;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        stoppedAt: string | null;
-                        recordingUrl: string | null;
-                    };
+                    "application/json": components["schemas"]["Browser"];
                 };
             };
             /** @description Bad request */
@@ -3194,9 +2735,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -3205,9 +2744,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found */
@@ -3216,9 +2753,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Request body too large */
@@ -3227,9 +2762,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The body is not application/json, or its encoding is not supported */
@@ -3238,9 +2771,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Validation error */
@@ -3249,15 +2780,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: {
-                            type: string;
-                            loc: (string | number)[];
-                            msg: string;
-                            input?: unknown;
-                            ctx?: Record<string, unknown>;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description Limit reached (see Retry-After) */
@@ -3266,9 +2789,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -3277,9 +2798,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -3288,9 +2807,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -3299,9 +2816,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -3310,9 +2825,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3334,35 +2847,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        /** @enum {string} */
-                        status: "active" | "stopped";
-                        cdpUrl: string | null;
-                        liveViewUrl: string | null;
-                        profileId: string | null;
-                        sessionId: string | null;
-                        runId: string | null;
-                        proxyCountryCode: string | null;
-                        screenWidth: number;
-                        screenHeight: number;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        timeoutAt: string | null;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        stoppedAt: string | null;
-                        recordingUrl: string | null;
-                    };
+                    "application/json": components["schemas"]["Browser"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -3371,9 +2856,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found */
@@ -3382,9 +2865,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -3393,9 +2874,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -3404,9 +2883,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -3415,9 +2892,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -3426,9 +2901,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3450,35 +2923,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        /** @enum {string} */
-                        status: "active" | "stopped";
-                        cdpUrl: string | null;
-                        liveViewUrl: string | null;
-                        profileId: string | null;
-                        sessionId: string | null;
-                        runId: string | null;
-                        proxyCountryCode: string | null;
-                        screenWidth: number;
-                        screenHeight: number;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        timeoutAt: string | null;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        stoppedAt: string | null;
-                        recordingUrl: string | null;
-                    };
+                    "application/json": components["schemas"]["Browser"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -3487,9 +2932,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found */
@@ -3498,9 +2941,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -3509,9 +2950,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -3520,9 +2959,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -3531,9 +2968,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -3542,9 +2977,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3566,14 +2999,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        url: string;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        expiresAt: string;
-                    };
+                    "application/json": components["schemas"]["Recording"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -3582,9 +3008,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found */
@@ -3593,9 +3017,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Conflict with the current state */
@@ -3604,9 +3026,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -3615,9 +3035,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -3626,9 +3044,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -3637,9 +3053,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -3648,9 +3062,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3666,15 +3078,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /**
-                     * @description `view`: watch only (input is refused); `interactive`: mouse, wheel and keyboard reach the browser
-                     * @enum {string}
-                     */
-                    mode: "view" | "interactive";
-                    /** @description Lifetime of the link (60 s to 7 days); default 3600 */
-                    expires_in_seconds?: number;
-                };
+                "application/json": components["schemas"]["CreateLiveViewLinkRequest"];
             };
         };
         responses: {
@@ -3684,15 +3088,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The live view page with an opaque token; open or embed it */
-                        url: string;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        expiresAt: string;
-                    };
+                    "application/json": components["schemas"]["LiveViewLink"];
                 };
             };
             /** @description Bad request */
@@ -3701,9 +3097,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -3712,9 +3106,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found */
@@ -3723,9 +3115,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Request body too large */
@@ -3734,9 +3124,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The body is not application/json, or its encoding is not supported */
@@ -3745,9 +3133,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Validation error */
@@ -3756,15 +3142,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: {
-                            type: string;
-                            loc: (string | number)[];
-                            msg: string;
-                            input?: unknown;
-                            ctx?: Record<string, unknown>;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -3773,9 +3151,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -3784,9 +3160,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -3795,9 +3169,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -3806,9 +3178,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3830,18 +3200,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            name: string;
-                            sizeBytes: number;
-                            /**
-                             * Format: date-time
-                             * @description ISO-8601 UTC
-                             */
-                            lastModified: string;
-                            downloadUrl: string;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["DownloadList"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -3850,9 +3209,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found */
@@ -3861,9 +3218,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -3872,9 +3227,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -3883,9 +3236,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -3894,9 +3245,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -3905,9 +3254,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3930,31 +3277,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            id: string;
-                            name: string;
-                            userId: string | null;
-                            /**
-                             * Format: date-time
-                             * @description ISO-8601 UTC
-                             */
-                            lastUsedAt: string | null;
-                            cookieDomains: string[];
-                            /**
-                             * Format: date-time
-                             * @description ISO-8601 UTC
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description ISO-8601 UTC
-                             */
-                            updatedAt: string;
-                        }[];
-                        nextCursor: string | null;
-                        hasMore: boolean;
-                    };
+                    "application/json": components["schemas"]["ProfileList"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -3963,9 +3286,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Validation error */
@@ -3974,15 +3295,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: {
-                            type: string;
-                            loc: (string | number)[];
-                            msg: string;
-                            input?: unknown;
-                            ctx?: Record<string, unknown>;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -3991,9 +3304,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -4002,9 +3313,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -4013,9 +3322,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -4024,9 +3331,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4040,10 +3345,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name: string;
-                    user_id?: string;
-                };
+                "application/json": components["schemas"]["CreateProfileRequest"];
             };
         };
         responses: {
@@ -4053,27 +3355,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        name: string;
-                        userId: string | null;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        lastUsedAt: string | null;
-                        cookieDomains: string[];
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Profile"];
                 };
             };
             /** @description Bad request */
@@ -4082,9 +3364,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -4093,9 +3373,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Request body too large */
@@ -4104,9 +3382,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The body is not application/json, or its encoding is not supported */
@@ -4115,9 +3391,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Validation error */
@@ -4126,15 +3400,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: {
-                            type: string;
-                            loc: (string | number)[];
-                            msg: string;
-                            input?: unknown;
-                            ctx?: Record<string, unknown>;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -4143,9 +3409,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -4154,9 +3418,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -4165,9 +3427,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -4176,9 +3436,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4200,27 +3458,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        name: string;
-                        userId: string | null;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        lastUsedAt: string | null;
-                        cookieDomains: string[];
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Profile"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -4229,9 +3467,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found */
@@ -4240,9 +3476,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -4251,9 +3485,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -4262,9 +3494,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -4273,9 +3503,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -4284,9 +3512,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4315,9 +3541,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found */
@@ -4326,9 +3550,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -4337,9 +3559,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -4348,9 +3568,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -4359,9 +3577,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -4370,9 +3586,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4388,9 +3602,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name: string;
-                };
+                "application/json": components["schemas"]["UpdateProfileRequest"];
             };
         };
         responses: {
@@ -4400,27 +3612,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        name: string;
-                        userId: string | null;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        lastUsedAt: string | null;
-                        cookieDomains: string[];
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description ISO-8601 UTC
-                         */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Profile"];
                 };
             };
             /** @description Bad request */
@@ -4429,9 +3621,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Invalid or missing API key */
@@ -4440,9 +3630,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not found */
@@ -4451,9 +3639,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Request body too large */
@@ -4462,9 +3648,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description The body is not application/json, or its encoding is not supported */
@@ -4473,9 +3657,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Validation error */
@@ -4484,15 +3666,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: {
-                            type: string;
-                            loc: (string | number)[];
-                            msg: string;
-                            input?: unknown;
-                            ctx?: Record<string, unknown>;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -4501,9 +3675,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Not implemented yet */
@@ -4512,9 +3684,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs is unavailable */
@@ -4523,9 +3693,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description A service the route needs did not answer in time */
@@ -4534,9 +3702,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        detail: string;
-                    };
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4556,13 +3722,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "ok" | "degraded";
-                        services: {
-                            [key: string]: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["Health"];
                 };
             };
             /** @description A service is not serving */
@@ -4571,13 +3731,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "ok" | "degraded";
-                        services: {
-                            [key: string]: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["Health"];
                 };
             };
         };
@@ -4597,10 +3751,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "ready" | "draining";
-                    };
+                    "application/json": components["schemas"]["Readiness"];
                 };
             };
             /** @description Shutting down: send new requests elsewhere */
@@ -4609,10 +3760,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "ready" | "draining";
-                    };
+                    "application/json": components["schemas"]["Readiness"];
                 };
             };
         };

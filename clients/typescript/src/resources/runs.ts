@@ -173,7 +173,7 @@ export class Runs {
       } catch (err) {
         if (options.signal?.aborted) throw options.signal.reason;
         // An error reply (404, 401, …) is final; a connection that failed or broke is resumed.
-        if (err instanceof APIError && err.status !== undefined && err.status !== 503) throw err;
+        if (err instanceof APIError && err.status !== undefined && err.status !== 503 && err.status !== 504) throw err;
         dropped = err;
       } finally {
         clearTimeout(idle);

@@ -1,7 +1,7 @@
 /** What the resources share: the agent option, path building and the file handles. */
 import type { Core, RequestOptions } from '../core.js';
 import type { AgentName, File as FileModel, FileUploadList } from '../models.js';
-import { resolveFile, writeBody, type FileInput } from '../uploads.js';
+import { downloadTarget, resolveFile, writeBody, type FileInput } from '../uploads.js';
 
 /** The agent a call is about; `browser-agent` when not given. */
 export interface AgentOption {
@@ -40,8 +40,10 @@ export function downloadBytes(core: Core, link: string, options: RequestOptions 
 }
 
 /** Writes a presigned download link's bytes to `to`; returns the path written. */
-export function downloadTo(core: Core, link: string, name: string, options: DownloadOptions): Promise<string> {
-  return core.presigned('GET', link, {}, options, (res) => writeBody(res, options.to, name));
+export async function downloadTo(core: Core, link: string, name: string, options: DownloadOptions): Promise<string> {
+  const target = await downloadTarget(options.to, name);
+  await core.presigned('GET', link, {}, options, (res) => writeBody(res, target));
+  return target;
 }
 
 export interface FileHandle extends FileModel {}
