@@ -129,6 +129,33 @@ describe('dashboard', () => {
 
   const text = (selector: string) => page.$eval(selector, (e) => (e as HTMLElement).innerText);
 
+  test('when the dashboard is first opened, then it is small: under 45 KB on the wire (compressed page, script and styles)', async (t) => {
+    // What crosses the wire, headers included, for every request of the first load.
+    const sizes = new Map<string, { url: string; bytes: number; encoding: string }>();
+    const received = (e: { requestId: string; response: { url: string; headers: Record<string, string> } }) =>
+      void sizes.set(e.requestId, { url: e.response.url, bytes: 0, encoding: e.response.headers['content-encoding'] ?? e.response.headers['Content-Encoding'] ?? 'none' });
+    const finished = (e: { requestId: string; encodedDataLength: number }) => {
+      const r = sizes.get(e.requestId);
+      if (r) r.bytes = e.encodedDataLength;
+    };
+    await cdp.send('Network.enable');
+    await cdp.send('Network.setCacheDisabled', { cacheDisabled: true });
+    cdp.on('Network.responseReceived', received);
+    cdp.on('Network.loadingFinished', finished);
+    const res = await page.goto(`${base}/`, { waitUntil: 'networkidle0' });
+    await page.waitForSelector('#api-key');
+    cdp.off('Network.responseReceived', received);
+    cdp.off('Network.loadingFinished', finished);
+    await cdp.send('Network.setCacheDisabled', { cacheDisabled: false });
+    assert.equal(res?.status(), 200);
+    const loaded = [...sizes.values()];
+    const total = loaded.reduce((a, r) => a + r.bytes, 0);
+    fs.writeFileSync(path.join(ART, 'first-load.json'), JSON.stringify({ totalBytes: total, requests: loaded }, null, 2));
+    t.diagnostic(`first load: ${(total / 1024).toFixed(1)} KB in ${loaded.length} requests (${loaded.map((r) => `${path.basename(new URL(r.url).pathname) || '/'} ${(r.bytes / 1024).toFixed(1)} KB ${r.encoding}`).join(', ')})`);
+    for (const r of loaded.filter((x) => /\.(js|css)$/.test(x.url))) assert.match(r.encoding, /^(br|gzip)$/, `${r.url} is sent compressed`);
+    assert.ok(total < 45 * 1024, `first load of ${total} bytes`);
+  });
+
   test('when a wrong key is pasted, then the API’s detail is shown and nothing is kept', async () => {
     const res = await page.goto(`${base}/`);
     assert.equal(res?.status(), 200);

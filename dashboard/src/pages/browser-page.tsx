@@ -118,7 +118,7 @@ export default function BrowserPage({ id }: { id: string }) {
           )}
           <section class="card" aria-labelledby="dl-h">
             <h2 id="dl-h">Downloads</h2>
-            {downloads.error ? <ErrorNotice error={downloads.error} onRetry={downloads.reload} /> : downloads.data ? <FileList files={downloads.data} label="Files this browser downloaded" empty="Nothing downloaded yet." /> : <Loading />}
+            {downloads.error ? <ErrorNotice error={downloads.error} onRetry={downloads.reload} /> : downloads.data ? <FileList files={downloads.data} label="Files this browser downloaded" empty={active ? 'Nothing downloaded yet.' : 'Nothing was downloaded.'} /> : <Loading />}
           </section>
         </div>
         <aside class="run-side" aria-label="Live view and recording">
