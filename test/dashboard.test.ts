@@ -188,7 +188,13 @@ describe('dashboard', () => {
     await go('#/runs/new');
     await page.waitForSelector('#task');
     await page.type('#task', `Open ${site('run-upload.html')}. Upload 'cv.txt' into 'Resume'. Wait for 'Received'. Extract the text of '#status'.`);
-    await page.type('#model', 'builtin');
+    // The models offered are the service's (no provider here: builtin alone, the default).
+    const offered = (await (await api('/api/v1/models')).json()) as { models: { name: string; default: boolean }[] };
+    assert.deepEqual(
+      await page.$$eval('#model option', (os) => os.map((o) => o.textContent)),
+      offered.models.map((m) => `${m.name}${m.default ? ' (default)' : ''}`),
+    );
+    assert.deepEqual(offered.models.map((m) => m.name), ['builtin']);
     const file = path.join(downloads, 'cv.txt');
     fs.writeFileSync(file, `${CV}\n`);
     const input = await page.waitForSelector('#files');
@@ -290,7 +296,6 @@ describe('dashboard', () => {
     await go('#/runs/new?agent=browsercode');
     await page.waitForSelector('#task');
     await page.type('#task', "Run `printf '\\033[31mred alert\\033[0m and plain\\n'`. Run `echo 'made by the run' > out.txt`.");
-    await page.type('#model', 'builtin');
     await page.click('button[type=submit]');
     await page.waitForFunction(() => /^#\/runs\/browsercode\/run_/.test(window.location.hash), { timeout: 30000 });
     runD = decodeURIComponent(page.url().split('/').pop()!);

@@ -1,7 +1,7 @@
 /** The dashboard: sign-in with an API key, then the shell (navigation, sign out) around the page of the route. */
 import type { AgentTaskService } from '@agent-task-service/client';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { clearKey, ClientContext, makeClient, SignOutContext, storedKey } from './api.ts';
+import { clearKey, ClientContext, KeyContext, makeClient, SignOutContext, storedKey } from './api.ts';
 import { useHashRoute } from './hooks.ts';
 import { lazyPage } from './lazy.tsx';
 import { href, type Route } from './lib/router.ts';
@@ -118,9 +118,11 @@ export function App() {
   if (!client) return <SignInPage onSignedIn={setKey} />;
   return (
     <ClientContext.Provider value={client}>
-      <SignOutContext.Provider value={signOut}>
-        <Shell route={route} onSignOut={signOut} />
-      </SignOutContext.Provider>
+      <KeyContext.Provider value={key!}>
+        <SignOutContext.Provider value={signOut}>
+          <Shell route={route} onSignOut={signOut} />
+        </SignOutContext.Provider>
+      </KeyContext.Provider>
     </ClientContext.Provider>
   );
 }

@@ -4,14 +4,15 @@
  * proxy country and screen size, a workspace (browsercode) and a session to continue.
  */
 import type { Agent, AgentName, Profile, Session, Workspace } from '@agent-task-service/client';
-import { useState } from 'preact/hooks';
-import { agentsOf, useClient } from '../api.ts';
+import { useContext, useState } from 'preact/hooks';
+import { agentsOf, KeyContext, useClient } from '../api.ts';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { FileDrop } from '../components/file-drop.tsx';
 import { Loading } from '../components/loading.tsx';
 import { useAction, useLoad } from '../hooks.ts';
 import { formatWhen } from '../lib/format.ts';
 import { href } from '../lib/router.ts';
+import { listModels, type ModelList } from '../models.ts';
 
 export const SCREEN_SIZES = [
   { label: 'Service default', value: '' },
@@ -21,31 +22,24 @@ export const SCREEN_SIZES = [
   { label: '390 × 844 (phone)', value: '390x844' },
 ];
 
-/** The models the form suggests: `builtin` and those earlier runs used (the service names the rest in its error). */
-async function knownModels(client: ReturnType<typeof useClient>, agents: Agent[]): Promise<string[]> {
-  const seen = new Set<string>(['builtin']);
-  const recent = await Promise.all(agents.map((a) => client.runs.list({ agent: a.name, limit: 50 }).firstPage().catch(() => null)));
-  for (const page of recent) for (const r of page?.items ?? []) seen.add(r.model);
-  return [...seen].sort();
-}
-
 interface Choices {
   agents: Agent[];
   profiles: Profile[];
   workspaces: Workspace[];
   sessions: Record<string, Session[]>;
-  models: string[];
+  models: ModelList;
 }
 
 export default function NewRunPage({ agent: agentParam, session: sessionParam, workspace: workspaceParam }: { agent?: string; session?: string; workspace?: string }) {
   const client = useClient();
+  const key = useContext(KeyContext);
   const choices = useLoad<Choices>(async (signal) => {
     const agents = await agentsOf(client);
     const [profiles, workspaces, sessionLists, models] = await Promise.all([
       client.profiles.list({ limit: 200, signal }).toArray(200),
       client.workspaces.list({ limit: 200, signal }).toArray(200),
       Promise.all(agents.map(async (a) => [a.name, (await client.sessions.list({ agent: a.name, limit: 50, signal }).firstPage()).items.filter((s) => s.status === 'open')] as const)),
-      knownModels(client, agents),
+      listModels(key, signal),
     ]);
     return { agents, profiles, workspaces, sessions: Object.fromEntries(sessionLists), models };
   }, [client]);
@@ -132,12 +126,28 @@ export default function NewRunPage({ agent: agentParam, session: sessionParam, w
           <div class="form-grid">
             <div>
               <label for="model">Model</label>
-              <input id="model" list="models" value={model} onInput={(e) => setModel((e.currentTarget as HTMLInputElement).value)} placeholder="Service default" spellcheck={false} autocomplete="off" />
-              <datalist id="models">
-                {c.models.map((m) => (
-                  <option key={m} value={m} />
-                ))}
-              </datalist>
+              {c.models.otherNames === null ? (
+                <select id="model" value={model} onChange={(e) => setModel((e.currentTarget as HTMLSelectElement).value)}>
+                  {c.models.models.map((m) => (
+                    <option key={m.name} value={m.default ? '' : m.name}>
+                      {m.name}
+                      {m.default ? ' (default)' : ''}
+                    </option>
+                  ))}
+                </select>
+              ) : (
+                <>
+                  <input id="model" list="models" value={model} onInput={(e) => setModel((e.currentTarget as HTMLInputElement).value)} placeholder={`${c.models.default} (default)`} spellcheck={false} autocomplete="off" aria-describedby="model-help" />
+                  <datalist id="models">
+                    {c.models.models.map((m) => (
+                      <option key={m.name} value={m.name} />
+                    ))}
+                  </datalist>
+                  <p id="model-help" class="muted small">
+                    Or {c.models.otherNames}.
+                  </p>
+                </>
+              )}
             </div>
             <div>
               <label for="session">Continue a session</label>
