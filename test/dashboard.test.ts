@@ -180,6 +180,26 @@ describe('dashboard', () => {
     assert.equal(await text('h1'), 'Runs');
   });
 
+  test('when only the keyboard is used, then Tab goes from "Skip to content" through the menu in order, and Enter opens a page with the focus on it', async () => {
+    await page.reload();
+    await page.waitForSelector('::-p-text(No runs yet.)');
+    const focused = () => page.evaluate(() => (document.activeElement as HTMLElement | null)?.innerText.trim() ?? '');
+    const order: string[] = [];
+    for (let i = 0; i < 9; i++) {
+      await page.keyboard.press('Tab');
+      order.push(await focused());
+    }
+    assert.deepEqual(order, ['Skip to content', 'Agent Task Service', 'Overview', 'Runs', 'New run', 'Browsers', 'Profiles', 'Workspaces', 'Sign out']);
+    for (let i = 0; i < 4; i++) await page.keyboard.down('Shift').then(() => page.keyboard.press('Tab')).then(() => page.keyboard.up('Shift'));
+    assert.equal(await focused(), 'New run');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#task');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'main');
+    // From the page's top, the next Tab is the page's first control: the agent.
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => (document.activeElement as HTMLInputElement).name), 'agent');
+  });
+
   let runA = '';
   let runB = '';
   const CV = 'Ada Lovelace, analyst of engines';
@@ -252,11 +272,14 @@ describe('dashboard', () => {
     // Every screenshot is an image that loaded (a real picture, not a broken link).
     await page.waitForFunction(() => [...document.querySelectorAll<HTMLImageElement>('.step-shot img')].every((i) => i.complete && i.naturalWidth > 100), { timeout: 20000 });
     assert.equal(await page.$$eval('.step-shot img', (els) => els.length), 4);
-    await page.click('.step:nth-child(2) .step-shot');
+    // Enlarged from the keyboard; Escape closes it and the focus is back on the thumbnail.
+    await page.focus('.step:nth-child(2) .step-shot');
+    await page.keyboard.press('Enter');
     await page.waitForSelector('dialog.image-dialog[open] img');
     assert.ok(await page.$eval('dialog.image-dialog img', (i) => (i as HTMLImageElement).naturalWidth > 300));
     await page.keyboard.press('Escape');
     await page.waitForFunction(() => !document.querySelector('dialog.image-dialog'));
+    assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('aria-label')), 'Enlarge the screenshot of step 2');
 
     // The browser is kept for follow-ups; stopping it ends the session and finishes the recording.
     await page.click('::-p-text(Stop the browser)');

@@ -11,7 +11,7 @@ import { ErrorNotice } from '../components/error-notice.tsx';
 import { Loading } from '../components/loading.tsx';
 import { useLoad } from '../hooks.ts';
 import { browserMinutesPerDay, inRange, lastDays, runsPerDay, successRate, totals, totalsByModel, type DayRange } from '../lib/aggregate.ts';
-import { formatCost, formatPercent, formatTokens } from '../lib/format.ts';
+import { formatCost, formatDuration, formatPercent, formatTokens } from '../lib/format.ts';
 import { href } from '../lib/router.ts';
 
 const RANGES = [7, 14, 30, 90];
@@ -74,6 +74,7 @@ export default function OverviewPage() {
   const byModel = f ? totalsByModel(f.runs) : [];
   const sum = f ? totals(f.runs) : null;
   const rate = f ? successRate(f.runs) : null;
+  const browserMs = minutes ? minutes.reduce((a, b) => a + b, 0) * 60_000 : 0;
   const ended = f ? f.runs.filter((r) => r.status === 'completed' || r.status === 'failed').length : 0;
   return (
     <section>
@@ -102,7 +103,7 @@ export default function OverviewPage() {
             <Stat label="Success rate" value={formatPercent(rate)} hint={`${ended} completed or failed`} />
             <Stat label="Cost" value={formatCost(sum.costUsd)} />
             <Stat label="Tokens" value={formatTokens(sum.inputTokens + sum.outputTokens)} hint={`${formatTokens(sum.inputTokens)} in · ${formatTokens(sum.outputTokens)} out`} />
-            <Stat label="Browser time" value={`${formatTokens(Math.round(minutes.reduce((a, b) => a + b, 0)))} min`} />
+            <Stat label="Browser time" value={browserMs ? formatDuration(browserMs) : '0 min'} />
           </dl>
           {sum.runs === 0 && (
             <p class="empty">
@@ -127,7 +128,7 @@ export default function OverviewPage() {
               />
             </section>
             <section class="card">
-              <BarChart title="Browser-minutes per day" kind="days" x={perDay.days} format={(v) => (v >= 10 ? String(Math.round(v)) : v.toFixed(1))} series={[{ label: 'Minutes', values: minutes, color: '--c-browser' }]} />
+              <BarChart title="Browser-minutes per day" kind="days" x={perDay.days} format={(v) => (v >= 10 ? String(Math.round(v)) : v >= 1 ? v.toFixed(1) : v.toFixed(2))} series={[{ label: 'Minutes', values: minutes, color: '--c-browser' }]} />
             </section>
             {byModel.length > 0 && (
               <>
