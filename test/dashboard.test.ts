@@ -337,6 +337,53 @@ describe('dashboard', () => {
     assert.equal(got.bytes.toString(), 'made by the run\n');
   });
 
+  test('when the runs list is filtered, paged and changed elsewhere, then it shows just what the API holds, and follows the changes live', async () => {
+    const list = async (agent: string, q = '') => ((await (await api(`/api/v1/agents/${agent}/runs?limit=200${q}`)).json()) as { items: { id: string; sessionId: string; status: string }[] }).items;
+    const shownIds = () => page.$$eval('tr[data-run-id]', (rows) => rows.map((r) => (r as HTMLElement).dataset.runId!).sort());
+    const rowsSettled = async (want: string[]) => {
+      await page.waitForFunction((w) => JSON.stringify([...document.querySelectorAll('tr[data-run-id]')].map((r) => (r as HTMLElement).dataset.runId).sort()) === JSON.stringify(w), { timeout: 20000 }, [...want].sort());
+    };
+    await go('#/runs?agent=browsercode');
+    await rowsSettled((await list('browsercode')).map((r) => r.id));
+    assert.deepEqual(await page.$$eval('tr[data-run-id] td[data-label=Agent]', (tds) => [...new Set(tds.map((t) => t.textContent))]), ['browsercode']);
+    await go('#/runs?status=stopped');
+    const stopped = [...(await list('browser-agent', '&status=stopped')), ...(await list('browsercode', '&status=stopped'))].map((r) => r.id);
+    assert.ok(stopped.length >= 1);
+    await rowsSettled(stopped);
+    const session = (await list('browser-agent')).find((r) => r.id === runA)!.sessionId;
+    await go(`#/runs?session=${session}`);
+    await rowsSettled([runA, runB]);
+    assert.equal(await page.$eval('.filters input[name=session]', (i) => (i as HTMLInputElement).value), session);
+
+    // Live: a run started elsewhere appears, and its status follows, without a reload.
+    await go('#/runs');
+    await page.waitForSelector('tr[data-run-id]');
+    const created = (await (await api('/api/v1/agents/browser-agent/runs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ task: `Open ${site('run-article.html')}. Read the heading.`, model: 'builtin' }) })).json()) as { id: string };
+    await page.waitForSelector(`tr[data-run-id="${created.id}"]`, { timeout: 20000 });
+    await page.waitForFunction((id) => document.querySelector(`tr[data-run-id="${id}"] .badge`)?.textContent === 'completed', { timeout: 60000 }, created.id);
+
+    // Paged: more runs than a page (25) of one agent; "Show more" brings the rest, in order.
+    await Promise.all(Array.from({ length: 26 }, (_, i) => api('/api/v1/agents/browsercode/runs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ task: `Summon a dragon number ${i}.`, model: 'builtin' }) })));
+    await go('#/runs?agent=browsercode');
+    await page.waitForSelector('::-p-text(Show more)', { timeout: 20000 });
+    assert.equal((await shownIds()).length, 25);
+    await page.click('::-p-text(Show more)');
+    await rowsSettled((await list('browsercode')).map((r) => r.id));
+    assert.equal(await page.$('::-p-text(Show more)'), null);
+    await page.waitForFunction(() => [...document.querySelectorAll('tr[data-run-id] .badge')].filter((b) => b.textContent === 'failed').length === 26, { timeout: 60000 });
+    const failed = await page.$eval('tr[data-run-id] td.task-cell a', (a) => a.getAttribute('href'));
+    await go(failed!.slice(1));
+    await page.waitForSelector('.run-error');
+    assert.match(await text('.run-error'), /The builtin model cannot follow this step: "Summon a dragon number \d+\.?"/);
+  });
+
+  test('when a run that does not exist is opened, then the page says what the API said, not a blank page', async () => {
+    await go('#/runs/browser-agent/run_doesnotexist000000000000');
+    await page.waitForSelector('.notice-error');
+    assert.match(await text('.notice-error'), /Run not found/);
+    assert.match(await text('.notice-error'), /HTTP 404/);
+  });
+
   /** The live view page embedded in this page (another one than `previous`), once it shows frames of the browser. */
   async function liveFrame(mode: 'view' | 'interactive', previous = '') {
     await page.waitForFunction((prev) => { const f = document.querySelector('iframe.live-frame') as HTMLIFrameElement | null; return f !== null && f.src.includes('token=') && f.src !== prev; }, { timeout: 30000 }, previous);
