@@ -14,6 +14,7 @@ import { after, before, describe, test } from 'node:test';
 import puppeteer, { type Browser, type CDPSession, type Page } from 'puppeteer-core';
 import { ROOT } from '../scripts/stack.js';
 import { startClientHarness, type ClientHarness } from './support/client-harness.js';
+import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.js';
 import { tempDir } from './support/infra.js';
 
 const ART = path.join(ROOT, '.test-artifacts', 'dashboard');
@@ -51,6 +52,7 @@ interface Seen {
 
 describe('dashboard', () => {
   let h: ClientHarness;
+  let llm: FakeOpenAI;
   let browser: Browser;
   let page: Page;
   let base: string;
@@ -65,7 +67,17 @@ describe('dashboard', () => {
     ensureBuilt();
     fs.rmSync(ART, { recursive: true, force: true });
     fs.mkdirSync(ART, { recursive: true });
-    h = await startClientHarness();
+    // An LLM besides builtin: a scripted OpenAI-compatible fake with a price, so runs have tokens and cost.
+    llm = await startFakeOpenAI();
+    h = await startClientHarness({
+      env: {
+        DEFAULT_MODEL: 'builtin',
+        OPENAI_BASE_URL: llm.baseUrl,
+        OPENAI_MODELS: 'fake-gpt',
+        MODEL_PRICES: JSON.stringify({ 'fake-gpt': { input: 3, output: 15 } }),
+        MODEL_MAX_RETRIES: '0',
+      },
+    });
     key = h.fixture.key;
     site = (p) => h.site.url(p);
     // As a user opens it: the address make up prints.
@@ -78,7 +90,7 @@ describe('dashboard', () => {
     await page.evaluateOnNewDocument(() => {
       document.addEventListener('securitypolicyviolation', (e) => {
         const w = window as unknown as { __csp?: string[] };
-        (w.__csp ??= []).push(`${e.violatedDirective} ${e.blockedURI}`);
+        (w.__csp ??= []).push(`${e.violatedDirective} ${e.blockedURI} on ${window.location.hash}: ${e.sample} (${e.sourceFile}:${e.lineNumber})`);
       });
     });
     page.on('pageerror', (err) => seen.errors.push(`pageerror: ${(err as Error).message}`));
@@ -95,6 +107,7 @@ describe('dashboard', () => {
   after(async () => {
     await browser?.close();
     await h?.stop();
+    await llm?.close();
     if (downloads) fs.rmSync(downloads, { recursive: true, force: true });
   });
 
@@ -208,13 +221,13 @@ describe('dashboard', () => {
     await go('#/runs/new');
     await page.waitForSelector('#task');
     await page.type('#task', `Open ${site('run-upload.html')}. Upload 'cv.txt' into 'Resume'. Wait for 'Received'. Extract the text of '#status'.`);
-    // The models offered are the service's (no provider here: builtin alone, the default).
+    // The models offered are the service's: builtin (the default here) and the configured LLM.
     const offered = (await (await api('/api/v1/models')).json()) as { models: { name: string; default: boolean }[] };
     assert.deepEqual(
       await page.$$eval('#model option', (os) => os.map((o) => o.textContent)),
       offered.models.map((m) => `${m.name}${m.default ? ' (default)' : ''}`),
     );
-    assert.deepEqual(offered.models.map((m) => m.name), ['builtin']);
+    assert.deepEqual(offered.models.map((m) => m.name), ['builtin', 'fake-gpt']);
     const file = path.join(downloads, 'cv.txt');
     fs.writeFileSync(file, `${CV}\n`);
     const input = await page.waitForSelector('#files');
@@ -337,6 +350,56 @@ describe('dashboard', () => {
     assert.equal(got.bytes.toString(), 'made by the run\n');
   });
 
+  test('when a run uses an LLM, then its Markdown answer is rendered without what could run or call out, with its cost and tokens', async () => {
+    const answer = [
+      '# Plans',
+      '',
+      'Found **2** plans on [the pricing page](https://example.com/pricing):',
+      '',
+      '| Plan | Price |',
+      '|---|---|',
+      '| Basic | $5 |',
+      '| Pro | $15 |',
+      '',
+      '![chart](https://tracker.example/chart.png)',
+      '',
+      '<img src="https://tracker.example/pixel.gif" onerror="window.__pwned = 1">',
+      '<script>window.__pwned = 2</script>',
+    ].join('\n');
+    llm.script = () => ({ tool: 'done', args: { result: answer }, usage: { prompt: 1200, completion: 300 } });
+    await go('#/runs/new');
+    await page.waitForSelector('#task');
+    await page.type('#task', 'Find the plans on the pricing page.');
+    await page.select('#model', 'fake-gpt');
+    await page.click('button[type=submit]');
+    await page.waitForFunction(() => /^#\/runs\/browser-agent\/run_/.test(window.location.hash) && document.querySelector('h1')?.textContent === 'Find the plans on the pricing page.', { timeout: 30000 });
+    await page.waitForFunction(() => document.querySelector('.facts .badge')?.textContent === 'completed', { timeout: 60000 });
+    const md = await page.waitForSelector('.markdown h1');
+    assert.equal(await md!.evaluate((e) => e.textContent), 'Plans');
+    assert.deepEqual(await page.$$eval('.markdown table tr', (rows) => rows.map((r) => [...r.children].map((c) => c.textContent))), [
+      ['Plan', 'Price'],
+      ['Basic', '$5'],
+      ['Pro', '$15'],
+    ]);
+    assert.deepEqual(
+      await page.$$eval('.markdown a', (as) => as.map((a) => [a.textContent, a.getAttribute('href'), a.getAttribute('target'), a.getAttribute('rel')])),
+      [
+        ['the pricing page', 'https://example.com/pricing', '_blank', 'noopener noreferrer'],
+        // An image is a link to it: nothing is fetched from the host the answer names.
+        ['chart', 'https://tracker.example/chart.png', '_blank', 'noopener noreferrer'],
+      ],
+    );
+    // HTML in the answer is shown as the text it is; nothing of it became markup or ran.
+    assert.equal(await page.$$eval('.markdown img, .markdown script', (els) => els.length), 0);
+    assert.match(await text('.markdown'), /<script>window\.__pwned = 2<\/script>/);
+    assert.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined);
+    const facts = await page.$$eval('.facts > div', (ds) => Object.fromEntries(ds.map((d) => [d.querySelector('dt')!.textContent, d.querySelector('dd')!.textContent])));
+    assert.equal(facts['Model'], 'fake-gpt');
+    // 1,200 input tokens at $3 and 300 output tokens at $15 per million.
+    assert.equal(facts['Cost'], '$0.0081');
+    assert.equal(facts['Tokens'], '1.2k in · 300 out');
+  });
+
   test('when the runs list is filtered, paged and changed elsewhere, then it shows just what the API holds, and follows the changes live', async () => {
     const list = async (agent: string, q = '') => ((await (await api(`/api/v1/agents/${agent}/runs?limit=200${q}`)).json()) as { items: { id: string; sessionId: string; status: string }[] }).items;
     const shownIds = () => page.$$eval('tr[data-run-id]', (rows) => rows.map((r) => (r as HTMLElement).dataset.runId!).sort());
@@ -358,9 +421,14 @@ describe('dashboard', () => {
     // Live: a run started elsewhere appears, and its status follows, without a reload.
     await go('#/runs');
     await page.waitForSelector('tr[data-run-id]');
-    const created = (await (await api('/api/v1/agents/browser-agent/runs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ task: `Open ${site('run-article.html')}. Read the heading.`, model: 'builtin' }) })).json()) as { id: string };
+    const created = (await (await api('/api/v1/agents/browser-agent/runs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ task: `Open ${site('run-table.html')}. Extract the table as JSON.`, model: 'builtin' }) })).json()) as { id: string };
     await page.waitForSelector(`tr[data-run-id="${created.id}"]`, { timeout: 20000 });
     await page.waitForFunction((id) => document.querySelector(`tr[data-run-id="${id}"] .badge`)?.textContent === 'completed', { timeout: 60000 }, created.id);
+    // Its JSON answer is shown pretty-printed.
+    await page.click(`tr[data-run-id="${created.id}"] td.task-cell a`);
+    const json = await page.waitForSelector('pre.json code');
+    const result = ((await (await api(`/api/v1/agents/browser-agent/runs/${created.id}`)).json()) as { result: string }).result;
+    assert.equal(await json!.evaluate((e) => e.textContent), JSON.stringify(JSON.parse(result), null, 2));
 
     // Paged: more runs than a page (25) of one agent; "Show more" brings the rest, in order.
     await Promise.all(Array.from({ length: 26 }, (_, i) => api('/api/v1/agents/browsercode/runs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ task: `Summon a dragon number ${i}.`, model: 'builtin' }) })));
@@ -496,18 +564,28 @@ describe('dashboard', () => {
     await page.waitForFunction(() => document.querySelectorAll('.chart canvas').length === 4);
     const todays = await page.$$eval('.chart', (charts) => {
       const runsChart = charts.find((c) => c.querySelector('figcaption')!.textContent === 'Runs per day')!;
-      const rows = [...runsChart.querySelectorAll('tbody tr')];
+      const rows = [...runsChart.querySelectorAll('.chart-data tbody tr')];
       return [...rows.at(-1)!.querySelectorAll('td')].map((td) => Number(td.textContent));
     });
     assert.equal(todays.reduce((a, b) => a + b, 0), all.length);
     assert.equal(todays[0], completed);
     const minutes = await page.$$eval('.chart', (charts) => {
       const c = charts.find((x) => x.querySelector('figcaption')!.textContent === 'Browser-minutes per day')!;
-      return Number([...c.querySelectorAll('tbody tr')].at(-1)!.querySelector('td')!.textContent);
+      return Number([...c.querySelectorAll('.chart-data tbody tr')].at(-1)!.querySelector('td')!.textContent);
     });
     assert.ok(minutes > 0, 'the browsers of today count');
     const painted = await page.$$eval('.chart canvas', (cs) => cs.map((c) => { const ctx = (c as HTMLCanvasElement).getContext('2d')!; const d = ctx.getImageData(0, 0, (c as HTMLCanvasElement).width, (c as HTMLCanvasElement).height).data; let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]! > 0) n++; return n; }));
     assert.ok(painted.every((n) => n > 500), `pixels drawn per chart: ${painted.join(', ')}`);
+    // Cost and tokens per model: the LLM's run, priced.
+    const perModel = await page.$$eval('.chart', (charts) =>
+      Object.fromEntries(
+        charts
+          .filter((c) => /per model/.test(c.querySelector('figcaption')!.textContent!))
+          .map((c) => [c.querySelector('figcaption')!.textContent, [...c.querySelectorAll('.chart-data tbody tr')].map((r) => [...r.children].map((x) => x.textContent))]),
+      ),
+    );
+    assert.deepEqual(perModel['Cost per model (USD)']![0], ['fake-gpt', '$0.0081']);
+    assert.deepEqual(perModel['Tokens per model']![0], ['fake-gpt', '1.2k', '300']);
   });
 
   /** Two animation frames: the layout after a resize or a theme change is painted. */
