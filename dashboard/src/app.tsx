@@ -1,6 +1,7 @@
 /** The dashboard: sign-in with an API key, then the shell (navigation, sign out) around the page of the route. */
 import type { AgentTaskService } from '@agent-task-service/client';
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useEffect, useErrorBoundary, useMemo, useRef, useState } from 'preact/hooks';
+import { ErrorNotice } from './components/error-notice.tsx';
 import { clearKey, ClientContext, KeyContext, makeClient, SignOutContext, storedKey } from './api.ts';
 import { useHashRoute } from './hooks.ts';
 import { lazyPage } from './lazy.tsx';
@@ -58,6 +59,20 @@ function PageOf({ route }: { route: Route }) {
   }
 }
 
+/** A page that threw while rendering shows what went wrong instead of going blank. */
+function PageBoundary({ route }: { route: Route }) {
+  const [error, reset] = useErrorBoundary();
+  if (error) {
+    return (
+      <section>
+        <h1>This page failed</h1>
+        <ErrorNotice error={error} onRetry={reset} />
+      </section>
+    );
+  }
+  return <PageOf route={route} />;
+}
+
 function Shell({ route, onSignOut }: { route: Route; onSignOut: () => void }) {
   const [menuOpen, setMenuOpen] = useState(false);
   const mainRef = useRef<HTMLElement>(null);
@@ -101,7 +116,7 @@ function Shell({ route, onSignOut }: { route: Route; onSignOut: () => void }) {
         </nav>
       </header>
       <main id="main" ref={mainRef} tabIndex={-1}>
-        <PageOf route={route} />
+        <PageBoundary key={href(route)} route={route} />
       </main>
     </>
   );
