@@ -355,7 +355,9 @@ export class Stack {
 
   #spawn(service: ServiceName, replica?: Replica): ChildProcess {
     const entry = ENTRY[service];
-    const args = this.opts.mode === 'dist' ? [path.join(ROOT, 'dist', `${entry}.js`)] : ['--import', 'tsx', path.join(ROOT, `${entry}.ts`)];
+    // From sources, the client package (the gateway's /mcp) is loaded from its sources too
+    // (its package.json's `ats-source` condition), so no build of it is needed first.
+    const args = this.opts.mode === 'dist' ? [path.join(ROOT, 'dist', `${entry}.js`)] : ['--import', 'tsx', '--conditions=ats-source', path.join(ROOT, `${entry}.ts`)];
     const child = spawn(process.execPath, args, { cwd: ROOT, env: this.#env(service, replica), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     for (const s of [child.stdout!, child.stderr!]) readline.createInterface({ input: s }).on('line', (l) => this.opts.onLine?.(service, replica ? `[${replica.n}] ${l}` : l));
     return child;

@@ -238,6 +238,17 @@ describe('a confined browser', () => {
     assert.match(done.run.result, /Blocked by the browser network policy: link-local/);
   });
 
+  test('when a task opens a site the egress proxy cannot reach, then the run fails naming the host and the proxy, over http and https', async () => {
+    const plain = await start('alpha', { task: 'Open http://no-such-host.invalid/. Read the heading.', model: 'builtin' });
+    const tls = await start('alpha', { task: 'Open https://no-such-host.invalid/. Read the heading.', model: 'builtin' });
+    const [p, t] = await Promise.all([finished('alpha', plain.id), finished('alpha', tls.id)]);
+    assert.equal(p.run.status, 'failed');
+    assert.equal(p.run.error, "Could not open http://no-such-host.invalid/: no-such-host.invalid could not be reached through the browser's egress proxy (cannot resolve no-such-host.invalid)");
+    assert.equal(t.run.status, 'failed');
+    // Chromium shows nothing of the proxy's answer to a tunnel: the code is kept for the curious.
+    assert.match(t.run.error, /^Could not open https:\/\/no-such-host\.invalid\/: no-such-host\.invalid could not be reached through the browser's egress proxy: .* \(net::ERR_TUNNEL_CONNECTION_FAILED\)$/);
+  });
+
   test('when a model opens a host file, then it sees the refusal as an action error and the run goes on to complete', async () => {
     const secret = fs.readFileSync(secretFile(), 'utf8').trim();
     fake.script = (req, n) => {

@@ -1,6 +1,7 @@
 /**
  * The gateway's Express app (does not listen): request ids, health, OpenAPI, then /api/v1 with
- * key auth, JSON parsing with a size cap, validation from the route table, and one error handler.
+ * key auth, JSON parsing with a size cap, validation from the route table, the MCP server at /mcp,
+ * and one error handler.
  */
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
@@ -11,6 +12,7 @@ import type { Clients } from './clients.js';
 import { dashboardRouter, type DashboardOptions } from './dashboard.js';
 import { checkHealth, Readiness } from './health.js';
 import { HttpError, errorMiddleware } from './http-errors.js';
+import { mcpEndpoint } from './mcp-endpoint.js';
 import { buildOpenApi } from './openapi.js';
 import type { ReadinessReply } from './schemas.js';
 import { agentRoutes, type AgentSource } from './routes/agents.routes.js';
@@ -142,6 +144,7 @@ export function createApp(deps: GatewayDeps): express.Express {
     });
   }
   app.use('/api/v1', api);
+  app.use(mcpEndpoint({ auth: deps.auth, bodyLimitBytes: deps.bodyLimitBytes }));
   if (deps.dashboard) app.use(dashboardRouter(deps.dashboard));
   app.use((_req, res) => {
     res.status(404).json({ detail: 'Not Found' });

@@ -12,10 +12,17 @@ export interface TestSite {
   close(): Promise<void>;
 }
 
+/** Clean URLs as a web server gives them (stand-ins for real sites, such as example.com/pricing): a folder serves its index.html, a name without extension its .html file. */
+function servedFile(file: string): string {
+  if (fs.existsSync(file) && fs.statSync(file).isDirectory()) return path.join(file, 'index.html');
+  if (!fs.existsSync(file) && !path.extname(file) && fs.existsSync(`${file}.html`)) return `${file}.html`;
+  return file;
+}
+
 export async function serveSite(): Promise<TestSite> {
   const server = http.createServer((req, res) => {
     const p = path.normalize(decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname)).replace(/^(\.\.[/\\])+/, '');
-    const file = path.join(ROOT, p);
+    const file = servedFile(path.join(ROOT, p));
     if (!file.startsWith(ROOT) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) {
       res.writeHead(404).end('not found');
       return;

@@ -6,6 +6,7 @@ import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import puppeteer from 'puppeteer-core';
 import { createLogger } from '../../common/src/logger.js';
+import { EGRESS_FAILURE_HEADER } from './client/egress.js';
 import { EgressProxy, hostAddresses, refusal, type EgressPolicy, type LookupAll } from './egress-proxy.js';
 
 const logger = createLogger('test', process.env.EGRESS_TEST_LOG ?? 'silent');
@@ -333,6 +334,37 @@ describe('through the proxy', () => {
     assert.equal(r.status, 403);
     assert.match(r.body, /denied endpoint/);
     assert.equal((await tunnel(p.port, `127.0.0.1:${site.port}`)).status, 403);
+  });
+
+  test('when a site cannot be reached, then the page names the host and why, in a header only the proxy can set', async () => {
+    const lookup: LookupAll = async (h) => {
+      if (h === 'forger.test') return [{ address: '127.0.0.1', family: 4 }];
+      throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
+    };
+    const p = await egress(dev(), { lookup });
+    const nowhere = await viaProxy(p.port, 'http://nowhere.test/');
+    assert.equal(nowhere.status, 502);
+    assert.equal(nowhere.body, "The browser's egress proxy could not reach nowhere.test: cannot resolve nowhere.test.\n");
+    assert.equal(nowhere.headers[EGRESS_FAILURE_HEADER], 'cannot resolve nowhere.test');
+    const closed = await new Promise<number>((resolve) => {
+      const s = net.createServer().listen(0, '127.0.0.1', () => {
+        const port = (s.address() as net.AddressInfo).port;
+        s.close(() => resolve(port));
+      });
+    });
+    const refused = await viaProxy(p.port, `http://127.0.0.1:${closed}/`);
+    assert.equal(refused.status, 502);
+    assert.match(String(refused.headers[EGRESS_FAILURE_HEADER]), /^cannot connect: .*ECONNREFUSED/);
+    // A site that sends the header itself does not pass for the proxy.
+    const forger = http.createServer((_req, res) => res.writeHead(200, { [EGRESS_FAILURE_HEADER]: 'forged', 'Content-Type': 'text/plain' }).end('hello'));
+    await new Promise<void>((r) => forger.listen(0, '127.0.0.1', r));
+    try {
+      const page = await viaProxy(p.port, `http://forger.test:${(forger.address() as net.AddressInfo).port}/`);
+      assert.equal(page.body, 'hello');
+      assert.equal(page.headers[EGRESS_FAILURE_HEADER], undefined);
+    } finally {
+      forger.close();
+    }
   });
 
   test('when the browser sends something that is not a proxy request, then it is refused without reaching anyone', async () => {

@@ -15,6 +15,7 @@ import os from 'node:os';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import type { Logger } from '../../common/src/logger.js';
+import { EGRESS_FAILURE_HEADER } from './client/egress.js';
 
 /** What a browser may reach. */
 export interface EgressPolicy {
@@ -241,6 +242,13 @@ function forwardHeaders(raw: string[]): string[] {
     if (HOP_BY_HOP.has(k) || named.has(k) || k.startsWith('proxy-')) continue;
     out.push(raw[i]!, raw[i + 1]!);
   }
+  return out;
+}
+
+/** Raw headers (name, value, name, value …) without those called `name` (lower case). */
+function withoutHeader(raw: string[], name: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.toLowerCase() !== name) out.push(raw[i]!, raw[i + 1]!);
   return out;
 }
 
@@ -521,11 +529,13 @@ export class EgressProxy {
   #request(req: http.IncomingMessage, res: http.ServerResponse): void {
     req.on('error', () => res.destroy());
     res.on('error', () => {});
-    const fail = (status: number, body: string, type = 'text/plain; charset=utf-8') => {
+    const fail = (status: number, body: string, type = 'text/plain; charset=utf-8', failure?: string) => {
       if (res.headersSent) return void res.destroy();
-      res.writeHead(status, { 'Content-Type': type, 'Cache-Control': 'no-store', 'Content-Length': Buffer.byteLength(body), Connection: 'close' }).end(body);
+      res.writeHead(status, { 'Content-Type': type, 'Cache-Control': 'no-store', 'Content-Length': Buffer.byteLength(body), Connection: 'close', ...(failure ? { [EGRESS_FAILURE_HEADER]: failure } : {}) }).end(body);
       req.resume();
     };
+    /** The site could not be reached (not a refusal): the page says so, and the header tells the agent why. */
+    const unreachable = (why: string) => fail(502, `The browser's egress proxy could not reach ${url.hostname}: ${why}.\n`, undefined, why);
     let url: URL;
     try {
       url = new URL(req.url ?? '');
@@ -569,7 +579,7 @@ export class EgressProxy {
         const e = err instanceof EgressError ? err : new EgressError(502, (err as Error).message);
         this.#refused(e, what);
         if (e.refused) return fail(403, blockedPage(e.message), 'text/html; charset=utf-8');
-        return fail(e.status, e.status === 502 ? 'The proxy could not reach the site.\n' : `${e.message}\n`);
+        return e.status === 502 ? unreachable(e.message) : fail(e.status, `${e.message}\n`);
       }
       // Chromium sends Host; a request without one (HTTP/1.0) gets the URL's.
       if (!req.headers.host) (options.headers as unknown as string[]).push('Host', url.host);
@@ -577,16 +587,16 @@ export class EgressProxy {
       const out = lib.request(options, (r) => {
         if (upstream && r.statusCode === 407) {
           r.resume();
-          return fail(502, 'The upstream proxy refused the credentials.\n');
+          return unreachable('the upstream proxy refused the credentials');
         }
-        const hs = forwardHeaders(r.rawHeaders);
+        const hs = withoutHeader(forwardHeaders(r.rawHeaders), EGRESS_FAILURE_HEADER);
         res.writeHead(r.statusCode ?? 502, r.statusMessage, hs);
         r.pipe(res);
         r.on('error', () => res.destroy());
       });
       out.on('error', (err) => {
         this.#logger.debug({ destination: what, err: err.message }, 'egress request failed');
-        fail(502, 'The proxy could not reach the site.\n');
+        unreachable(`cannot connect: ${err.message}`);
       });
       res.on('close', () => {
         if (!res.writableFinished) out.destroy();

@@ -126,7 +126,7 @@ for (const driver of await drivers()) for (const backend of BACKENDS) {
       assert.equal(refused.headers.get('access-control-allow-origin'), '*');
     });
 
-    test('when a link is tampered with or has expired, then 403 and nothing is served or stored', async () => {
+    test('when a link is tampered with or has expired, then 403 saying how to get a working link, and nothing is served or stored', async () => {
       const up = await newUpload('a.txt');
       assert.equal((await put(up.url, Buffer.from('v1'))).status, 200);
       const url = await downloadUrl(up.id);
@@ -140,11 +140,19 @@ for (const driver of await drivers()) for (const backend of BACKENDS) {
       const tamperedUpload = up.url.replace(/exp=(\d+)/, (_m, e) => `exp=${Number(e) + 1}`);
       assert.equal((await put(tamperedUpload, Buffer.from('evil'))).status, 403);
 
+      const unused = await newUpload('b.txt');
       now += 901_000; // past the 15 min lifetime
       const expired = await fetch(url);
       assert.equal(expired.status, 403);
-      assert.match(((await expired.json()) as { detail: string }).detail, /expired/);
-      assert.equal((await put(up.url, Buffer.from('late'))).status, 403);
+      assert.match(((await expired.json()) as { detail: string }).detail, /^Download link expired; ask the API again for a fresh link \(list the run's files/);
+      const late = await put(up.url, Buffer.from('late'));
+      assert.equal(late.status, 403);
+      // An upload link is never renewed by listing: the file is added again, on the route it was added on.
+      assert.equal(JSON.parse(late.body).detail, 'Upload link expired; add "a.txt" again (POST /api/v1/agents/browser-agent/files) for a new id and upload link');
+      const lateFirst = await put(unused.url, Buffer.from('late'));
+      assert.equal(lateFirst.status, 403);
+      assert.match(JSON.parse(lateFirst.body).detail, /^Upload link expired; add "b\.txt" again/);
+      assert.equal(JSON.parse((await put(tamperedUpload, Buffer.from('evil'))).body).detail, 'Invalid link signature');
       now -= 901_000;
       assert.equal(await (await fetch(url)).text(), 'v1', 'the stored bytes are unchanged');
     });

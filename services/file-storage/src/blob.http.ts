@@ -19,7 +19,9 @@ function send(res: http.ServerResponse, status: number, body: unknown, headers: 
   res.end(json);
 }
 
-const REFUSED = { expired: 'Link expired; list the files again for a fresh link', invalid: 'Invalid link signature' } as const;
+/** Why a link is refused (an expired upload link: see FileStorage.expiredUploadAdvice). */
+const INVALID = 'Invalid link signature';
+const DOWNLOAD_EXPIRED = "Download link expired; ask the API again for a fresh link (list the run's files, or read the steps, the browser's downloads or its recording again)";
 
 /**
  * CORS for the links: a web page (the dashboard, a user's own app) uploads with fetch from its
@@ -82,7 +84,7 @@ export function createBlobServer(files: FileStorage, store: BlobStore, logger: L
 
       if (upload && req.method === 'PUT') {
         const verdict = files.verifyUpload(upload[1]!, exp, sig);
-        if (verdict !== 'ok') return send(res, 403, { detail: REFUSED[verdict] }, { Connection: 'close' });
+        if (verdict !== 'ok') return send(res, 403, { detail: verdict === 'expired' ? await files.expiredUploadAdvice(upload[1]!) : INVALID }, { Connection: 'close' });
         const declared = Number(req.headers['content-length'] ?? NaN);
         if (declared > files.maxFileBytes) {
           // Refused before a byte is read; close so the client stops sending.
@@ -96,7 +98,7 @@ export function createBlobServer(files: FileStorage, store: BlobStore, logger: L
         const name = url.searchParams.get('name') ?? '';
         const type = url.searchParams.get('type') ?? '';
         const verdict = files.verifyDownload(download[1]!, name, type, exp, sig);
-        if (verdict !== 'ok') return send(res, 403, { detail: REFUSED[verdict] });
+        if (verdict !== 'ok') return send(res, 403, { detail: verdict === 'expired' ? DOWNLOAD_EXPIRED : INVALID });
         const size = await store.size(download[1]!);
         if (size === undefined) return send(res, 404, { detail: 'Not found' });
         const range = parseRange(req.headers.range, size);

@@ -86,6 +86,17 @@ export class FileStorage {
     return this.#o.signer.verify(['GET', blobId, name, contentType], exp, sig);
   }
 
+  /**
+   * What to do when a file's upload link expired: links are never renewed, so the file is added
+   * again (a new id and link) on the route it was added on. Called only for a link whose signature
+   * holds, so it names nothing its holder was not given.
+   */
+  async expiredUploadAdvice(fileId: string): Promise<string> {
+    const f = await this.#o.repo.file(fileId);
+    const route = f?.workspaceId ? `/api/v1/agent-workspaces/${f.workspaceId}/files` : `/api/v1/agents/${f?.agent ?? '{agent}'}/files`;
+    return `Upload link expired; add ${f ? JSON.stringify(f.name) : 'the file'} again (POST ${route}) for a new id and upload link`;
+  }
+
   // ---- uploads ----
 
   async createUploads(projectId: string, owner: { agent: AgentName } | { workspaceId: string }, names: string[]): Promise<{ id: string; name: string; uploadUrl: string }[]> {

@@ -1,7 +1,8 @@
 /**
  * The agent registry (DESIGN §2 "Agents"): what each agent is for and how it is watched. Every
- * example task is also one the builtin model follows (a test parses each), so a new user can try
- * them without an LLM.
+ * example task is also one the builtin model completes (test/readme-examples.test.ts runs each
+ * against stand-ins for the pages it names), so a new user can try them without an LLM: each opens
+ * the page it reads, and a file it reads from the disk is one the user attaches.
  */
 import { agentEnum } from '../../common/src/agent-name.js';
 import { Capability, SessionKind, WatchVerb, type AgentInfo } from '../../../gen/ats/run/v1/run.js';
@@ -25,7 +26,7 @@ export const AGENTS: readonly AgentInfo[] = [
     ],
     exampleTasks: [
       'Open https://example.com and tell me the page title.',
-      'Go to the pricing page and return the plans as JSON: [{"name": string, "priceUsd": number}].',
+      'Open https://example.com/pricing and return the plans as JSON: [{"name": string, "priceUsd": number}].',
     ],
   },
   {

@@ -145,12 +145,18 @@ test('when browsercode has no browser yet and an instruction needs a page, then 
   assert.deepEqual((await model.decide(input, signal)).action, { name: 'click', index: 3 });
 });
 
-test('when GET /agents lists example tasks, then the builtin model parses every one for its agent', () => {
+test('when GET /agents lists example tasks, then the builtin model parses every one for its agent, and each opens a page before acting on one', () => {
+  // A new browser shows about:blank: "Go to the pricing page" there has nothing to click.
+  const onPage = ['click', 'click_nth', 'type', 'select', 'search', 'press', 'scroll', 'back', 'wait', 'extract', 'find_text', 'upload', 'tab'];
+  const opensFirst = (task: string, toolset: 'browser' | 'code') => {
+    const kinds = parseTask(task, toolset).map((i) => i.intent.kind);
+    const first = kinds.findIndex((k) => onPage.includes(k));
+    return first === -1 || kinds.slice(0, first).includes('navigate');
+  };
   for (const a of AGENTS) {
-    for (const task of a.exampleTasks) {
-      assert.doesNotThrow(() => parseTask(task, a.name === 'browsercode' ? 'code' : 'browser'), `${a.name}: ${task}`);
-    }
+    for (const task of a.exampleTasks) assert.ok(opensFirst(task, a.name === 'browsercode' ? 'code' : 'browser'), `${a.name}: ${task}`);
   }
+  assert.equal(opensFirst('Go to the pricing page and return the plans as JSON.', 'browser'), false);
   assert.deepEqual(
     parseTask(AGENTS[0]!.exampleTasks[0]!).map((i) => i.intent),
     [

@@ -10,6 +10,7 @@ import type { Browser, ElementHandle, Page } from 'puppeteer-core';
 import { InvalidArgumentError } from '../../../common/src/errors.js';
 import { findIndexed, settlePage } from './observe.js';
 import { insideDisk } from './shell.js';
+import { EGRESS_FAILURE_HEADER, PROXY_NET_ERRORS } from '../../../browser-pool/src/client/egress.js';
 
 
 /** An action's failure the agent can report (element gone, timeout, …), not a service bug. */
@@ -98,9 +99,30 @@ export async function openUrl(page: Page, raw: string, timeoutMs: number): Promi
   let url = raw.trim();
   if (!/^[a-z][a-z0-9+.-]*:/i.test(url)) url = `https://${url}`;
   if (!/^https?:|^about:blank$|^data:/i.test(url)) throw new ActionError(`Cannot open ${url}: ${url.split(':')[0]}: URLs are blocked in this browser (only http and https)`);
-  await page.goto(url, { waitUntil: 'load', timeout: timeoutMs }).catch((err: Error) => {
-    throw new ActionError(`Could not open ${url}: ${err.message.split('\n')[0]}`);
+  const res = await page.goto(url, { waitUntil: 'load', timeout: timeoutMs }).catch((err: Error) => {
+    throw new ActionError(navigationError(url, err.message.split('\n')[0]!));
   });
+  const why = res?.headers()[EGRESS_FAILURE_HEADER];
+  if (why) throw new ActionError(`Could not open ${url}: ${hostOf(url)} could not be reached through the browser's egress proxy (${why})`);
+}
+
+const hostOf = (url: string) => {
+  try {
+    return new URL(url).host;
+  } catch {
+    return url;
+  }
+};
+
+/**
+ * Why a navigation failed, in words: every request of a browser goes through its egress proxy, so
+ * Chromium's bare code for a site the proxy could not reach ("net::ERR_TUNNEL_CONNECTION_FAILED",
+ * which is all an offline service shows) is told as that, the code kept after it.
+ */
+export function navigationError(url: string, message: string): string {
+  const code = /net::ERR_[A-Z_]+/.exec(message)?.[0];
+  const why = code && PROXY_NET_ERRORS[code];
+  return why ? `Could not open ${url}: ${hostOf(url)} could not be reached through the browser's egress proxy: ${why} (${code})` : `Could not open ${url}: ${message}`;
 }
 
 /** Waits for a text to show, or a number of seconds (at most 10). */
