@@ -187,7 +187,8 @@ export default function RunPage({ agent, id }: { agent: string; id: string }) {
         setEvents((list) => (list.some((x) => x.id === e.id) ? list : [...list, e]));
         if (e.type === 'step') await moreSteps();
         if (e.type === 'file.written') files.reload();
-        if (e.type === 'browser.ready' || e.type === 'run.started' || e.type.startsWith('run.')) run.reload();
+        // Its browser is known, or its status changed: the run record says more now.
+        if (e.type === 'browser.ready' || e.type.startsWith('run.')) run.reload();
       }
       await moreSteps();
       run.reload();
