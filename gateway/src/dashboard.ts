@@ -45,7 +45,7 @@ export function contentSecurityPolicy(o: Pick<DashboardOptions, 'liveViewUrl' | 
     "default-src 'none'",
     "script-src 'self'",
     `style-src 'self' 'nonce-${nonce}'`,
-    `img-src 'self' data: ${files}`,
+    `img-src 'self' ${files}`,
     `media-src ${files}`,
     `connect-src 'self' ${files}`,
     `frame-src ${live}`,

@@ -13,7 +13,7 @@ function clock(seconds: number): string {
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
 }
 
-export function StepCard({ step, current, offset, onPlay }: { step: Step; current: boolean; offset: number | null; onPlay?: (step: Step) => void }) {
+export function StepCard({ step, current, offset, onPlay, onImageError }: { step: Step; current: boolean; offset: number | null; onPlay?: (step: Step) => void; onImageError?: () => void }) {
   const [enlarged, setEnlarged] = useState(false);
   const alt = `Screenshot after step ${step.number}`;
   return (
@@ -44,7 +44,7 @@ export function StepCard({ step, current, offset, onPlay }: { step: Step; curren
       </div>
       {step.screenshotUrl && (
         <button type="button" class="step-shot" onClick={() => setEnlarged(true)} aria-label={`Enlarge the screenshot of step ${step.number}`}>
-          <img src={step.screenshotUrl} alt={alt} loading="lazy" decoding="async" />
+          <img src={step.screenshotUrl} alt={alt} loading="lazy" decoding="async" onError={onImageError} />
         </button>
       )}
       {enlarged && step.screenshotUrl && <ImageDialog src={step.screenshotUrl} alt={alt} onClose={() => setEnlarged(false)} />}
@@ -52,11 +52,26 @@ export function StepCard({ step, current, offset, onPlay }: { step: Step; curren
   );
 }
 
-export function RunTimeline({ steps, current, offsetOf, onPlay, live }: { steps: Step[]; current: number | null; offsetOf: (s: Step) => number | null; onPlay?: (s: Step) => void; live: boolean }) {
+export function RunTimeline({
+  steps,
+  current,
+  offsetOf,
+  onPlay,
+  onImageError,
+  live,
+}: {
+  steps: Step[];
+  current: number | null;
+  offsetOf: (s: Step) => number | null;
+  onPlay?: (s: Step) => void;
+  /** A screenshot did not load: its link may have expired (they last 15 minutes). */
+  onImageError?: () => void;
+  live: boolean;
+}) {
   return (
     <ol class="timeline" aria-label="Steps" aria-live={live ? 'polite' : undefined} aria-relevant="additions">
       {steps.map((s) => (
-        <StepCard key={s.number} step={s} current={current === s.number} offset={offsetOf(s)} onPlay={onPlay} />
+        <StepCard key={s.number} step={s} current={current === s.number} offset={offsetOf(s)} onPlay={onPlay} onImageError={onImageError} />
       ))}
     </ol>
   );

@@ -35,6 +35,8 @@ export default function BrowserPage({ id }: { id: string }) {
   const downloads = useLoad((signal) => client.browsers.downloads(id, { signal }), [id, b.data?.status]);
   const active = b.data?.status === 'active';
   useInterval(() => (b.reload(), downloads.reload()), 5000, active);
+  // Download links last 15 minutes: a page left open lists them again.
+  useInterval(() => downloads.reload(), 10 * 60_000, !active);
   const stop = useAction(async () => b.setData(await client.browsers.stop(id)));
   const br = b.data;
   if (!br) {

@@ -225,6 +225,16 @@ export default function RunPage({ agent, id }: { agent: string; id: string }) {
     };
   }, [browserId, r?.status]);
 
+  // Presigned links expire (screenshots and files after 15 minutes): a page left open reads them again.
+  const lastStepsRead = useRef(0);
+  const freshScreenshots = async () => {
+    if (Date.now() - lastStepsRead.current < 30_000) return;
+    lastStepsRead.current = Date.now();
+    const all = await client.runs.steps(id, opts).toArray().catch(() => null);
+    if (all) setSteps(all);
+  };
+  useInterval(() => files.reload(), 10 * 60_000);
+
   const stop = useAction(async () => run.setData(await client.runs.stop(id, opts)));
   const stopBrowser = useAction(async () => {
     if (browserId) setBrowser(await client.browsers.stop(browserId));
@@ -354,7 +364,7 @@ export default function RunPage({ agent, id }: { agent: string; id: string }) {
               ) : steps.length === 0 ? (
                 <p class="muted">{ended ? 'This run took no browser steps.' : 'Waiting for the first step…'}</p>
               ) : (
-                <RunTimeline steps={steps} current={current} offsetOf={offsetOf} onPlay={browser?.status === 'stopped' ? play : undefined} live={!ended} />
+                <RunTimeline steps={steps} current={current} offsetOf={offsetOf} onPlay={browser?.status === 'stopped' ? play : undefined} onImageError={() => void freshScreenshots()} live={!ended} />
               )}
             </section>
           )}

@@ -6,7 +6,7 @@ import { ErrorNotice } from '../components/error-notice.tsx';
 import { FileDrop } from '../components/file-drop.tsx';
 import { FileList } from '../components/file-list.tsx';
 import { Loading } from '../components/loading.tsx';
-import { useAction, useLoad } from '../hooks.ts';
+import { useAction, useInterval, useLoad } from '../hooks.ts';
 import { href } from '../lib/router.ts';
 
 export default function WorkspacePage({ id }: { id: string }) {
@@ -14,6 +14,8 @@ export default function WorkspacePage({ id }: { id: string }) {
   const ws = useLoad((signal) => client.workspaces.get(id, { signal }), [id]);
   const files = useLoad<FileHandle[]>((signal) => client.workspaces.files(id, { limit: 200, signal }).toArray(2000), [id]);
   const [chosen, setChosen] = useState<File[]>([]);
+  // Download links last 15 minutes: a page left open lists the files again.
+  useInterval(() => files.reload(), 10 * 60_000);
   const upload = useAction(async () => {
     for (const f of chosen) await client.workspaces.upload(id, f);
     setChosen([]);
