@@ -18,7 +18,7 @@ function find(dir: string, out: string[] = []): string[] {
 }
 
 const which = process.argv[2];
-const unit = ['services', 'gateway', 'scripts'].flatMap((d) => find(path.join(ROOT, d))).sort();
+const unit = ['services', 'gateway', 'scripts', 'dashboard'].flatMap((d) => find(path.join(ROOT, d))).sort();
 const integration = find(path.join(ROOT, 'test')).sort();
 /**
  * Unit test files run two at a time (each starts at most one small stack of its own: a PGlite, a

@@ -107,10 +107,11 @@ async function stopPrevious(): Promise<boolean> {
 function banner(baseUrl: string, key: string): void {
   out('');
   out('Agent Task Service is up.');
-  out(`  API:      ${baseUrl}/api/v1`);
-  out(`  API key:  ${key}`);
-  out(`  Health:   ${baseUrl}/healthz    OpenAPI: ${baseUrl}/openapi.json`);
-  out(`  Try:      curl -H "X-Service-API-Key: ${key}" ${baseUrl}/api/v1/agents`);
+  out(`  Dashboard: ${baseUrl}/  (open it and sign in with the API key)`);
+  out(`  API:       ${baseUrl}/api/v1`);
+  out(`  API key:   ${key}`);
+  out(`  Health:    ${baseUrl}/healthz    OpenAPI: ${baseUrl}/openapi.json`);
+  out(`  Try:       curl -H "X-Service-API-Key: ${key}" ${baseUrl}/api/v1/agents`);
   out('');
 }
 

@@ -90,6 +90,13 @@ describe('the launcher with no NATS_URL', () => {
     assert.deepEqual(((await res.json()) as { agents: { name: string }[] }).agents.map((a) => a.name), ['browser-agent', 'browsercode']);
     const health = await fetch(`http://127.0.0.1:${port}/healthz`);
     assert.equal(health.status, 200);
+    // The dashboard's address is printed; once built (make build), the gateway serves it there.
+    assert.equal(/Dashboard:\s+(\S+)/.exec(output)?.[1], `http://localhost:${port}/`);
+    if (fs.existsSync(path.join(ROOT, 'dashboard/dist/index.html'))) {
+      const page = await fetch(`http://127.0.0.1:${port}/`);
+      assert.equal(page.status, 200);
+      assert.match(page.headers.get('content-security-policy') ?? '', /frame-src http:\/\/localhost:\d+/);
+    }
 
     assert.equal(groups().length, 6, 'five services and a nats-server');
     assert.ok(processesMentioning(dataDir).some((pid) => cmdline(pid).startsWith('nats-server')));

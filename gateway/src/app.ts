@@ -9,6 +9,7 @@ import { INVALID_CURSOR_MESSAGE, RemoteError, Status } from '../../services/comm
 import { isRequestId, redactUrl, REQUEST_ID_HEADER, type Logger } from '../../services/common/src/logger.js';
 import type { ApiKeyAuthenticator } from './auth.js';
 import type { Clients } from './clients.js';
+import { dashboardRouter, type DashboardOptions } from './dashboard.js';
 import { checkHealth, Readiness } from './health.js';
 import { HttpError, errorMiddleware } from './http-errors.js';
 import { mcpEndpoint } from './mcp-endpoint.js';
@@ -34,6 +35,8 @@ export interface GatewayDeps {
   readiness?: Readiness;
   /** Overrides where GET /agents reads the registry (benchmark baseline). */
   agentSource?: AgentSource;
+  /** Serves the built dashboard at `/` when given. */
+  dashboard?: DashboardOptions;
 }
 
 /** Every public route, in the order they are matched. */
@@ -142,6 +145,7 @@ export function createApp(deps: GatewayDeps): express.Express {
   }
   app.use('/api/v1', api);
   app.use(mcpEndpoint({ auth: deps.auth, bodyLimitBytes: deps.bodyLimitBytes }));
+  if (deps.dashboard) app.use(dashboardRouter(deps.dashboard));
   app.use((_req, res) => {
     res.status(404).json({ detail: 'Not Found' });
   });

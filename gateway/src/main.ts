@@ -23,7 +23,14 @@ runMain('gateway', async () => {
   }
   const clients = createClients(config, loadInternalToken(config));
   const readiness = new Readiness();
-  const app = createApp({ logger, clients, readiness, auth: new ApiKeyAuthenticator(keys, config.authCacheMs), bodyLimitBytes: config.bodyLimitBytes });
+  const app = createApp({
+    logger,
+    clients,
+    readiness,
+    auth: new ApiKeyAuthenticator(keys, config.authCacheMs),
+    bodyLimitBytes: config.bodyLimitBytes,
+    dashboard: { dir: config.dashboardDir, liveViewUrl: config.liveViewBaseUrl, filesUrl: config.filesPublicUrl },
+  });
   const server = http.createServer(app);
   server.keepAliveTimeout = 65000;
   answerClientErrors(server);

@@ -11,6 +11,8 @@ import type { RouteDef } from './routes/route.js';
 export const NAMED_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
   Agent: s.agentInfo,
   AgentList: s.agentsResponse,
+  Model: s.modelInfo,
+  ModelList: s.modelList,
   RunCreated: s.runCreated,
   Run: s.run,
   RunStatus: s.runStatus,

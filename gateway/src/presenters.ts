@@ -1,12 +1,14 @@
 /** proto messages → the public JSON shapes of DESIGN §2 (camelCase, null for unset). */
 import type { RunEvent } from '../../gen/ats/common/v1/common.js';
-import { RunStatus, SessionStatus, SessionKind, WatchVerb, Capability, type AgentInfo, type Run, type Session, type Step } from '../../gen/ats/run/v1/run.js';
+import { RunStatus, SessionStatus, SessionKind, WatchVerb, Capability, type AgentInfo, type ListModelsResponse, type Run, type Session, type Step } from '../../gen/ats/run/v1/run.js';
 import { BrowserStatus, type Browser, type Download, type Profile } from '../../gen/ats/browserpool/v1/browser_pool.js';
 import { FileKind, type FileInfo, type UploadItem, type Workspace } from '../../gen/ats/filestorage/v1/file_storage.js';
 import { agentName, isAgentName, type Agent, type AgentName } from '../../services/common/src/agent-name.js';
 import { InternalError } from '../../services/common/src/errors.js';
 import {
+  MODEL_PROVIDERS,
   type AgentInfoReply,
+  type ModelListReply,
   type BrowserReply,
   type DownloadReply,
   type EventReply,
@@ -71,6 +73,16 @@ export function presentAgent(a: AgentInfo): AgentInfoReply {
     bestFor: a.bestFor,
     notFor: a.notFor,
     exampleTasks: a.exampleTasks,
+  };
+}
+
+export function presentModels(m: ListModelsResponse): ModelListReply {
+  type Provider = ModelListReply['models'][number]['provider'];
+  const provider = (p: string): Provider => ((MODEL_PROVIDERS as readonly string[]).includes(p) ? (p as Provider) : 'openai-compatible');
+  return {
+    models: m.models.map((x) => ({ name: x.name, provider: provider(x.provider), vision: x.vision, default: x.name === m.defaultModel })),
+    default: m.defaultModel,
+    otherNames: orNull(m.otherNames),
   };
 }
 

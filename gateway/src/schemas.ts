@@ -124,6 +124,19 @@ export const agentInfo = reply({
 });
 export const agentsResponse = reply({ agents: list(agentInfo) });
 
+export const MODEL_PROVIDERS = ['builtin', 'openai-compatible', 'anthropic'] as const;
+export const modelInfo = reply({
+  name: str({ description: 'The name a run gives as `model`' }),
+  provider: str({ enum: MODEL_PROVIDERS }),
+  vision: bool({ description: 'Each step sends it a screenshot of the page (it reads images)' }),
+  default: bool({ description: 'The model of a run that names none' }),
+});
+export const modelList = reply({
+  models: list(modelInfo),
+  default: str({ description: 'The model of a run that names none' }),
+  otherNames: nullable(str({ description: 'Which names beyond the list a run may also give (e.g. "any model of the OpenAI-compatible endpoint"); null when the list is all' })),
+});
+
 export const runCreated = reply({
   id: str(),
   status: str({ enum: ['queued'] }),
@@ -220,6 +233,7 @@ export const readiness = obj({ status: str({ enum: ['ready', 'draining'] }) }, [
 
 export type RunStatusName = (typeof RUN_STATUSES)[number];
 export type AgentInfoReply = FromSchema<typeof agentInfo>;
+export type ModelListReply = FromSchema<typeof modelList>;
 export type RunCreatedReply = FromSchema<typeof runCreated>;
 export type RunReply = FromSchema<typeof run>;
 export type RunStatusReply = FromSchema<typeof runStatus>;

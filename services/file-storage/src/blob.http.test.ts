@@ -104,6 +104,28 @@ for (const driver of await drivers()) for (const backend of BACKENDS) {
       assert.equal((await fetch(url, { headers: { Range: `bytes=${bytes.length}-` } })).status, 416);
     });
 
+    test('when a web page of another origin uploads and downloads through the links, then CORS lets it (preflight and replies), without credentials', async () => {
+      const { url } = await newUpload('page.txt');
+      const preflight = await fetch(url, { method: 'OPTIONS', headers: { Origin: 'http://dashboard.example', 'Access-Control-Request-Method': 'PUT', 'Access-Control-Request-Headers': 'content-type' } });
+      assert.equal(preflight.status, 204);
+      assert.equal(preflight.headers.get('access-control-allow-origin'), '*');
+      assert.match(preflight.headers.get('access-control-allow-methods')!, /\bPUT\b/);
+      assert.match(preflight.headers.get('access-control-allow-headers')!, /content-type/i);
+      assert.equal(preflight.headers.get('access-control-allow-credentials'), null);
+
+      const put = await fetch(url, { method: 'PUT', body: 'from a page', headers: { Origin: 'http://dashboard.example', 'Content-Type': 'text/plain' } });
+      assert.equal(put.status, 200);
+      assert.equal(put.headers.get('access-control-allow-origin'), '*');
+      const { id } = (await put.json()) as { id: string };
+      const got = await fetch(await downloadUrl(id), { headers: { Origin: 'http://dashboard.example' } });
+      assert.equal(got.headers.get('access-control-allow-origin'), '*');
+      assert.equal(await got.text(), 'from a page');
+      // A refusal is readable by the page too (its detail can be shown).
+      const refused = await fetch(url.replace(/sig=[^&]+/, 'sig=bad'), { method: 'PUT', body: 'x', headers: { Origin: 'http://dashboard.example' } });
+      assert.equal(refused.status, 403);
+      assert.equal(refused.headers.get('access-control-allow-origin'), '*');
+    });
+
     test('when a link is tampered with or has expired, then 403 saying how to get a working link, and nothing is served or stored', async () => {
       const up = await newUpload('a.txt');
       assert.equal((await put(up.url, Buffer.from('v1'))).status, 200);

@@ -23,6 +23,22 @@ function send(res: http.ServerResponse, status: number, body: unknown, headers: 
 const INVALID = 'Invalid link signature';
 const DOWNLOAD_EXPIRED = "Download link expired; ask the API again for a fresh link (list the run's files, or read the steps, the browser's downloads or its recording again)";
 
+/**
+ * CORS for the links: a web page (the dashboard, a user's own app) uploads with fetch from its
+ * own origin. The signed link is the whole credential and no cookie is involved, so any origin
+ * may use it, as with any presigned object-store URL.
+ */
+const CORS: http.OutgoingHttpHeaders = {
+  'Access-Control-Allow-Origin': '*',
+  'Access-Control-Expose-Headers': 'Content-Length, Content-Range, Content-Disposition',
+};
+const PREFLIGHT: http.OutgoingHttpHeaders = {
+  ...CORS,
+  'Access-Control-Allow-Methods': 'GET, HEAD, PUT',
+  'Access-Control-Allow-Headers': 'Content-Type, Range',
+  'Access-Control-Max-Age': '3600',
+};
+
 /** `attachment; filename="…"` with a safe ASCII fallback and the exact UTF-8 name. */
 export function contentDisposition(name: string): string {
   const ascii = name.replace(/[^\x20-\x7e]|["\\%;]/g, '_').slice(0, 200) || 'download';
@@ -52,6 +68,13 @@ export function parseRange(header: string | undefined, size: number): { start: n
 export function createBlobServer(files: FileStorage, store: BlobStore, logger: Logger): http.Server {
   return http.createServer(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://blob');
+    if (/^\/(u|d)\//.test(url.pathname)) {
+      for (const [k, v] of Object.entries(CORS)) res.setHeader(k, v!);
+      if (req.method === 'OPTIONS') {
+        res.writeHead(204, PREFLIGHT);
+        return res.end();
+      }
+    }
     const exp = Number(url.searchParams.get('exp'));
     const sig = url.searchParams.get('sig') ?? '';
     try {

@@ -65,6 +65,9 @@ export function runHandlers(runs: Runs): Handlers<typeof RunServiceService> {
     async listAgents() {
       return { agents: [...AGENTS] };
     },
+    async listModels() {
+      return runs.models();
+    },
     async createRun(req) {
       const run = await runs.create({
         projectId: req.projectId,

@@ -10,7 +10,7 @@ import type { NatsConnection } from '../../common/src/bus.js';
 import { newId } from '../../common/src/ids.js';
 import { currentRequestId, type Logger } from '../../common/src/logger.js';
 import { browserLifecycle, publish, runStops, runWakeups, subscribe } from '../../common/src/subjects.js';
-import type { ModelRegistry } from './agents/models.js';
+import type { ModelRegistry, OfferedModel } from './agents/models.js';
 import type { RunClients } from './clients.js';
 import { TERMINAL_EVENTS, type RunEvents } from './run-events.js';
 import { TERMINAL, type BrowserOptions, type RunRepository, type RunRow, type RunStatus, type SessionRow } from './run.repository.js';
@@ -43,6 +43,11 @@ export class Runs {
 
   constructor(deps: RunsDeps) {
     this.#d = deps;
+  }
+
+  /** The models a run may name, and the default. */
+  models(): { models: OfferedModel[]; defaultModel: string; otherNames: string } {
+    return { ...this.#d.models.offered(), defaultModel: this.#d.models.defaultModel };
   }
 
   async create(input: CreateRunInput): Promise<RunRow> {

@@ -23,6 +23,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the models a run may name (`model`), and the one a run that names none uses */
+        get: operations["listModels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/agents/{agent}/runs": {
         parameters: {
             query?: never;
@@ -463,6 +480,23 @@ export interface components {
         AgentList: {
             agents: components["schemas"]["Agent"][];
         };
+        Model: {
+            /** @description The name a run gives as `model` */
+            name: string;
+            /** @enum {string} */
+            provider: "builtin" | "openai-compatible" | "anthropic";
+            /** @description Each step sends it a screenshot of the page (it reads images) */
+            vision: boolean;
+            /** @description The model of a run that names none */
+            default: boolean;
+        };
+        ModelList: {
+            models: components["schemas"]["Model"][];
+            /** @description The model of a run that names none */
+            default: string;
+            /** @description Which names beyond the list a run may also give (e.g. "any model of the OpenAI-compatible endpoint"); null when the list is all */
+            otherNames: string | null;
+        };
         RunCreated: {
             id: string;
             /** @enum {string} */
@@ -836,6 +870,71 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AgentList"];
+                };
+            };
+            /** @description Invalid or missing API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (carries a request id) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not implemented yet */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service the route needs is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service the route needs did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listModels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelList"];
                 };
             };
             /** @description Invalid or missing API key */

@@ -636,6 +636,30 @@ export interface ListAgentsResponse {
   agents: AgentInfo[];
 }
 
+/** Request of ListModels (the models are the same for every project). */
+export interface ListModelsRequest {
+}
+
+/** ModelInfo is one model a run may name. */
+export interface ModelInfo {
+  /** The name a run gives as `model`, e.g. "gpt-4o-mini" or "builtin". */
+  name: string;
+  /** Who serves it: "builtin", "openai-compatible" or "anthropic". */
+  provider: string;
+  /** Whether each step sends it a screenshot (it reads images). */
+  vision: boolean;
+}
+
+/** Response of ListModels. */
+export interface ListModelsResponse {
+  /** The named models: builtin first, then those configured, the default among them. */
+  models: ModelInfo[];
+  /** The model of a run that names none. */
+  defaultModel: string;
+  /** Which other names are accepted too (e.g. "any model of the OpenAI-compatible endpoint"); empty when the list is all. */
+  otherNames: string;
+}
+
 function createBaseRun(): Run {
   return {
     id: "",
@@ -4028,6 +4052,268 @@ export const ListAgentsResponse: MessageFns<ListAgentsResponse> = {
   },
 };
 
+function createBaseListModelsRequest(): ListModelsRequest {
+  return {};
+}
+
+export const ListModelsRequest: MessageFns<ListModelsRequest> = {
+  encode(_: ListModelsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListModelsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListModelsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): ListModelsRequest {
+    return {};
+  },
+
+  toJSON(_: ListModelsRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListModelsRequest>): ListModelsRequest {
+    return ListModelsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<ListModelsRequest>): ListModelsRequest {
+    const message = createBaseListModelsRequest();
+    return message;
+  },
+};
+
+function createBaseModelInfo(): ModelInfo {
+  return { name: "", provider: "", vision: false };
+}
+
+export const ModelInfo: MessageFns<ModelInfo> = {
+  encode(message: ModelInfo, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.provider !== "") {
+      writer.uint32(18).string(message.provider);
+    }
+    if (message.vision !== false) {
+      writer.uint32(24).bool(message.vision);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ModelInfo {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseModelInfo();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.provider = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.vision = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ModelInfo {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      provider: isSet(object.provider) ? globalThis.String(object.provider) : "",
+      vision: isSet(object.vision) ? globalThis.Boolean(object.vision) : false,
+    };
+  },
+
+  toJSON(message: ModelInfo): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.provider !== "") {
+      obj.provider = message.provider;
+    }
+    if (message.vision !== false) {
+      obj.vision = message.vision;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ModelInfo>): ModelInfo {
+    return ModelInfo.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ModelInfo>): ModelInfo {
+    const message = createBaseModelInfo();
+    message.name = object.name ?? "";
+    message.provider = object.provider ?? "";
+    message.vision = object.vision ?? false;
+    return message;
+  },
+};
+
+function createBaseListModelsResponse(): ListModelsResponse {
+  return { models: [], defaultModel: "", otherNames: "" };
+}
+
+export const ListModelsResponse: MessageFns<ListModelsResponse> = {
+  encode(message: ListModelsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.models) {
+      ModelInfo.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.defaultModel !== "") {
+      writer.uint32(18).string(message.defaultModel);
+    }
+    if (message.otherNames !== "") {
+      writer.uint32(26).string(message.otherNames);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListModelsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListModelsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.models.push(ModelInfo.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.defaultModel = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.otherNames = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListModelsResponse {
+    return {
+      models: globalThis.Array.isArray(object?.models) ? object.models.map((e: any) => ModelInfo.fromJSON(e)) : [],
+      defaultModel: isSet(object.defaultModel)
+        ? globalThis.String(object.defaultModel)
+        : isSet(object.default_model)
+        ? globalThis.String(object.default_model)
+        : "",
+      otherNames: isSet(object.otherNames)
+        ? globalThis.String(object.otherNames)
+        : isSet(object.other_names)
+        ? globalThis.String(object.other_names)
+        : "",
+    };
+  },
+
+  toJSON(message: ListModelsResponse): unknown {
+    const obj: any = {};
+    if (message.models?.length) {
+      obj.models = message.models.map((e) => ModelInfo.toJSON(e));
+    }
+    if (message.defaultModel !== "") {
+      obj.defaultModel = message.defaultModel;
+    }
+    if (message.otherNames !== "") {
+      obj.otherNames = message.otherNames;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ListModelsResponse>): ListModelsResponse {
+    return ListModelsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListModelsResponse>): ListModelsResponse {
+    const message = createBaseListModelsResponse();
+    message.models = object.models?.map((e) => ModelInfo.fromPartial(e)) || [];
+    message.defaultModel = object.defaultModel ?? "";
+    message.otherNames = object.otherNames ?? "";
+    return message;
+  },
+};
+
 /** RunService owns runs, sessions, steps and events and hosts the agent workers. */
 export type RunServiceService = typeof RunServiceService;
 export const RunServiceService = {
@@ -4132,6 +4418,16 @@ export const RunServiceService = {
     responseSerialize: (value: ListAgentsResponse): Buffer => Buffer.from(ListAgentsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListAgentsResponse => ListAgentsResponse.decode(value),
   },
+  /** ListModels returns the models a run may name, and the default. */
+  listModels: {
+    path: "/ats.run.v1.RunService/ListModels" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListModelsRequest): Buffer => Buffer.from(ListModelsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListModelsRequest => ListModelsRequest.decode(value),
+    responseSerialize: (value: ListModelsResponse): Buffer => Buffer.from(ListModelsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListModelsResponse => ListModelsResponse.decode(value),
+  },
 } as const;
 
 export interface RunServiceServer extends UntypedServiceImplementation {
@@ -4155,6 +4451,8 @@ export interface RunServiceServer extends UntypedServiceImplementation {
   listSessions: handleUnaryCall<ListSessionsRequest, ListSessionsResponse>;
   /** ListAgents returns the agent registry. */
   listAgents: handleUnaryCall<ListAgentsRequest, ListAgentsResponse>;
+  /** ListModels returns the models a run may name, and the default. */
+  listModels: handleUnaryCall<ListModelsRequest, ListModelsResponse>;
 }
 
 export interface RunServiceClient extends Client {
@@ -4308,6 +4606,22 @@ export interface RunServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListAgentsResponse) => void,
+  ): ClientUnaryCall;
+  /** ListModels returns the models a run may name, and the default. */
+  listModels(
+    request: ListModelsRequest,
+    callback: (error: ServiceError | null, response: ListModelsResponse) => void,
+  ): ClientUnaryCall;
+  listModels(
+    request: ListModelsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListModelsResponse) => void,
+  ): ClientUnaryCall;
+  listModels(
+    request: ListModelsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListModelsResponse) => void,
   ): ClientUnaryCall;
 }
 

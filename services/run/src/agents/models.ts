@@ -29,9 +29,18 @@ export interface ModelsConfig {
   maxRetries: number;
 }
 
+/** A model a run may name, as the API lists it. */
+export interface OfferedModel {
+  name: string;
+  provider: 'builtin' | 'openai-compatible' | 'anthropic';
+  vision: boolean;
+}
+
 export interface ModelRegistry {
   /** The model used when a run names none. */
   readonly defaultModel: string;
+  /** The named models (builtin first, the default among them), and which other names are accepted too ('' when none). */
+  offered(): { models: OfferedModel[]; otherNames: string };
   /** Throws InvalidArgumentError unless `name` can be used. */
   check(name: string): void;
   /** Builds the model for one run (the builtin parses the task here; its errors fail the run). */
@@ -55,6 +64,19 @@ export function createModelRegistry(c: ModelsConfig): ModelRegistry {
 
   return {
     defaultModel,
+    offered() {
+      const names = [...new Set(['builtin', ...c.openaiModels, ...c.anthropicModels, defaultModel])];
+      const models = names.map((name): OfferedModel => ({
+        name,
+        provider: name === 'builtin' ? 'builtin' : isAnthropic(name) ? 'anthropic' : 'openai-compatible',
+        vision: c.visionModels?.includes(name) ?? false,
+      }));
+      const other = [
+        ...(openai && !c.openaiModels.length ? ['any model of the OpenAI-compatible endpoint'] : []),
+        ...(anthropic && !c.anthropicModels.length ? ['any Anthropic model whose name starts with "claude"'] : []),
+      ];
+      return { models, otherNames: other.join('; ') };
+    },
     check(name) {
       if (name !== 'builtin' && !isOpenai(name) && !isAnthropic(name)) throw new InvalidArgumentError(`Unknown model "${name}"; this service offers: ${offered()}`);
     },
