@@ -78,7 +78,7 @@ describe('ats, piped as a script runs it', () => {
   test('when asked for help, then every command and its options are described, and a usage mistake exits 2', async () => {
     const top = await ats(['--help']);
     assert.equal(top.code, 0);
-    for (const c of ['ats run <task>', 'ats runs list', 'ats runs get', 'ats runs stop', 'ats runs steps', 'ats runs events', 'ats runs files', 'ats browsers create', 'ats browsers live-view', 'ats browsers recording', 'ats files upload', 'ats files download', 'ats profiles create', 'ats profiles rename', 'ats profiles delete', 'ats agents', 'ats mcp']) {
+    for (const c of ['ats run <task>', 'ats runs list', 'ats runs get', 'ats runs stop', 'ats runs steps', 'ats runs events', 'ats runs files', 'ats browsers create', 'ats browsers live-view', 'ats browsers recording', 'ats files upload', 'ats files download', 'ats profiles create', 'ats profiles rename', 'ats profiles delete', 'ats agents', 'ats models', 'ats mcp']) {
       assert.ok(top.stdout.includes(c), `${c} in\n${top.stdout}`);
     }
     assert.match(top.stdout, /Exit codes: 0 .*1 the run failed, 3 the run was stopped/s);
@@ -344,6 +344,14 @@ describe('ats, piped as a script runs it', () => {
     assert.deepEqual(agents.map((a) => [a.name, a.watch]).sort(), [['browser-agent', 'steps'], ['browsercode', 'events']]);
     const human = await done(['agents']);
     assert.match(human.stdout, /^browser-agent  browser, files · disposable sessions · watch steps\n {2}best for: /);
+  });
+
+  test('when the models are listed, then builtin is among them and the default is marked', async () => {
+    const offered = json<{ models: { name: string; default: boolean }[]; default: string }>(await ats(['models', '--json']));
+    assert.deepEqual(offered.models.filter((m) => m.default).map((m) => m.name), [offered.default]);
+    const human = await done(['models']);
+    assert.match(human.stdout, /^builtin {2}builtin/m);
+    assert.match(human.stdout, new RegExp(`^${offered.default} .*· default$`, 'm'));
   });
 });
 

@@ -86,6 +86,9 @@ describe('the TypeScript SDK against the stack', () => {
 
   test('when a builtin run is created, then wait returns it completed with the answer, and get, status, steps, events, stream, list and the session agree', async () => {
     const c = client({ baseUrl: `${h.env.ATS_BASE_URL}/api/v1/` }); // a base URL given with /api/v1 works too
+    const offered = await c.models.list();
+    assert.deepEqual(offered.models.filter((m) => m.default).map((m) => m.name), [offered.default], 'the models list names its default');
+    assert.ok(offered.models.some((m) => m.name === 'builtin' && m.provider === 'builtin'));
     const created = await c.runs.create({ task: `Open ${site}/run-table.html. Extract the table as JSON.` });
     assert.equal(created.status, 'queued');
     assert.equal(created.agent, 'browser-agent');

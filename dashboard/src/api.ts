@@ -35,8 +35,6 @@ export function makeClient(apiKey: string): AgentTaskService {
 }
 
 export const ClientContext = createContext<AgentTaskService | null>(null);
-/** The signed-in key, for the one call the SDK does not offer yet (models.ts). */
-export const KeyContext = createContext<string>('');
 /** Signs out (clears the key); pages offer it when the key is refused. */
 export const SignOutContext = createContext<() => void>(() => undefined);
 

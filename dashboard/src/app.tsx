@@ -2,7 +2,7 @@
 import type { AgentTaskService } from '@agent-task-service/client';
 import { useEffect, useErrorBoundary, useMemo, useRef, useState } from 'preact/hooks';
 import { ErrorNotice } from './components/error-notice.tsx';
-import { clearKey, ClientContext, KeyContext, makeClient, SignOutContext, storedKey } from './api.ts';
+import { clearKey, ClientContext, makeClient, SignOutContext, storedKey } from './api.ts';
 import { useHashRoute } from './hooks.ts';
 import { lazyPage } from './lazy.tsx';
 import { href, type Route } from './lib/router.ts';
@@ -133,11 +133,9 @@ export function App() {
   if (!client) return <SignInPage onSignedIn={setKey} />;
   return (
     <ClientContext.Provider value={client}>
-      <KeyContext.Provider value={key!}>
-        <SignOutContext.Provider value={signOut}>
-          <Shell route={route} onSignOut={signOut} />
-        </SignOutContext.Provider>
-      </KeyContext.Provider>
+      <SignOutContext.Provider value={signOut}>
+        <Shell route={route} onSignOut={signOut} />
+      </SignOutContext.Provider>
     </ClientContext.Provider>
   );
 }

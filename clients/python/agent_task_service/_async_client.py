@@ -42,6 +42,7 @@ from ._models import (
     TERMINAL_EVENTS,
     Agent,
     AgentList,
+    ModelList,
     AsyncBrowser,
     AsyncFile,
     Browser,
@@ -112,6 +113,7 @@ class AsyncAgentTaskService:
         self._http = http_client if http_client is not None else httpx.AsyncClient(timeout=self.timeout)
         self._binding = _Binding(self, {File: AsyncFile, Browser: AsyncBrowser})
         self.agents = AsyncAgents(self)
+        self.models = AsyncModels(self)
         self.runs = AsyncRuns(self)
         self.sessions = AsyncSessions(self)
         self.files = AsyncFiles(self)
@@ -210,6 +212,14 @@ class AsyncAgents(_AsyncResource):
     async def list(self) -> List[Agent]:
         """The agents and the watch verb (steps or events) each uses."""
         return (await self._client._call(AgentList, "GET", api_path("agents"))).agents
+
+
+class AsyncModels(_AsyncResource):
+    """The models a run may name."""
+
+    async def list(self) -> ModelList:
+        """The models on offer (builtin first), the default of a run that names none, and which other names a run may give."""
+        return await self._client._call(ModelList, "GET", api_path("models"))
 
 
 class AsyncRuns(_AsyncResource):

@@ -42,6 +42,7 @@ from ._models import (
     TERMINAL_EVENTS,
     Agent,
     AgentList,
+    ModelList,
     AsyncFile,
     Browser,
     BrowserList,
@@ -111,6 +112,7 @@ class AgentTaskService:
         self._http = http_client if http_client is not None else httpx.Client(timeout=self.timeout)
         self._binding = _Binding(self)
         self.agents = Agents(self)
+        self.models = Models(self)
         self.runs = Runs(self)
         self.sessions = Sessions(self)
         self.files = Files(self)
@@ -209,6 +211,14 @@ class Agents(_Resource):
     def list(self) -> List[Agent]:
         """The agents and the watch verb (steps or events) each uses."""
         return self._client._call(AgentList, "GET", api_path("agents")).agents
+
+
+class Models(_Resource):
+    """The models a run may name."""
+
+    def list(self) -> ModelList:
+        """The models on offer (builtin first), the default of a run that names none, and which other names a run may give."""
+        return self._client._call(ModelList, "GET", api_path("models"))
 
 
 class Runs(_Resource):

@@ -18,6 +18,8 @@ from typing import Any, Dict, List, Mapping, Optional, TypeVar, Union, get_args,
 __all__ = [
     "Agent",
     "AgentSession",
+    "Model",
+    "ModelList",
     "AgentList",
     "RunCreated",
     "Run",
@@ -89,6 +91,25 @@ class AgentList:
     """The reply of `GET /agents`."""
 
     agents: List[Agent]
+
+
+@dataclass
+class Model:
+    """A model a run may name (`model=`)."""
+
+    name: str
+    provider: str
+    vision: bool
+    default: bool
+
+
+@dataclass
+class ModelList:
+    """The reply of `GET /models`: the models on offer, the default, and which other names a run may give."""
+
+    models: List[Model]
+    default: str
+    other_names: Optional[str]
 
 
 # ---------- runs ----------

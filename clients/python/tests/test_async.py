@@ -44,6 +44,7 @@ async def collect(iterable) -> list:
 def test_async_create_wait_follow_up_and_read_back(stack) -> None:
     async def body(client: AsyncAgentTaskService) -> None:
         assert {a.name for a in await client.agents.list()} == {"browser-agent", "browsercode"}
+        assert (await client.models.list()).default in {m.name for m in (await client.models.list()).models}
         created = await client.runs.create(f"Open {stack.site}/run-table.html. Extract the table as JSON.", model="builtin")
         run = await client.runs.wait(created, timeout=120)
         assert isinstance(run, Run) and run.status == "completed", run.error

@@ -18,6 +18,8 @@ pytestmark = pytest.mark.stack
 MODELS: Dict[str, Sequence[type]] = {
     "Agent": [ats.Agent],
     "AgentList": [ats.AgentList],
+    "Model": [ats.Model],
+    "ModelList": [ats.ModelList],
     "RunCreated": [ats.RunCreated],
     "Run": [ats.Run],
     "RunStatus": [ats.RunStatus],
@@ -66,6 +68,7 @@ AGENT: Dict[str, Any] = {"defaults": ("agent",)}
 RUN = {"runId": "run"}
 OPERATIONS: Dict[str, Operation] = {
     "listAgents": Operation("agents", "list"),
+    "listModels": Operation("models", "list"),
     "createRun": Operation("runs", "create", sdk_only=("files",), **AGENT),
     "listRuns": Operation("runs", "list", **PAGED, **AGENT),
     "getRun": Operation("runs", "get", RUN, **AGENT),

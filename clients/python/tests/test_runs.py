@@ -25,6 +25,13 @@ def test_agents_list_names_both_agents_and_their_watch_verb(client: AgentTaskSer
     assert health.status == ("ok" if set(health.services.values()) == {"SERVING"} else "degraded")
 
 
+def test_models_list_offers_builtin_and_names_the_default(client: AgentTaskService) -> None:
+    offered = client.models.list()
+    builtin = next(m for m in offered.models if m.name == "builtin")
+    assert builtin.provider == "builtin" and builtin.vision is False
+    assert [m.name for m in offered.models if m.default] == [offered.default]
+
+
 def test_when_a_run_is_created_and_waited_for_then_its_result_is_the_answer(client: AgentTaskService, stack) -> None:
     created = client.runs.create(f"Open {stack.site}/run-table.html. Extract the table as JSON.", model="builtin")
     assert created.status == "queued"

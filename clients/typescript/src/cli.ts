@@ -550,6 +550,19 @@ const COMMANDS: Command[] = [
     },
   },
   {
+    path: ['models'],
+    summary: 'List the models a run may name (--model) and the default',
+    async run(ctx) {
+      const offered = await ctx.client().models.list();
+      if (ctx.json) return ctx.printJson(offered), EXIT.ok;
+      for (const m of offered.models) {
+        ctx.out(`${ctx.style.bold(m.name)}  ${ctx.style.dim(`${m.provider}${m.vision ? ' · reads images' : ''}${m.default ? ' · default' : ''}`)}\n`);
+      }
+      if (offered.otherNames) ctx.out(`also: ${offered.otherNames}\n`);
+      return EXIT.ok;
+    },
+  },
+  {
     path: ['mcp'],
     summary: 'Serve the MCP server over stdio (for Claude Desktop, Cursor, …)',
     details: 'Its tools act with the API key and base URL given here (or in the environment). It writes nothing but the protocol to stdout.',

@@ -3,6 +3,7 @@ import { Core, type ClientOptions } from './core.js';
 import { Agents } from './resources/agents.js';
 import { Browsers } from './resources/browsers.js';
 import { Files } from './resources/files.js';
+import { Models } from './resources/models.js';
 import { Profiles } from './resources/profiles.js';
 import { Runs } from './resources/runs.js';
 import { Sessions } from './resources/sessions.js';
@@ -16,6 +17,7 @@ export class AgentTaskService {
   /** The server's root (without `/api/v1`). */
   readonly baseUrl: string;
   readonly agents: Agents;
+  readonly models: Models;
   readonly runs: Runs;
   readonly sessions: Sessions;
   readonly files: Files;
@@ -27,6 +29,7 @@ export class AgentTaskService {
     const core = new Core(options);
     this.baseUrl = core.baseUrl;
     this.agents = new Agents(core);
+    this.models = new Models(core);
     this.runs = new Runs(core);
     this.sessions = new Sessions(core);
     this.files = new Files(core);

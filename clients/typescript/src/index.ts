@@ -19,6 +19,7 @@ export {
 export { Page, PageIterator } from './pagination.js';
 export type { FileContent, FileInput } from './uploads.js';
 export { Agents } from './resources/agents.js';
+export { Models } from './resources/models.js';
 export { Runs, TERMINAL_EVENT_TYPES, TERMINAL_STATUSES } from './resources/runs.js';
 export type { AfterOptions, CreateRunOptions, ListRunsOptions, RunFilesOptions, StreamOptions, WaitOptions } from './resources/runs.js';
 export { Sessions } from './resources/sessions.js';

@@ -10,6 +10,8 @@ type Query<O extends keyof operations> = NonNullable<operations[O]['parameters']
 
 export type Agent = Schemas['Agent'];
 export type AgentList = Schemas['AgentList'];
+export type Model = Schemas['Model'];
+export type ModelList = Schemas['ModelList'];
 /** An agent's name as the API spells it (`browser-agent`, `browsercode`). */
 export type AgentName = Agent['name'];
 export type RunCreated = Schemas['RunCreated'];

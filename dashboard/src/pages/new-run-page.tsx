@@ -3,16 +3,15 @@
  * (dropped or chosen; uploaded through presigned links by the SDK), and the browser's profile,
  * proxy country and screen size, a workspace (browsercode) and a session to continue.
  */
-import type { Agent, AgentName, Profile, Session, Workspace } from '@agent-task-service/client';
-import { useContext, useState } from 'preact/hooks';
-import { agentsOf, KeyContext, useClient } from '../api.ts';
+import type { Agent, AgentName, ModelList, Profile, Session, Workspace } from '@agent-task-service/client';
+import { useState } from 'preact/hooks';
+import { agentsOf, useClient } from '../api.ts';
 import { ErrorNotice } from '../components/error-notice.tsx';
 import { FileDrop } from '../components/file-drop.tsx';
 import { Loading } from '../components/loading.tsx';
 import { useAction, useLoad } from '../hooks.ts';
 import { formatWhen } from '../lib/format.ts';
 import { href } from '../lib/router.ts';
-import { listModels, type ModelList } from '../models.ts';
 
 export const SCREEN_SIZES = [
   { label: 'Service default', value: '' },
@@ -32,14 +31,13 @@ interface Choices {
 
 export default function NewRunPage({ agent: agentParam, session: sessionParam, workspace: workspaceParam }: { agent?: string; session?: string; workspace?: string }) {
   const client = useClient();
-  const key = useContext(KeyContext);
   const choices = useLoad<Choices>(async (signal) => {
     const agents = await agentsOf(client);
     const [profiles, workspaces, sessionLists, models] = await Promise.all([
       client.profiles.list({ limit: 200, signal }).toArray(200),
       client.workspaces.list({ limit: 200, signal }).toArray(200),
       Promise.all(agents.map(async (a) => [a.name, (await client.sessions.list({ agent: a.name, limit: 50, signal }).firstPage()).items.filter((s) => s.status === 'open')] as const)),
-      listModels(key, signal),
+      client.models.list({ signal }),
     ]);
     return { agents, profiles, workspaces, sessions: Object.fromEntries(sessionLists), models };
   }, [client]);
