@@ -89,6 +89,7 @@ class AsyncAgentTaskService:
     """The Agent Task Service's client; `api_key` and `base_url` default to ATS_API_KEY and ATS_BASE_URL."""
 
     agents: "AsyncAgents"
+    models: "AsyncModels"
     runs: "AsyncRuns"
     sessions: "AsyncSessions"
     files: "AsyncFiles"

@@ -88,6 +88,7 @@ class AgentTaskService:
     """The Agent Task Service's client; `api_key` and `base_url` default to ATS_API_KEY and ATS_BASE_URL."""
 
     agents: "Agents"
+    models: "Models"
     runs: "Runs"
     sessions: "Sessions"
     files: "Files"
