@@ -69,6 +69,18 @@ export async function startClientHarness(options: StackFixtureOptions = {}): Pro
     await site.close();
     throw err;
   });
+  // From here on a failure must not leave the stack (its processes and Chromium) behind.
+  try {
+    return await withStack(fixture, site);
+  } catch (err) {
+    await fixture.stop();
+    await site.close();
+    throw err;
+  }
+}
+
+/** The proxy and control server around a started stack (see startClientHarness). */
+async function withStack(fixture: StackFixture, site: TestSite): Promise<ClientHarness> {
   const proxy = await cuttingProxy(() => fixture.stack.gatewayPort);
   const control = http.createServer((req, res): void => {
     const reply = (status: number, body: unknown): void => void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
