@@ -1,3 +1,4 @@
+import * as grpc from '@grpc/grpc-js';
 import { RunStatus } from '../../../gen/ats/run/v1/run.js';
 import * as s from '../schemas.js';
 import type { FromSchema } from '../json-schema.js';
@@ -25,8 +26,6 @@ async function streamEvents(ctx: RouteContext<RunContext['params'], unknown, Fro
   const lastId = Number(ctx.req.get('last-event-id') ?? ctx.query.after ?? 0);
   // Event ids are 32-bit on the wire: a larger Last-Event-ID has seen them all.
   const after = Number.isInteger(lastId) && lastId >= 0 ? Math.min(lastId, 2 ** 31 - 1) : 0;
-  await ctx.clients.run.connected(); // a stream fails at once while the run service restarts; a unary call would wait
-  const call = ctx.clients.run.api.watchEvents({ ...ref(ctx), after }, opts(ctx));
   let heartbeat: NodeJS.Timeout | undefined;
   const open = () => {
     if (ctx.res.headersSent) return;
@@ -34,20 +33,30 @@ async function streamEvents(ctx: RouteContext<RunContext['params'], unknown, Fro
     ctx.res.flushHeaders();
     heartbeat = setInterval(() => ctx.res.write(': keep-alive\n\n'), 15000);
   };
-  ctx.req.on('close', () => call.cancel());
-  await new Promise<void>((resolve, reject) => {
-    call.on('data', (msg: { event?: Parameters<typeof presentEvent>[0] }) => {
-      open();
-      if (msg.event) writeSse(ctx, presentEvent(msg.event));
-    });
-    call.on('metadata', open);
-    call.on('end', resolve);
-    call.on('error', (err: Error & { code?: number }) => {
-      // Before the stream opened the error is an ordinary HTTP error; after, the stream just ends.
-      if (!ctx.res.headersSent && err.code !== 1) return reject(fromServiceError(err)); // 404 for an unknown or foreign run, as on every route
-      resolve();
-    });
-  }).finally(() => clearInterval(heartbeat));
+  // A stream fails at once while the run service restarts (a unary call would wait): wait for a
+  // connection, and try again while none is found (each wait is at most CONNECT_WAIT_MS; a loaded
+  // machine can take longer than one reconnect pause to connect).
+  for (let attempt = 1; ; attempt++) {
+    await ctx.clients.run.connected();
+    const call = ctx.clients.run.api.watchEvents({ ...ref(ctx), after }, opts(ctx));
+    const onClose = () => call.cancel();
+    ctx.req.on('close', onClose);
+    const retry = await new Promise<boolean>((resolve, reject) => {
+      call.on('data', (msg: { event?: Parameters<typeof presentEvent>[0] }) => {
+        open();
+        if (msg.event) writeSse(ctx, presentEvent(msg.event));
+      });
+      call.on('metadata', open);
+      call.on('end', () => resolve(false));
+      call.on('error', (err: Error & { code?: number }) => {
+        if (ctx.res.headersSent || err.code === grpc.status.CANCELLED) return resolve(false); // after it opened, the stream just ends
+        if (err.code === grpc.status.UNAVAILABLE && attempt < 3 && !ctx.req.destroyed) return resolve(true);
+        reject(fromServiceError(err)); // an ordinary HTTP error: 404 for an unknown or foreign run, as on every route
+      });
+    }).finally(() => ctx.req.off('close', onClose));
+    if (!retry) break;
+  }
+  clearInterval(heartbeat);
   if (!ctx.res.writableEnded) ctx.res.end();
   return undefined;
 }
