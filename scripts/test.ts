@@ -1,8 +1,12 @@
 /**
  * Runs the tests with Node's built-in runner: unit tests beside the code, then integration
- * tests in test/. `unit` or `integration` runs one group. Exits non-zero on any failure.
+ * tests in test/. `unit` or `integration` runs one group; file paths after it run only those.
+ * Exits non-zero on any failure, and ends with each integration file's time, slowest first.
+ *
+ * ATS_TEST_CONCURRENCY (default 2) is how many integration files run at once; the files in
+ * ALONE run with nothing beside them.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT } from './stack.js';
@@ -17,22 +21,85 @@ function find(dir: string, out: string[] = []): string[] {
   return out;
 }
 
-const which = process.argv[2];
-const unit = ['services', 'gateway', 'scripts', 'dashboard'].flatMap((d) => find(path.join(ROOT, d))).sort();
-const integration = find(path.join(ROOT, 'test')).sort();
 /**
- * Unit test files run two at a time (each starts at most one small stack of its own: a PGlite, a
- * server on port 0, a Chromium); integration files one at a time, each a whole stack of processes.
+ * Integration files that measure the machine (how many browsers fit, how long a lease or a
+ * failover takes): beside another stack their figures would be the other stack's load.
  */
-const groups: [string, string[], number][] = [];
-if (which !== 'integration') groups.push(['unit', unit, 2]);
-if (which !== 'unit') groups.push(['integration', integration, 1]);
+const ALONE = new Set(['test/capacity.test.ts', 'test/recording-replicas.test.ts', 'test/browsers-replicas.test.ts', 'test/replicas.test.ts']);
 
-let failed = false;
-for (const [name, files, concurrency] of groups) {
-  if (!files.length) continue;
-  process.stdout.write(`\n== ${name} tests (${files.length} files)\n`);
-  const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files], { cwd: ROOT, stdio: 'inherit' });
-  if (r.status !== 0) failed = true;
+const [which, ...only] = process.argv.slice(2);
+const pick = (files: string[]) => (only.length ? files.filter((f) => only.includes(f)) : files);
+const unit = pick(['services', 'gateway', 'scripts', 'dashboard'].flatMap((d) => find(path.join(ROOT, d))).sort());
+const integration = pick(find(path.join(ROOT, 'test')).sort());
+const concurrency = Math.max(1, Number(process.env.ATS_TEST_CONCURRENCY ?? 2) || 1);
+
+const nodeTest = (files: string[], testConcurrency: number) => [
+  '--import',
+  'tsx',
+  '--test',
+  `--test-concurrency=${testConcurrency}`,
+  '--test-reporter=spec',
+  ...files,
+];
+
+/** Unit files run two at a time in one runner (each starts at most one PGlite, a server on port 0, a Chromium). */
+function runUnit(): boolean {
+  if (!unit.length) return true;
+  process.stdout.write(`\n== unit tests (${unit.length} files)\n`);
+  return spawnSync(process.execPath, nodeTest(unit, 2), { cwd: ROOT, stdio: 'inherit' }).status === 0;
 }
-process.exit(failed ? 1 : 0);
+
+interface FileResult {
+  file: string;
+  ok: boolean;
+  ms: number;
+}
+
+/** One integration file in its own runner; its output is printed whole when it ends, so files running side by side don't interleave. */
+function runFile(file: string): Promise<FileResult> {
+  const started = Date.now();
+  process.stdout.write(`▶ ${file}\n`);
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, nodeTest([file], 1), { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => out.push(b));
+    child.on('close', (code) => {
+      const r = { file, ok: code === 0, ms: Date.now() - started };
+      process.stdout.write(`\n== ${file} ${r.ok ? 'passed' : 'FAILED'} in ${(r.ms / 1000).toFixed(1)} s\n${Buffer.concat(out).toString()}`);
+      resolve(r);
+    });
+  });
+}
+
+/**
+ * Integration files, each a whole stack of processes: up to `concurrency` at once (most of a
+ * file's time is waiting on processes, pages and timers), the ALONE ones by themselves at the end.
+ */
+async function runIntegration(): Promise<boolean> {
+  if (!integration.length) return true;
+  process.stdout.write(`\n== integration tests (${integration.length} files, ${concurrency} at a time; ${integration.filter((f) => ALONE.has(f)).length} alone)\n`);
+  const queue = integration.filter((f) => !ALONE.has(f));
+  const results: FileResult[] = [];
+  const worker = async () => {
+    for (let f = queue.shift(); f; f = queue.shift()) results.push(await runFile(f));
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, worker));
+  for (const f of integration.filter((f) => ALONE.has(f))) results.push(await runFile(f));
+  results.sort((a, b) => b.ms - a.ms);
+  process.stdout.write(`\n== integration files by time\n${results.map((r) => `${r.ok ? '  ' : '✖ '}${(r.ms / 1000).toFixed(1).padStart(7)} s  ${r.file}`).join('\n')}\n`);
+  const failed = results.filter((r) => !r.ok);
+  if (failed.length) process.stdout.write(`\n✖ failing integration files:\n${failed.map((r) => `  ${r.file}`).join('\n')}\n`);
+  return !failed.length;
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  let ok = true;
+  if (which !== 'integration') ok = runUnit() && ok;
+  if (which !== 'unit') ok = (await runIntegration()) && ok;
+  process.stdout.write(`\n== ${ok ? 'all tests passed' : 'tests FAILED'} in ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
+  process.exit(ok ? 0 : 1);
+}
+
+void main();
