@@ -87,6 +87,25 @@ describe('an OpenAI-compatible model', () => {
     assert.equal(models.price('fake-gpt', total), (600 * 2 + 60 * 10) / 1e6);
   });
 
+  test('when the model is sent its tools, then they total at most 3,000 characters, the step notes are asked for once in the note tool, and the notes it writes there are replayed', async () => {
+    fake.script = (req, n) => {
+      if (n === 0) return { tools: [{ tool: 'note', args: { evaluation_previous_goal: 'nothing yet', memory: 'the lamp costs 12 EUR', next_goal: 'open the form' } }, { tool: 'navigate', args: { url: site.url('run-form.html') } }] };
+      return { tool: 'done', args: { result: /memory: the lamp costs (\d+ EUR)/.exec(userText(req))![1]! } };
+    };
+    const { result, steps } = await run('How much does the lamp cost?');
+    assert.equal(result, '12 EUR', 'the note of step 1 is in the history of step 2');
+    assert.deepEqual(steps.map((s) => s.action.split(' ')[0]), ['navigate'], 'a note is no step');
+    const tools = JSON.stringify(fake.requests[0]!.tools);
+    assert.ok(tools.length <= 3000, `the tools take ${tools.length} characters`);
+    assert.equal(tools.match(/"memory"/g)?.length, 1, 'the notes are declared once');
+  });
+
+  test('when a reply holds only a note, then the model is told it must also act, and the run goes on', async () => {
+    fake.script = (_req, n) => (n === 0 ? { tool: 'note', args: { memory: 'thinking' } } : { tool: 'done', args: { result: 'acted' } });
+    assert.equal((await run('anything')).result, 'acted');
+    assert.match(userText(fake.requests[1]!), /Your previous reply could not be used: The reply had only a note and no tool that acts/);
+  });
+
   test('when the provider keeps failing with 500, then the run ends after 3 failures in a row with a clear error, and asks no last question', async () => {
     fake.script = () => ({ status: 500 });
     await assert.rejects(run('anything', noRetry), (err: unknown) => err instanceof LimitReached && /The model failed 3 times in a row; the last time: The model provider failed: HTTP 500/.test(err.message) && err.partial === undefined);
