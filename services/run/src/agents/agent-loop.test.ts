@@ -94,6 +94,30 @@ describe('browser-agent recovery with an OpenAI-compatible model', () => {
     assert.match(last, /Step 4: click \[\d+\] button "Sign up" → \S*loop-welcome\.html\?first=Ada&last=Lovelace "Welcome"/);
   });
 
+  test('when an action of a multi-action reply fails, then the later ones are not run, the model is told which ran, and the edited field is named by its label', async () => {
+    fake.script = (req, n) => {
+      if (n === 0) return { tool: 'navigate', args: { url: site.url('loop-profile.html') } };
+      if (n === 1)
+        return {
+          tools: [
+            { tool: 'type', args: { index: elementIndex(req, /"Bio"/), text: 'Writes compilers' } },
+            { tool: 'select', args: { index: elementIndex(req, /"Bio"/), option: 'Public' } },
+            { tool: 'click', args: { index: elementIndex(req, /button "Save profile"/) } },
+          ],
+        };
+      if (!/Profile saved/.test(read(req, /Profile saved[^\n]*|Not saved yet/))) return { tool: 'click', args: { index: elementIndex(req, /button "Save profile"/) } };
+      return { tool: 'done', args: { result: read(req, /Profile saved with bio: [^\n]+/) } };
+    };
+    const { result, steps } = await run('Set my bio to "Writes compilers" and save the profile');
+    assert.equal(result, 'Profile saved with bio: Writes compilers');
+    assert.deepEqual(steps.map((s) => s.action.split(' ')[0]), ['navigate', 'type', 'select', 'click']);
+    const after = userText(fake.requests[2]!);
+    assert.match(read(after, /Profile saved[^\n]*|Not saved yet/), /Not saved yet/, 'the click after the failed action did not run');
+    assert.match(after, /Action 2 of the 3 of that reply failed \(the 1 before it ran\), so the 1 later action\(s\) of that reply were not run: click \[\d+\]/);
+    assert.match(after, /Step 2: type "Writes compilers" into \[\d+\] textarea "Bio"/, 'the field is named by its label');
+    assert.doesNotMatch(after, /long walks/, 'not by what it held before');
+  });
+
   test('when the model makes a malformed call, answers in prose, and the provider fails and times out, then each is reported and the run goes on to the answer', async () => {
     fake.script = (req, n) => {
       if (n === 0) return { tool: 'navigate', args: '{"url": ' };
