@@ -63,7 +63,7 @@ describe('an OpenAI-compatible model', () => {
         case 4:
           return { tool: 'extract', args: { what: 'text', selector: '#confirmation' } };
         default: {
-          const answer = /→ (Thank you[^\n]*)/.exec(userText(req))![1]!;
+          const answer = /result → <<page-content \w+ from extract result>>\n(Thank you[^\n]*)/.exec(userText(req))![1]!;
           return { tool: 'done', args: { result: answer } };
         }
       }
@@ -75,7 +75,7 @@ describe('an OpenAI-compatible model', () => {
     assert.equal(first.model, 'fake-gpt');
     assert.ok(first.tools!.some((t) => t.function.name === 'click') && first.tools!.some((t) => t.function.name === 'done'));
     assert.match(userText(first), /Task: Order a red lamp/);
-    assert.match(userText(first), /Turn 1 answer: its answer/, 'the earlier turn is in the conversation');
+    assert.match(userText(first), /Turn 1 answer: <<page-content \w+ from earlier answer>>\nits answer\n/, 'the earlier turn is in the conversation');
     assert.match(userText(fake.requests[1]!), /URL: .*run-form\.html[\s\S]*textbox "Full name"/, 'the page state after navigating');
     assert.match(userText(fake.requests[5]!), /Steps so far:[\s\S]*Step 3: click \[\d+\] button "Place order" → \S*run-thanks\.html\?\S* "Thanks"/, 'the history says what was clicked and where it led');
     assert.match(userText(fake.requests[5]!), /This is step 6 of 20\./);
@@ -147,7 +147,7 @@ describe('an OpenAI-compatible model', () => {
       // A question call: no tools, one part of the page; answered only from what that part shows.
       if (!req.tools) return { text: /keeper on duty in the great storm was ([A-Z][a-z]+ [A-Z][a-z]+)/.exec(text)?.[1] ?? 'NOT_FOUND' };
       if (!/URL: .*extract-long/.test(text)) return { tool: 'navigate', args: { url: site.url('extract-long.html') } };
-      const answer = /result → (.+)/.exec(text)?.[1];
+      const answer = /result → <<page-content \w+ from extract result>>\n(.+)/.exec(text)?.[1];
       return answer ? { tool: 'done', args: { result: answer } } : { tool: 'extract', args: { question } };
     };
     const { result, usage } = await run(question);
@@ -167,7 +167,7 @@ describe('an OpenAI-compatible model', () => {
       const text = userText(req);
       if (!req.tools) return { text: '```json\n' + JSON.stringify({ refunded: Number(/Table: Refunds\n[^]*?\| A-2 \| (\d+) \|/.exec(text)![1]) }) + '\n```' };
       if (!/URL: .*extract-tables/.test(text)) return { tool: 'navigate', args: { url: site.url('extract-tables.html') } };
-      const answer = /result → (.+)/.exec(text)?.[1];
+      const answer = /result → <<page-content \w+ from extract result>>\n(.+)/.exec(text)?.[1];
       return answer ? { tool: 'done', args: { result: answer } } : { tool: 'extract', args: { question: 'How much was refunded for A-2?', schema } };
     };
     const { result } = await run('How much was refunded for order A-2? Answer as JSON.');
