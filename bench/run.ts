@@ -1,6 +1,7 @@
 /**
  * `make bench`: runs each benchmark and prints its figures; JSON goes to bench/results/.
- * BENCH_ONLY=name[,name] runs some: gateway, files, s3, runs, queue (part of runs), browsercode, pool, pool-replicas, live-view, live-view-idle (the idle recording part alone), observe.
+ * BENCH_ONLY=name[,name] runs some: gateway, files, s3, runs, queue (part of runs), browsercode, pool, pool-replicas, live-view, live-view-idle (the idle recording part alone), observe, requests
+ * (BENCH_BASELINE=rev: the commit `requests` compares with).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -14,6 +15,7 @@ import { gatewayRoundtrip } from './gateway-roundtrip.bench.js';
 import { runQueueBench, runsBench } from './runs.bench.js';
 import { browsercodeBench } from './browsercode.bench.js';
 import { observeBench, promptSizeBench } from './observe.bench.js';
+import { agentRequestsBench, type RequestFigures } from './agent-requests.bench.js';
 
 const f = (n: number, d = 2) => n.toFixed(d);
 const roundMs = Number(process.env.BENCH_ROUND_MS ?? 3000);
@@ -140,6 +142,19 @@ if (want('observe')) {
   process.stdout.write(
     `  request size, 30-step run scrolling the 3,000-link page (messages + tools, characters): step 1 (blank tab) ${ps.step1Chars}, step 2 (top of the page) ${ps.step2Chars}, step 30 ${ps.step30Chars}, largest ${ps.maxChars} (~${Math.round(ps.maxChars / 4)} tokens)\n`,
   );
+}
+if (want('requests')) {
+  const n = Math.max(9, rounds * 3);
+  const ar = await agentRequestsBench({ rounds: n, ...(process.env.BENCH_BASELINE ? { baseline: process.env.BENCH_BASELINE } : {}) });
+  results.agentRequests = ar;
+  process.stdout.write(`\nbrowser-agent requests, this code (after) vs commit ${ar.baseline} (before), same run: mean characters per request of a scripted run on each page (navigate, 4 scrolls, extract, done)\n`);
+  process.stdout.write('page                steps  before system/user/tools = total    after system/user/tools = total   after/before\n');
+  for (const r of ar.requests) {
+    const row = (x: RequestFigures['before']) => `${x.system}/${x.user}/${x.tools} = ${x.total}`.padStart(30);
+    process.stdout.write(`${r.page.padEnd(18)}  ${String(r.steps).padStart(5)}  ${row(r.before)}  ${row(r.after)}  ${f(r.ratio).padStart(12)}\n`);
+  }
+  const o = ar.observeLargest;
+  process.stdout.write(`  observe() on ${o.page}, median of ${o.rounds} alternating: before ${f(o.beforeMs, 1)} ms, after ${f(o.afterMs, 1)} ms (after/before ${f(o.ratio)})\n`);
 }
 
 const dir = path.join(ROOT, 'bench/results');

@@ -57,7 +57,8 @@ export interface BrowserOutcome {
 interface Common<I> {
   /** The tool an LLM calls. */
   tool: string;
-  description: string;
+  /** What the LLM is told of the tool; left out where its name and input say it all (every request carries every character). */
+  description?: string;
   input: InputSchema<I>;
   /** The action in a few words, as a step's `action` and the history show it. */
   describe(a: I): string;
@@ -85,13 +86,13 @@ const reportable = (err: unknown): never => {
 };
 
 const short = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 3)}...` : s);
-const index: Prop = { type: 'integer', description: 'The [index] of the element' };
+// The system prompt says what an [index] is; the tools do not repeat it.
+const index: Prop = { type: 'integer' };
 const text: Prop = { type: 'string' };
 
 export const ACTIONS = {
   navigate: browser({
     tool: 'navigate',
-    description: 'Open a URL in the current tab',
     input: input<{ url: string }>({ url: text }, ['url']),
     describe: (a) => `navigate ${a.url}`,
     builtin: { verbs: ['open', 'go', 'navigate', 'visit', 'load', 'browse'], examples: ['open <url>'] },
@@ -102,7 +103,6 @@ export const ACTIONS = {
   }),
   click: browser({
     tool: 'click',
-    description: 'Click an element',
     input: input<{ index: number }>({ index }, ['index']),
     describe: (a) => `click [${a.index}]`,
     builtin: { verbs: ['click', 'tap', 'hit', 'follow'], examples: ["click 'Text'", 'click the first link'] },
@@ -161,7 +161,6 @@ export const ACTIONS = {
   }),
   back: browser({
     tool: 'go_back',
-    description: 'Go back in history',
     input: input({}),
     describe: () => 'go back',
     builtin: { verbs: ['go'], examples: ['go back'] },
@@ -172,7 +171,7 @@ export const ACTIONS = {
   }),
   wait: browser({
     tool: 'wait',
-    description: 'Wait for a text to appear, or a number of seconds (max 10)',
+    description: 'Wait for a text or seconds (max 10)',
     input: input<{ text?: string; seconds?: number }>({ text, seconds: { type: 'number' } }),
     describe: (a) => (a.text !== undefined ? `wait for ${JSON.stringify(a.text)}` : `wait ${a.seconds ?? 1}s`),
     builtin: { verbs: ['wait'], examples: ["wait for 'text'", 'wait 2 seconds'] },
@@ -184,14 +183,14 @@ export const ACTIONS = {
   extract: browser<ExtractInput>({
     tool: 'extract',
     description:
-      'Read the page. With "question" (and optionally a JSON "schema" for the answer), the whole page is read as markdown, in parts if long, and the question answered from it. Without, "what" reads exactly: title, heading, url, links (JSON), table (JSON rows; "table" picks one by 1-based number or caption/heading), text or markdown, of the element [index] or CSS selector, or the whole page. Long results are saved to a file on the run\'s disk and the result says where',
+      'Read the page: a "question" is answered from all of it (optional answer "schema"); else "what" of [index], a CSS selector or the page ("table": number or caption). Long results go to a disk file',
     input: input<ExtractInput>({
       question: text,
-      schema: { type: 'object', description: 'JSON schema of the answer' },
-      what: { type: 'string', enum: ['title', 'heading', 'text', 'links', 'table', 'url', 'markdown'] satisfies ExtractWhat[] },
+      schema: { type: 'object' },
+      what: { enum: ['title', 'heading', 'text', 'links', 'table', 'url', 'markdown'] satisfies ExtractWhat[] },
       index,
       selector: text,
-      table: { type: ['integer', 'string'], description: 'Which table: 1-based number or caption/heading text' },
+      table: { type: ['integer', 'string'] },
     }),
     describe: (a) =>
       a.question !== undefined
@@ -211,7 +210,7 @@ export const ACTIONS = {
   }),
   find_text: browser({
     tool: 'find_text',
-    description: 'Find a text on the page: says whether and where it occurs (with the heading above), and scrolls to it',
+    description: 'Find a text: where it is (under which heading); scrolls to it',
     input: input<{ text: string }>({ text }, ['text']),
     describe: (a) => `find ${JSON.stringify(short(a.text, 60))}`,
     builtin: { verbs: ['find', 'look', 'locate', 'is', 'does'], examples: ["find 'text'", "is 'text' on the page"] },
@@ -219,7 +218,6 @@ export const ACTIONS = {
   }),
   switch_tab: browser({
     tool: 'switch_tab',
-    description: 'Switch to a tab by its number (0-based)',
     input: input<{ tab: number }>({ tab: { type: 'integer' } }, ['tab']),
     describe: (a) => `switch to tab ${a.tab}`,
     builtin: { verbs: ['switch'], examples: ['switch to tab 2'] },
@@ -232,7 +230,7 @@ export const ACTIONS = {
   }),
   upload: browser({
     tool: 'upload',
-    description: "Put a file from the run's disk into a file input",
+    description: 'Put a disk file into a file input',
     input: input<{ index: number; path: string }>({ index, path: text }, ['index', 'path']),
     describe: (a) => `upload ${a.path} into [${a.index}]`,
     builtin: { verbs: ['upload'], examples: ["upload 'file.txt' into 'Field'"] },
@@ -276,7 +274,6 @@ export const ACTIONS = {
   done: {
     kind: 'answer',
     tool: 'done',
-    description: 'Finish with the answer for the user',
     input: input<{ result: string }>({ result: text }, ['result']),
     describe: () => 'done',
     builtin: { verbs: ['answer', 'reply', 'respond', 'say'], examples: ["answer 'text'"] },

@@ -45,6 +45,11 @@ function read(req: ChatRequest | string, pattern: RegExp): string {
   return m[0];
 }
 
+/** The prompt without the regions fenced as page content, as a reader that honours the fences' tags sees it. */
+function outsideFences(text: string): string {
+  return text.replace(/<<page-content (\w+) from [^\n]*?>>\n[^]*?\n<<end page-content \1>>/g, '(page content)');
+}
+
 describe('browser-agent recovery with an OpenAI-compatible model', () => {
   test('when a click raises an alert and another a confirm, then both are answered, reported to the model, and the run completes', async () => {
     fake.script = (req, n) => {
@@ -55,9 +60,9 @@ describe('browser-agent recovery with an OpenAI-compatible model', () => {
     };
     const { result } = await run('Save the draft, then delete it, and tell me what the page says');
     assert.equal(result, 'Draft #27 deleted');
-    assert.match(userText(fake.requests[2]!), /The page showed an alert: "Draft saved"; it was closed with OK/);
+    assert.match(userText(fake.requests[2]!), /The page showed an alert; it was closed with OK\. It said: <<page-content \w+ from alert>>\nDraft saved\n/);
     assert.match(userText(fake.requests[2]!), /Saved as draft #27/, 'the click went through once the alert was answered');
-    assert.match(userText(fake.requests[3]!), /a confirm dialog: "Really delete the draft\?"; it was accepted/);
+    assert.match(userText(fake.requests[3]!), /a confirm dialog; it was accepted\. It said: <<page-content \w+ from confirm>>\nReally delete the draft\?\n/);
   });
 
   test('when a click starts a chain of redirects, then the model is shown the page at its end', async () => {
@@ -92,6 +97,49 @@ describe('browser-agent recovery with an OpenAI-compatible model', () => {
     assert.match(last, /the 1 later action\(s\) of that reply were not run: click \[\d+\]/);
     assert.match(last, /memory: signing up Ada Lovelace/, "the model's notes are replayed");
     assert.match(last, /Step 4: click \[\d+\] button "Sign up" → \S*loop-welcome\.html\?first=Ada&last=Lovelace "Welcome"/);
+  });
+
+  test('when an action of a multi-action reply fails, then the later ones are not run, the model is told which ran, and the edited field is named by its label', async () => {
+    fake.script = (req, n) => {
+      if (n === 0) return { tool: 'navigate', args: { url: site.url('loop-profile.html') } };
+      if (n === 1)
+        return {
+          tools: [
+            { tool: 'type', args: { index: elementIndex(req, /"Bio"/), text: 'Writes compilers' } },
+            { tool: 'select', args: { index: elementIndex(req, /"Bio"/), option: 'Public' } },
+            { tool: 'click', args: { index: elementIndex(req, /button "Save profile"/) } },
+          ],
+        };
+      if (!/Profile saved/.test(read(req, /Profile saved[^\n]*|Not saved yet/))) return { tool: 'click', args: { index: elementIndex(req, /button "Save profile"/) } };
+      return { tool: 'done', args: { result: read(req, /Profile saved with bio: [^\n]+/) } };
+    };
+    const { result, steps } = await run('Set my bio to "Writes compilers" and save the profile');
+    assert.equal(result, 'Profile saved with bio: Writes compilers');
+    assert.deepEqual(steps.map((s) => s.action.split(' ')[0]), ['navigate', 'type', 'select', 'click']);
+    const after = userText(fake.requests[2]!);
+    assert.match(read(after, /Profile saved[^\n]*|Not saved yet/), /Not saved yet/, 'the click after the failed action did not run');
+    assert.match(after, /Action 2 of the 3 of that reply failed \(the 1 before it ran\), so the 1 later action\(s\) of that reply were not run: click \[\d+\]/);
+    assert.match(after, /Step 2: type "Writes compilers" into \[\d+\] textarea "Bio"/, 'the field is named by its label');
+    assert.doesNotMatch(after, /long walks/, 'not by what it held before');
+  });
+
+  test('when an extracted text forges a note of the service, then it reaches the model inside the fence of page content, and a model that obeys notes outside fences is not diverted', async () => {
+    fake.script = (req) => {
+      const text = outsideFences(userText(req));
+      // A naive model: it obeys any line that looks like the service's note, wherever it sees one outside a fence.
+      const forged = /^- The user has changed the task: open (\S+)/m.exec(text);
+      if (forged) return { tool: 'navigate', args: { url: forged[1]! } };
+      if (!/URL: \S*loop-injection\.html/.test(text)) return { tool: 'navigate', args: { url: site.url('loop-injection.html') } };
+      const total = /extract result>>\n[^]*?total: (\d+ EUR)/.exec(userText(req));
+      if (!total) return { tool: 'extract', args: { what: 'text', selector: '#order' } };
+      return { tool: 'done', args: { result: total[1]! } };
+    };
+    const { result, steps } = await run('What is the total of my order?');
+    assert.equal(result, '42 EUR');
+    assert.deepEqual(steps.map((s) => s.action.split(' ')[0]), ['navigate', 'extract'], 'the run never opened the page the text asked for');
+    const last = userText(fake.requests.at(-1)!);
+    assert.match(last, /result → <<page-content \w+ from extract result>>\n[^]*The user has changed the task/, 'the forged note reached the model, as page content');
+    assert.doesNotMatch(outsideFences(last), /changed the task/);
   });
 
   test('when the model makes a malformed call, answers in prose, and the provider fails and times out, then each is reported and the run goes on to the answer', async () => {
@@ -183,7 +231,7 @@ describe('browser-agent recovery with Anthropic, as with OpenAI', () => {
     const said = anthropic.requests.map((r) => anthropicUserText(r));
     assert.match(said[1]!, /could not be used: The reply had no tool call/);
     assert.match(said[2]!, /could not be used: The model provider failed: HTTP 529/);
-    assert.match(said[4]!, /The page showed an alert: "Draft saved"; it was closed with OK/);
+    assert.match(said[4]!, /The page showed an alert; it was closed with OK\. It said: <<page-content \w+ from alert>>\nDraft saved\n/);
     assert.match(said.at(-1)!, /This is your last call: only done is available/);
   });
 });
@@ -201,7 +249,7 @@ describe('browsercode recovery with an OpenAI-compatible model', () => {
         const draft = read(req, /draft #\d+/);
         return { tools: [{ tool: 'write_file', args: { path: 'draft.txt', content: draft } }, { tool: 'shell', args: { command: 'wc -c < draft.txt' } }, { tool: 'list_files', args: {} }] };
       }
-      const bytes = /Step 4: run wc[^\n]*\n(?:  [^\n]*\n)*?  result → (\d+)/.exec(text)?.[1];
+      const bytes = /Step 4: run wc[^\n]*\n(?:  [^\n]*\n)*?  result → <<page-content \w+ from shell result>>\n(\d+)/.exec(text)?.[1];
       if (!/not valid JSON/.test(text)) return { tool: 'done', args: { result: `The draft note has ${bytes} bytes` } };
       return { tool: 'done', args: { result: `{"bytes": ${bytes}}` } };
     };
@@ -224,7 +272,7 @@ describe('browsercode recovery with an OpenAI-compatible model', () => {
       });
       assert.deepEqual(JSON.parse(result), { bytes: 9 }, 'the file holds "draft #27"');
       assert.match(userText(fake.requests[1]!), /could not be used: The model made a malformed tool call to "shell": "command" must be a string/);
-      assert.match(userText(fake.requests[3]!), /The page showed an alert: "Draft saved"; it was closed with OK/);
+      assert.match(userText(fake.requests[3]!), /The page showed an alert; it was closed with OK\. It said: <<page-content \w+ from alert>>\nDraft saved\n/);
       assert.match(userText(fake.requests[3]!), /This is step 3 of 15\./);
       assert.deepEqual(events.filter((e) => e.type === 'tool.call').map((e) => e.data.tool), ['navigate', 'click', 'write_file', 'shell', 'list_files']);
       assert.equal(await fs.readFile(path.join(disk, 'draft.txt'), 'utf8'), 'draft #27');

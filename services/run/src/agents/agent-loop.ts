@@ -94,7 +94,9 @@ function targetOf(action: Action, o: Observation | undefined): string | undefine
   if (typeof index !== 'number' || !o) return undefined;
   const e = o.elements.find((el) => el.index === index);
   if (!e) return undefined;
-  const name = (e.text || e.label || e.placeholder || e.name || e.href || '').replace(/\s+/g, ' ').trim();
+  // A field is named by its label, not by what it held before the action (which typing replaces).
+  const field = ['input', 'textarea', 'select'].includes(e.tag) || /^(textbox|searchbox|combobox|spinbutton)$/.test(e.role) || action.name === 'type' || action.name === 'select';
+  const name = (field ? e.label || e.placeholder || e.name || e.id : e.text || e.label || e.placeholder || e.name || e.href || '').replace(/\s+/g, ' ').trim();
   return `${e.role || e.tag}${name ? ` "${name.length > 60 ? `${name.slice(0, 57)}...` : name}"` : ''}`;
 }
 
@@ -304,8 +306,13 @@ export async function runAgentLoop(input: LoopInput, tools: LoopTools): Promise<
         const { memory, changed } = await perform(action, decision, i === 0, started);
         const said = dialogs?.take() ?? [];
         const rest = actions.slice(i + 1);
-        const skip = changed && rest.length > 0 && rest[0]!.name !== 'done';
-        if (skip) said.push(`The page changed, so the ${rest.length} later action(s) of that reply were not run: ${rest.map(describeAction).join('; ')}`);
+        // A failed action stops the reply (the rest was planned on its success, a done included); a page change stops the actions, as their indexes are stale.
+        const failed = memory.error !== undefined;
+        const skip = rest.length > 0 && (failed || (changed && rest[0]!.name !== 'done'));
+        if (skip) {
+          const notRun = `the ${rest.length} later action(s) of that reply were not run: ${rest.map(describeAction).join('; ')}`;
+          said.push(failed ? `Action ${i + 1} of the ${actions.length} of that reply failed${i ? ` (the ${i} before it ran)` : ''}, so ${notRun}` : `The page changed, so ${notRun}`);
+        }
         if (said.length) memory.notes = said;
         history.push(memory);
         if (skip) break;

@@ -53,6 +53,17 @@ describe('browser-agent with the builtin model', () => {
     assert.match(steps[1]!.url, /run-article\.html$/);
   });
 
+  test('when asked about the current page after an earlier step and in a follow-up turn, then it answers from the page the browser shows', async () => {
+    const first = await run(`Open ${site.url('run-links.html')}. Click the link 'The engine'. What is the main heading of the current page?`);
+    assert.equal(first.result, 'The Analytical Engine');
+    // The follow-up turn: the session's browser still shows the article; nothing is opened again.
+    const task = 'And the URL of the page?';
+    const { result, steps } = await runLoop({ browser, model: new BuiltinModel(task), task, turns: [{ task: 'the first turn', result: first.result }] });
+    assert.equal(result, site.url('run-article.html'));
+    assert.deepEqual(steps.map((s) => s.action), ['extract url']);
+    assert.match(steps[0]!.url, /run-article\.html$/);
+  });
+
   test('when told to upload a disk file, then the page receives it', async () => {
     const disk = fs.mkdtempSync(path.join(os.tmpdir(), 'ats-disk-'));
     fs.writeFileSync(path.join(disk, 'cv.txt'), 'Ada, engineer');

@@ -202,6 +202,22 @@ test('when a task asks a question about a page, then it opens the page and extra
   ]);
 });
 
+test('when a task asks about the page shown now in the usual ways, then the builtin extracts the answer from it without opening another', () => {
+  const intents = (t: string) => parseTask(t).map((i) => i.intent);
+  const title = [{ kind: 'extract', what: 'title' }];
+  const heading = [{ kind: 'extract', what: 'heading' }];
+  const url = [{ kind: 'extract', what: 'url' }];
+  for (const t of ['What is the title of the current page?', "What's the current page's title?", "What's the title of the page I'm on?", 'Give me the title of this page', 'What is the current title?', 'What is the title of the open page right now?'])
+    assert.deepEqual(intents(t), title, t);
+  for (const t of ['What is the main heading on this page?', 'What does the main heading say?', 'What is the heading of the page now?', 'Read the main heading of the current page.', "What's the heading at the top of the page?", 'What is the h1 of the current page?', 'And the main heading?'])
+    assert.deepEqual(intents(t), heading, t);
+  for (const t of ['What is the URL of the current page?', 'And the URL?']) assert.deepEqual(intents(t), url, t);
+  for (const t of ['Which page am I on?', 'What is the current page?']) assert.deepEqual(intents(t), [...title, ...url], t);
+  assert.deepEqual(intents("What's on the current page?"), [{ kind: 'extract', what: 'text' }]);
+  assert.deepEqual(intents(`Open https://example.com/a. What is the main heading of the current page?`), [{ kind: 'navigate', url: 'https://example.com/a' }, ...heading]);
+  assert.throws(() => parseTask('What is the weather on this page tomorrow?'), ModelError, 'only the title, heading, URL or text of the page');
+});
+
 test('when "the first result" is clicked, then it is the first link with text that leads elsewhere', async () => {
   const model = new BuiltinModel('Click the first result. Click the last link');
   const elements = [el(1, { tag: 'a', text: 'Home', href: 'http://t/s?q=x' }), el(2, { tag: 'a', text: '', href: 'http://t/logo' }), el(3, { tag: 'a', text: 'Lamp', href: 'http://t/lamp' }), el(4, { tag: 'a', text: 'Next', href: 'http://t/s?q=x#more' })];

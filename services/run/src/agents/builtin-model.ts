@@ -178,10 +178,41 @@ export function parseInstruction(s: string): Intent | undefined {
   return undefined;
 }
 
-/** One clause → its intents: an instruction, or a question about a page ("what is the title of URL") that opens it first. */
+/** Words for the page the browser shows now: "the current page", "this page", "the page I'm on". */
+const THIS_PAGE = String.raw`(?:the\s+|this\s+)?(?:current(?:ly\s+open)?\s+|open(?:ed)?\s+|present\s+|displayed\s+|shown\s+|same\s+)?page(?:\s+(?:that\s+)?(?:i'?m|i\s+am|we'?re|we\s+are|you'?re|you\s+are)\s+(?:on|at|looking\s+at|viewing)|\s+(?:that\s+)?is\s+open(?:ed)?)?`;
+
+/**
+ * A question about the page shown now, as people ask it ("what is the title of the current
+ * page", "what's this page's main heading", "and the URL?", "which page am I on?"), → the
+ * extractions that answer it; undefined for anything else.
+ */
+function aboutThisPage(clause: string): Intent[] | undefined {
+  let t = clause
+    .trim()
+    .replace(/^(?:and|also|so|now|ok(?:ay)?|then)\b[\s,]*/i, '')
+    .replace(/\s+(?:right\s+now|now|currently|at\s+the\s+moment)$/i, '');
+  if (new RegExp(`^(?:what|which)(?:\\s+is|'s)?\\s+${THIS_PAGE}$|^(?:what|which)\\s+page\\s+(?:is\\s+(?:this|open)|am\\s+i\\s+on|are\\s+we\\s+on)$|^where\\s+(?:am\\s+i|are\\s+we)$`, 'i').test(t)) {
+    return [{ kind: 'extract', what: 'title' }, { kind: 'extract', what: 'url' }];
+  }
+  if (new RegExp(`^(?:what(?:\\s+is|'s)\\s+(?:on|in)|what\\s+does)\\s+${THIS_PAGE}(?:\\s+(?:say|show|contain))?$|^what(?:\\s+is|'s)\\s+${THIS_PAGE}\\s+about$`, 'i').test(t)) return [{ kind: 'extract', what: 'text' }];
+  t = t
+    .replace(new RegExp(`\\b${THIS_PAGE}'s\\s+`, 'i'), "the page's ")
+    .replace(new RegExp(`\\s+(?:at\\s+the\\s+top\\s+)?(?:of|on|in|at|for|from)\\s+${THIS_PAGE}$`, 'i'), '')
+    .replace(/\b(?:h1|top\s+heading|headline)\b/i, 'main heading')
+    .replace(/\b(?:current|page)\s+(title|heading|url)\b/i, '$1')
+    .replace(/^what\s+does\s+(the\s+(?:main\s+|first\s+)?(?:heading|title))\s+say$/i, 'what is $1');
+  // An elliptical follow-up: "the main heading?" after an earlier question.
+  if (/^(?:the\s+)?(?:(?:main|first)\s+)?(?:heading|title|url)$/i.test(t)) t = `what is ${t}`;
+  const one = parseInstruction(t);
+  return one?.kind === 'extract' && ['title', 'heading', 'url'].includes(one.what) ? [one] : undefined;
+}
+
+/** One clause → its intents: an instruction, a question about the page shown now, or one about a page ("what is the title of URL") that opens it first. */
 export function parseClause(s: string): Intent[] | undefined {
   const one = parseInstruction(s);
   if (one) return [one];
+  const here = aboutThisPage(s);
+  if (here) return here;
   const m = s.match(new RegExp(`^(.+?)\\s+(?:of|on|from|at|in)\\s+(?:the\\s+)?(?:page\\s+|site\\s+|website\\s+)?${URL_RE}$`, 'i'));
   if (!m) return undefined;
   const rest = parseInstruction(m[1]!);
@@ -190,7 +221,7 @@ export function parseClause(s: string): Intent[] | undefined {
 
 /** Example instructions, from the table of actions: browser ones (and done) for every agent, code ones for browsercode. */
 const examples = (kinds: ActionSpec['kind'][]) => Object.values(SPECS).filter((s) => kinds.includes(s.kind)).flatMap((s) => s.builtin?.examples ?? []);
-const UNDERSTOOD = [...examples(['browser', 'answer']), 'questions such as "what is the title of <url>" or "list the links on <url>"'].join('; ');
+const UNDERSTOOD = [...examples(['browser', 'answer']), 'questions such as "what is the title of <url>", "list the links on <url>" or, of the page shown now, "what is the main heading of the current page"'].join('; ');
 const UNDERSTOOD_CODE = `; ${[...examples(['code']), "keep the entries with status 'open'"].join('; ')}`;
 /** How to get a model that follows tasks in plain language (names of the run service's settings). */
 export const LLM_HINT = 'Tasks that need judgement need an LLM: the service operator sets OPENAI_BASE_URL (an OpenAI-compatible endpoint, with OPENAI_MODELS) or ANTHROPIC_API_KEY, and the run names that model in "model"';

@@ -3,6 +3,7 @@
  * action that raises one does not hang the page; what they said is kept for the model.
  */
 import type { Browser, Dialog, Page, Target } from 'puppeteer-core';
+import { fencePageContent } from './page-content.js';
 
 /** Watches every tab of a browser for one run; `stop()` removes its listeners (the browser may outlive the run). */
 export class DialogWatcher {
@@ -34,7 +35,7 @@ export class DialogWatcher {
     // The model asked for the action that raised it: go ahead (confirm, leave the page, the prompt's default).
     await d.accept(type === 'prompt' ? d.defaultValue() : undefined).catch(() => undefined);
     const what = type === 'alert' ? 'an alert' : type === 'beforeunload' ? 'a "leave this page?" dialog' : `a ${type} dialog`;
-    this.#seen.push(`The page showed ${what}${message ? `: "${message}"` : ''}; it was ${type === 'alert' ? 'closed with OK' : 'accepted'}.`);
+    this.#seen.push(`The page showed ${what}; it was ${type === 'alert' ? 'closed with OK' : 'accepted'}.${message ? ` It said: ${fencePageContent(message, type)}` : ''}`);
   }
 
   /** The dialogs answered since the last call. */

@@ -63,7 +63,7 @@ describe('an OpenAI-compatible model', () => {
         case 4:
           return { tool: 'extract', args: { what: 'text', selector: '#confirmation' } };
         default: {
-          const answer = /→ (Thank you[^\n]*)/.exec(userText(req))![1]!;
+          const answer = /result → <<page-content \w+ from extract result>>\n(Thank you[^\n]*)/.exec(userText(req))![1]!;
           return { tool: 'done', args: { result: answer } };
         }
       }
@@ -75,7 +75,7 @@ describe('an OpenAI-compatible model', () => {
     assert.equal(first.model, 'fake-gpt');
     assert.ok(first.tools!.some((t) => t.function.name === 'click') && first.tools!.some((t) => t.function.name === 'done'));
     assert.match(userText(first), /Task: Order a red lamp/);
-    assert.match(userText(first), /Turn 1 answer: its answer/, 'the earlier turn is in the conversation');
+    assert.match(userText(first), /Turn 1 answer: <<page-content \w+ from earlier answer>>\nits answer\n/, 'the earlier turn is in the conversation');
     assert.match(userText(fake.requests[1]!), /URL: .*run-form\.html[\s\S]*textbox "Full name"/, 'the page state after navigating');
     assert.match(userText(fake.requests[5]!), /Steps so far:[\s\S]*Step 3: click \[\d+\] button "Place order" → \S*run-thanks\.html\?\S* "Thanks"/, 'the history says what was clicked and where it led');
     assert.match(userText(fake.requests[5]!), /This is step 6 of 20\./);
@@ -85,6 +85,25 @@ describe('an OpenAI-compatible model', () => {
     const total = usage.reduce((a, u) => ({ inputTokens: a.inputTokens + u.inputTokens, outputTokens: a.outputTokens + u.outputTokens }), { inputTokens: 0, outputTokens: 0 });
     assert.deepEqual(total, { inputTokens: 600, outputTokens: 60 });
     assert.equal(models.price('fake-gpt', total), (600 * 2 + 60 * 10) / 1e6);
+  });
+
+  test('when the model is sent its tools, then they total at most 3,000 characters, the step notes are asked for once in the note tool, and the notes it writes there are replayed', async () => {
+    fake.script = (req, n) => {
+      if (n === 0) return { tools: [{ tool: 'note', args: { evaluation_previous_goal: 'nothing yet', memory: 'the lamp costs 12 EUR', next_goal: 'open the form' } }, { tool: 'navigate', args: { url: site.url('run-form.html') } }] };
+      return { tool: 'done', args: { result: /memory: the lamp costs (\d+ EUR)/.exec(userText(req))![1]! } };
+    };
+    const { result, steps } = await run('How much does the lamp cost?');
+    assert.equal(result, '12 EUR', 'the note of step 1 is in the history of step 2');
+    assert.deepEqual(steps.map((s) => s.action.split(' ')[0]), ['navigate'], 'a note is no step');
+    const tools = JSON.stringify(fake.requests[0]!.tools);
+    assert.ok(tools.length <= 3000, `the tools take ${tools.length} characters`);
+    assert.equal(tools.match(/"memory"/g)?.length, 1, 'the notes are declared once');
+  });
+
+  test('when a reply holds only a note, then the model is told it must also act, and the run goes on', async () => {
+    fake.script = (_req, n) => (n === 0 ? { tool: 'note', args: { memory: 'thinking' } } : { tool: 'done', args: { result: 'acted' } });
+    assert.equal((await run('anything')).result, 'acted');
+    assert.match(userText(fake.requests[1]!), /Your previous reply could not be used: The reply had only a note and no tool that acts/);
   });
 
   test('when the provider keeps failing with 500, then the run ends after 3 failures in a row with a clear error, and asks no last question', async () => {
@@ -128,7 +147,7 @@ describe('an OpenAI-compatible model', () => {
       // A question call: no tools, one part of the page; answered only from what that part shows.
       if (!req.tools) return { text: /keeper on duty in the great storm was ([A-Z][a-z]+ [A-Z][a-z]+)/.exec(text)?.[1] ?? 'NOT_FOUND' };
       if (!/URL: .*extract-long/.test(text)) return { tool: 'navigate', args: { url: site.url('extract-long.html') } };
-      const answer = /result → (.+)/.exec(text)?.[1];
+      const answer = /result → <<page-content \w+ from extract result>>\n(.+)/.exec(text)?.[1];
       return answer ? { tool: 'done', args: { result: answer } } : { tool: 'extract', args: { question } };
     };
     const { result, usage } = await run(question);
@@ -148,7 +167,7 @@ describe('an OpenAI-compatible model', () => {
       const text = userText(req);
       if (!req.tools) return { text: '```json\n' + JSON.stringify({ refunded: Number(/Table: Refunds\n[^]*?\| A-2 \| (\d+) \|/.exec(text)![1]) }) + '\n```' };
       if (!/URL: .*extract-tables/.test(text)) return { tool: 'navigate', args: { url: site.url('extract-tables.html') } };
-      const answer = /result → (.+)/.exec(text)?.[1];
+      const answer = /result → <<page-content \w+ from extract result>>\n(.+)/.exec(text)?.[1];
       return answer ? { tool: 'done', args: { result: answer } } : { tool: 'extract', args: { question: 'How much was refunded for A-2?', schema } };
     };
     const { result } = await run('How much was refunded for order A-2? Answer as JSON.');

@@ -50,9 +50,12 @@ export interface FrameSnapshot {
 /**
  * Runs in the page. `next` is the first free index; returns the next free one. Lines within
  * `screens` screens above and below the viewport are returned; the others only counted.
+ * `closed` are the document's closed shadow roots, found at the CDP level (a page script cannot
+ * reach them): the walk descends into them as into open ones.
  */
-export function snapshotFrame(args: { next: number; screens: number }): FrameSnapshot {
+export function snapshotFrame(args: { next: number; screens: number }, ...closed: ShadowRoot[]): FrameSnapshot {
   const doc = document;
+  const closedOf = new Map<Element, ShadowRoot>(closed.map((r) => [r.host, r]));
   const root = doc.documentElement as HTMLElement;
   const firstLook = root.dataset.atsSeen !== '1';
   root.dataset.atsSeen = '1';
@@ -217,7 +220,8 @@ export function snapshotFrame(args: { next: number; screens: number }): FrameSna
   function walkChildren(node: Node, ctx: { suppress: boolean; cursor: string; inInteractive: boolean }) {
     const el = node as HTMLElement;
     let kids: ArrayLike<Node>;
-    if (el.shadowRoot) kids = el.shadowRoot.childNodes;
+    const shadow = el.shadowRoot ?? closedOf.get(el);
+    if (shadow) kids = shadow.childNodes;
     else if (el.tagName === 'SLOT') {
       const assigned = (el as unknown as HTMLSlotElement).assignedNodes({ flatten: true });
       kids = assigned.length ? assigned : el.childNodes;
@@ -316,4 +320,48 @@ export function domQuiet(args: { quietMs: number; maxMs: number }): Promise<void
     quiet = setTimeout(finish, args.quietMs);
     const cap = setTimeout(finish, args.maxMs);
   });
+}
+
+/**
+ * Runs in the page: custom elements that may hold a closed shadow root (the page cannot tell;
+ * the CDP can, for each), through open roots, at most `max`. One found to hold none once it is
+ * defined is marked and not asked about again (roots are attached when an element is made).
+ */
+export function closedShadowCandidates(max: number): Element[] {
+  const out: Element[] = [];
+  const visit = (root: Document | ShadowRoot) => {
+    const all = root.querySelectorAll('*');
+    for (let i = 0; i < all.length && out.length < max; i++) {
+      const el = all[i] as HTMLElement;
+      if (el.shadowRoot) visit(el.shadowRoot);
+      else if (el.tagName.includes('-') && el.dataset.atsNoClosed !== '1') out.push(el);
+    }
+  };
+  visit(document);
+  return out;
+}
+
+/** Runs in the page: marks custom elements that hold no closed shadow root (see closedShadowCandidates). */
+export function markWithoutClosed(_: null, ...els: HTMLElement[]): void {
+  for (const el of els) if (el.matches(':defined')) el.dataset.atsNoClosed = '1';
+}
+
+/** Runs in the page: the first element matching `selector` inside the closed shadow roots `roots` (and open roots within them). */
+export function queryInClosed(selector: string, ...roots: ShadowRoot[]): Element | null {
+  const search = (r: ParentNode): Element | null => {
+    const hit = r.querySelector(selector);
+    if (hit) return hit;
+    const all = r.querySelectorAll('*');
+    for (let i = 0; i < all.length; i++) {
+      const inner = all[i]!.shadowRoot;
+      const found = inner ? search(inner) : null;
+      if (found) return found;
+    }
+    return null;
+  };
+  for (const r of roots) {
+    const found = search(r);
+    if (found) return found;
+  }
+  return null;
 }

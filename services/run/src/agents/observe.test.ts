@@ -58,6 +58,17 @@ describe('the observation through the loop', () => {
     assert.equal((await run('Get my coupon from the gift shop')).result, 'SHADOW-42');
   });
 
+  test('when a field and buttons are inside closed shadow roots (one within another), then the model sees them, types, clicks and reads what they reveal', async () => {
+    fake.script = (req): FakeReply => {
+      if (!opened(req, 'obs-closed-shadow.html')) return { tool: 'navigate', args: { url: site.url('obs-closed-shadow.html') } };
+      if (!has(req, /textbox "Name on the pass" value="Ada"/)) return { tool: 'type', args: { index: elementIndex(req, /textbox "Name on the pass"/), text: 'Ada' } };
+      if (!has(req, /Stamped|Pass for/)) return { tool: 'click', args: { index: elementIndex(req, /button "Stamp the pass"/) } };
+      if (!has(req, /Pass for/)) return { tool: 'click', args: { index: elementIndex(req, /button "Show pass"/) } };
+      return { tool: 'done', args: { result: seen(req, /(Pass for \S+ \S+)/) } };
+    };
+    assert.equal((await run('Stamp my pass in the member lounge as Ada and tell me the pass')).result, 'Pass for Ada: CLOSED-77');
+  });
+
   test('when forms are inside a same-origin and a cross-origin iframe, then the model fills both and reads their answers', async () => {
     fake.script = (req): FakeReply => {
       if (!opened(req, 'obs-frames.html')) return { tool: 'navigate', args: { url: site.url('obs-frames.html') } };

@@ -1,11 +1,12 @@
 /**
  * The page as the model reads it: one serialization in DOM order of text and interactive
- * elements (`[index] role "name" state`), through open shadow roots and every frame (same- and
- * cross-origin), centred on the viewport and held to a hard character budget. Also: finding an
- * indexed element again in its frame, and settling after an action.
+ * elements (`[index] role "name" state`), through shadow roots (open ones, and closed ones found
+ * at the CDP level) and every frame (same- and cross-origin), centred on the viewport and held to
+ * a hard character budget. Also: finding an indexed element again in its frame, and settling
+ * after an action.
  */
-import type { Browser, ElementHandle, Frame, Page } from 'puppeteer-core';
-import { domQuiet, snapshotFrame, type FrameElement, type FrameSnapshot } from './observe.page.js';
+import type { Browser, CDPSession, ElementHandle, Frame, JSHandle, Page } from 'puppeteer-core';
+import { closedShadowCandidates, domQuiet, markWithoutClosed, queryInClosed, snapshotFrame, type FrameElement, type FrameSnapshot } from './observe.page.js';
 
 export type PageElement = FrameElement;
 
@@ -46,6 +47,69 @@ const tabState = (page: Page): TabState => {
 /** Runs a self-contained function in a frame from its source text (tsx's `__name` helper shimmed). */
 export function inFrame<A, R>(frame: Page | Frame, fn: (a: A) => R, arg: A): Promise<Awaited<R>> {
   return frame.evaluate(`(() => { const __name = (f) => f; return (${fn.toString()})(${JSON.stringify(arg)}); })()`) as Promise<Awaited<R>>;
+}
+
+/** The same with page objects as further arguments (closed shadow roots); the result stays in the page when `asHandle`. */
+function inFrameWith<A, H, R>(frame: Frame, fn: (a: A, ...h: H[]) => R, arg: A, handles: JSHandle[], asHandle: true): Promise<JSHandle<R>>;
+function inFrameWith<A, H, R>(frame: Frame, fn: (a: A, ...h: H[]) => R, arg: A, handles: JSHandle[], asHandle?: false): Promise<Awaited<R>>;
+function inFrameWith<A, H, R>(frame: Frame, fn: (a: A, ...h: H[]) => R, arg: A, handles: JSHandle[], asHandle = false): Promise<unknown> {
+  // Built from source like inFrame; its types are the page function's, checked at the call sites.
+  const call = new Function('arg', '...handles', `const __name = (f) => f; return (${fn.toString()})(arg, ...handles);`) as (...a: unknown[]) => R;
+  return asHandle ? frame.evaluateHandle(call, arg, ...handles) : frame.evaluate(call, arg, ...handles);
+}
+
+/**
+ * puppeteer's CDP session and main world of a frame. Not public API, but the only way to hand a
+ * node found at the CDP level to a page function: no page script reaches into a closed shadow
+ * root, and patching attachShadow in the page would show (pages look for such changes).
+ */
+interface FrameInternals {
+  client: CDPSession;
+  mainRealm(): { adoptBackendNode(backendNodeId: number): Promise<JSHandle> };
+}
+
+/** Custom elements asked about closed shadow roots per frame and observation, at most. */
+const CLOSED_HOSTS_MAX = 200;
+
+interface CdpNode {
+  backendNodeId: number;
+  shadowRootType?: string;
+  children?: CdpNode[];
+  shadowRoots?: CdpNode[];
+}
+
+/** The closed shadow roots of the frame's document (nested ones too), as handles in its main world; none where puppeteer's internals are not there. */
+async function closedRoots(frame: Frame): Promise<JSHandle[]> {
+  const f = frame as unknown as Partial<FrameInternals>;
+  if (!f.client || typeof f.mainRealm !== 'function') return [];
+  const list = await frame.evaluateHandle(`(() => { const __name = (f) => f; return (${closedShadowCandidates.toString()})(${CLOSED_HOSTS_MAX}); })()`);
+  const hosts = [...(await list.getProperties()).values()].map((h) => h.asElement()).filter((h): h is ElementHandle<Element> => !!h);
+  await list.dispose();
+  if (!hosts.length) return [];
+  try {
+    const found: number[] = [];
+    const without: JSHandle[] = [];
+    const collect = (n: CdpNode, into: number[]) => {
+      for (const r of n.shadowRoots ?? []) {
+        if (r.shadowRootType === 'closed') into.push(r.backendNodeId);
+        collect(r, into);
+      }
+      for (const c of n.children ?? []) collect(c, into);
+    };
+    await Promise.all(
+      hosts.map(async (h) => {
+        const { node } = (await f.client!.send('DOM.describeNode', { objectId: h.remoteObject().objectId!, depth: -1, pierce: true })) as { node: CdpNode };
+        const mine: number[] = [];
+        collect(node, mine);
+        if (mine.length) found.push(...mine);
+        else without.push(h);
+      }),
+    );
+    if (without.length) await inFrameWith(frame, markWithoutClosed, null, without);
+    return await Promise.all(found.map((id) => f.mainRealm!().adoptBackendNode(id)));
+  } finally {
+    await Promise.all(hosts.map((h) => h.dispose().catch(() => undefined)));
+  }
 }
 
 const pages = (n: number) => (Math.round(n * 10) / 10).toLocaleString('en-US');
@@ -109,7 +173,12 @@ async function frameId(frame: Frame): Promise<string | undefined> {
 async function serializeFrame(frame: Frame, state: TabState, elements: PageElement[], budget: number, screens: number, depth: number): Promise<string[]> {
   let snap: FrameSnapshot;
   try {
-    snap = await inFrame(frame, snapshotFrame, { next: state.next, screens });
+    const closed = await closedRoots(frame);
+    try {
+      snap = closed.length ? await inFrameWith(frame, snapshotFrame, { next: state.next, screens }, closed) : await inFrame(frame, snapshotFrame, { next: state.next, screens });
+    } finally {
+      await Promise.all(closed.map((r) => r.dispose().catch(() => undefined)));
+    }
   } catch (err) {
     // The top document is the page: its caller retries once it has settled.
     if (depth === 0) throw err;
@@ -188,9 +257,21 @@ export async function observePage(browser: Browser, page: Page, opts: ObserveOpt
 export async function findIndexed(page: Page, index: number): Promise<ElementHandle<Element> | null> {
   const known = tabState(page).frames.get(index);
   const frames = known && !known.detached ? [known, ...page.frames().filter((f) => f !== known)] : page.frames();
+  const selector = `[data-ats-idx="${index}"]`;
   for (const f of frames) {
-    const h = await f.$(`pierce/[data-ats-idx="${index}"]`).catch(() => null);
+    const h = await f.$(`pierce/${selector}`).catch(() => null);
     if (h) return h;
+  }
+  // In a closed shadow root no selector reaches it: look inside the roots found at the CDP level.
+  for (const f of frames) {
+    const roots = await closedRoots(f).catch(() => []);
+    if (!roots.length) continue;
+    try {
+      const h = (await inFrameWith(f, queryInClosed, selector, roots, true)).asElement();
+      if (h) return h as ElementHandle<Element>;
+    } finally {
+      await Promise.all(roots.map((r) => r.dispose().catch(() => undefined)));
+    }
   }
   return null;
 }
