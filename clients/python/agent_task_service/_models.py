@@ -511,15 +511,9 @@ class ApiKey:
 
 
 @dataclass
-class ApiKeyCreated:
+class ApiKeyCreated(ApiKey):
     """A key just issued: `key` is in this reply only, store it now."""
 
-    id: str
-    name: str
-    prefix: str
-    scope: str
-    created_at: datetime
-    last_used_at: Optional[datetime]
     key: str
 
 
