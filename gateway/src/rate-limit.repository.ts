@@ -15,6 +15,8 @@ export const rateLimitMigration: Migration = {
       t.timestamp('updated_at', { useTz: true }).notNullable();
       t.primary(['key_id', 'bucket']);
     });
+    // Counters need no durability: unlogged, a take waits for no WAL flush (a crash merely refills the buckets).
+    await knex.raw('alter table rate_limit_buckets set unlogged');
   },
 };
 
