@@ -1,6 +1,6 @@
 /**
  * `make bench`: runs each benchmark and prints its figures; JSON goes to bench/results/.
- * BENCH_ONLY=name[,name] runs some: gateway, files, s3, runs, queue (part of runs), browsercode, pool, pool-replicas, live-view, live-view-idle (the idle recording part alone), observe, requests
+ * BENCH_ONLY=name[,name] runs some: gateway, guards, files, s3, runs, queue (part of runs), browsercode, pool, pool-replicas, live-view, live-view-idle (the idle recording part alone), observe, requests
  * (BENCH_BASELINE=rev: the commit `requests` compares with).
  */
 import fs from 'node:fs';
@@ -12,6 +12,7 @@ import { fileStorageBench } from './file-storage.bench.js';
 import { s3StorageBench } from './s3-storage.bench.js';
 import { idleRecordingBench, liveViewBench } from './live-view.bench.js';
 import { gatewayRoundtrip } from './gateway-roundtrip.bench.js';
+import { idempotencyBench } from './idempotency.bench.js';
 import { runQueueBench, runsBench } from './runs.bench.js';
 import { browsercodeBench } from './browsercode.bench.js';
 import { observeBench, promptSizeBench } from './observe.bench.js';
@@ -33,6 +34,20 @@ if (want('gateway')) {
   for (const r of rt) {
     process.stdout.write(
       `${String(r.concurrency).padStart(7)}  ${f(r.grpc.rps, 0).padStart(7)}   ${f(r.local.rps, 0).padStart(7)}   ${f(r.rpsRatio).padStart(9)}  ${f(r.grpc.p50Ms).padStart(8)}  ${f(r.local.p50Ms).padStart(8)}  ${f(r.grpc.p99Ms).padStart(8)}  ${f(r.local.p99Ms).padStart(8)}  ${r.grpc.errors + r.local.errors}\n`,
+    );
+  }
+}
+if (want('guards')) {
+  process.stdout.write(`\ngateway guards in the database: POST …/runs (stub run service) with and without Idempotency-Key, and with the rate limiter; ${rounds} alternating rounds of ${roundMs} ms\n`);
+  const gb = await idempotencyBench({ roundMs, rounds });
+  results.gatewayGuards = gb;
+  process.stdout.write('driver  clients  create p50 ms  +key p50 ms (Δ)    replay p50 ms  +limiter p50 ms (Δ)  create req/s  +key req/s  GET p50 ms  +limiter GET p50 ms (Δ)  errors\n');
+  for (const g of gb) {
+    const d = (x: number, base: number) => `${f(x)} (+${f(x - base)})`;
+    process.stdout.write(
+      `${g.driver.padEnd(6)}  ${String(g.concurrency).padStart(7)}  ${f(g.createBare.p50Ms).padStart(12)}  ${d(g.createKeyed.p50Ms, g.createBare.p50Ms).padStart(17)}  ${f(g.createReplay.p50Ms).padStart(13)}  ${d(g.createLimited.p50Ms, g.createBare.p50Ms).padStart(19)}` +
+        `  ${f(g.createBare.rps, 0).padStart(12)}  ${f(g.createKeyed.rps, 0).padStart(10)}  ${f(g.readBare.p50Ms).padStart(10)}  ${d(g.readLimited.p50Ms, g.readBare.p50Ms).padStart(23)}` +
+        `  ${[g.createBare, g.createKeyed, g.createReplay, g.createLimited, g.readBare, g.readLimited].reduce((a, r) => a + r.errors, 0)}\n`,
     );
   }
 }

@@ -20,6 +20,8 @@ export interface LoadRequest {
   body?: string;
   /** The status that counts as success (default 200). */
   expect?: number;
+  /** Headers of each request on top of `headers` (e.g. a fresh Idempotency-Key). */
+  perRequest?: () => Record<string, string>;
 }
 
 export async function load(url: string, headers: Record<string, string>, concurrency: number, ms: number, request: LoadRequest = {}): Promise<LoadResult> {
@@ -31,7 +33,7 @@ export async function load(url: string, headers: Record<string, string>, concurr
   const one = () =>
     new Promise<void>((resolve) => {
       const t0 = process.hrtime.bigint();
-      const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: request.method ?? 'GET', headers, agent }, (res) => {
+      const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: request.method ?? 'GET', headers: request.perRequest ? { ...headers, ...request.perRequest() } : headers, agent }, (res) => {
         res.resume();
         res.on('end', () => {
           if (res.statusCode === (request.expect ?? 200)) latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);

@@ -28,8 +28,8 @@ for (const driver of await drivers()) {
         await repo.register(a.key, 'alpha', 'again');
         assert.equal((await repo.list()).length, 2);
 
-        const auth = new ApiKeyAuthenticator(repo, 0);
-        assert.equal(await auth.authenticate(b.key), b.info.projectId);
+        const auth = new ApiKeyAuthenticator(repo);
+        assert.equal((await auth.authenticate(b.key))?.projectId, b.info.projectId);
         assert.equal(await repo.revoke(b.info.prefix), 1);
         assert.equal(await auth.authenticate(b.key), undefined);
         assert.equal((await repo.list()).find((k) => k.id === b.info.id)!.revokedAt !== null, true);

@@ -55,9 +55,9 @@ before(async () => {
     },
     liveView: { api: {} },
   } as unknown as Clients;
-  const keys = { projectFor: async (key: string) => (key === KEY ? 'prj_test' : undefined) } as unknown as ApiKeyRepository;
+  const keys = { grantFor: async (key: string) => (key === KEY ? { projectId: 'prj_test', keyId: 'key_test', scope: 'full' } : undefined) } as unknown as ApiKeyRepository;
   const logger = createLogger('gateway', 'info', new Writable({ write: (chunk, _enc, done) => done(void logLines.push(String(chunk))) }));
-  const app = createApp({ logger, clients, readiness, auth: new ApiKeyAuthenticator(keys, 1000), bodyLimitBytes: 1 << 20, healthDeadlineMs: 300 });
+  const app = createApp({ logger, clients, readiness, auth: new ApiKeyAuthenticator(keys), bodyLimitBytes: 1 << 20, healthDeadlineMs: 300 });
   server = http.createServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;

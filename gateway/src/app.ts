@@ -1,7 +1,7 @@
 /**
- * The gateway's Express app (does not listen): request ids, health, OpenAPI, then /api/v1 with
- * key auth, JSON parsing with a size cap, validation from the route table, the MCP server at /mcp,
- * and one error handler.
+ * The gateway's Express app (does not listen): request ids, CORS, health, OpenAPI, then /api/v1
+ * with key auth (and scope), rate limits, JSON parsing with a size cap, validation from the route
+ * table, Idempotency-Key on every POST, the MCP server at /mcp, and one error handler.
  */
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
@@ -9,6 +9,9 @@ import { INVALID_CURSOR_MESSAGE, RemoteError, Status } from '../../services/comm
 import { isRequestId, redactUrl, REQUEST_ID_HEADER, type Logger } from '../../services/common/src/logger.js';
 import type { ApiKeyAuthenticator } from './auth.js';
 import type { Clients } from './clients.js';
+import { corsMiddleware } from './cors.js';
+import { idempotencyKey, type Idempotency } from './idempotency.js';
+import type { RateLimiter } from './rate-limit.js';
 import { dashboardRouter, type DashboardOptions } from './dashboard.js';
 import { checkHealth, Readiness } from './health.js';
 import { HttpError, errorMiddleware } from './http-errors.js';
@@ -16,6 +19,7 @@ import { mcpEndpoint } from './mcp-endpoint.js';
 import { buildOpenApi } from './openapi.js';
 import type { ReadinessReply } from './schemas.js';
 import { agentRoutes, type AgentSource } from './routes/agents.routes.js';
+import { apiKeyRoutes } from './routes/api-keys.routes.js';
 import { browserRoutes } from './routes/browsers.routes.js';
 import { fileRoutes } from './routes/files.routes.js';
 import type { RouteDef } from './routes/route.js';
@@ -37,15 +41,21 @@ export interface GatewayDeps {
   agentSource?: AgentSource;
   /** Serves the built dashboard at `/` when given. */
   dashboard?: DashboardOptions;
+  /** Idempotency-Key support on every POST; without it the header is ignored. */
+  idempotency?: Idempotency;
+  /** Per-key rate limits; none without it. */
+  rateLimiter?: RateLimiter;
+  /** Origins allowed to call the API from a browser (CORS); none by default. */
+  corsOrigins?: readonly string[];
 }
 
 /** Every public route, in the order they are matched. */
 export function allRoutes(agentSource?: AgentSource): RouteDef[] {
-  return [...agentRoutes(agentSource), ...runRoutes(), ...fileRoutes(), ...browserRoutes()];
+  return [...agentRoutes(agentSource), ...runRoutes(), ...fileRoutes(), ...browserRoutes(), ...apiKeyRoutes()];
 }
 
 /** The id parameters of the routes, with the resource each names (as the services' 404s say). */
-const PATH_IDS: Record<string, string> = { runId: 'Run', sessionId: 'Session', browserId: 'Browser', profileId: 'Profile', workspaceId: 'Workspace' };
+const PATH_IDS: Record<string, string> = { runId: 'Run', sessionId: 'Session', browserId: 'Browser', profileId: 'Profile', workspaceId: 'Workspace', apiKeyId: 'API key' };
 
 function requestIds(req: Request, res: Response, next: NextFunction): void {
   const given = req.get(REQUEST_ID_HEADER);
@@ -81,6 +91,7 @@ export function createApp(deps: GatewayDeps): express.Express {
   app.set('etag', false);
   app.use(requestIds);
   app.use(accessLog(deps.logger));
+  app.use(corsMiddleware(deps.corsOrigins ?? []));
 
   const routes = allRoutes(deps.agentSource);
   // Compile every validator now: a schema mistake stops the start, not a request.
@@ -105,6 +116,7 @@ export function createApp(deps: GatewayDeps): express.Express {
 
   const api = express.Router();
   api.use(deps.auth.middleware());
+  if (deps.rateLimiter) api.use(deps.rateLimiter.middleware());
   // Only a route that takes a body reads one: a body sent to any other route is ignored, not parsed.
   const json = express.json({ limit: deps.bodyLimitBytes, strict: false });
   api.param('agent', (_req, _res, next, agent: string) => {
@@ -119,25 +131,27 @@ export function createApp(deps: GatewayDeps): express.Express {
     api[def.method](def.path, ...(def.body ? [json] : []), async (req: Request, res: Response) => {
       const body = readBody(def, req);
       const query = def.query ? validate(def.query, coerceQuery(def.query, req.query as Record<string, unknown>), 'query') : {};
-      const out = await def
-        .handler({
-          projectId: res.locals.projectId as string,
-          requestId: res.locals.requestId as string,
-          params: req.params as Record<string, string>,
-          body,
-          query,
-          clients: deps.clients,
-          req,
-          res,
-        })
-        .catch((err: unknown) => {
-          // A service that refused the cursor: a 422 at the cursor, like any bad query.
-          const cursor = (query as { cursor?: unknown }).cursor;
-          if (cursor && err instanceof RemoteError && err.code === Status.INVALID_ARGUMENT && err.publicMessage === INVALID_CURSOR_MESSAGE) {
-            throw new RequestValidationError([{ type: 'value_error', loc: ['query', 'cursor'], msg: `Value error, ${err.publicMessage}`, input: cursor }]);
-          }
-          throw err;
+      const projectId = res.locals.projectId as string;
+      const run = () =>
+        def
+          .handler({ projectId, requestId: res.locals.requestId as string, params: req.params as Record<string, string>, body, query, clients: deps.clients, keys: deps.auth.keys, req, res })
+          .catch((err: unknown) => {
+            // A service that refused the cursor: a 422 at the cursor, like any bad query.
+            const cursor = (query as { cursor?: unknown }).cursor;
+            if (cursor && err instanceof RemoteError && err.code === Status.INVALID_ARGUMENT && err.publicMessage === INVALID_CURSOR_MESSAGE) {
+              throw new RequestValidationError([{ type: 'value_error', loc: ['query', 'cursor'], msg: `Value error, ${err.publicMessage}`, input: cursor }]);
+            }
+            throw err;
+          });
+      // Checked after validation: a request refused as invalid claims no key (a corrected retry may reuse it).
+      const key = def.method === 'post' && deps.idempotency ? idempotencyKey(req) : undefined;
+      if (key) {
+        return deps.idempotency!.respond(projectId, key, req, res, async () => {
+          const out = await run();
+          return { status: def.success.status, body: out === undefined ? null : JSON.stringify(out) };
         });
+      }
+      const out = await run();
       if (res.headersSent) return;
       if (out === undefined) res.status(def.success.status).end();
       else res.status(def.success.status).json(out);

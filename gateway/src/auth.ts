@@ -1,43 +1,51 @@
 /**
- * `X-Service-API-Key` authentication. Lookups are cached briefly (a revoked key stops working
- * within AUTH_CACHE_MS); the cache is bounded so a flood of random keys cannot grow it.
+ * `X-Service-API-Key` authentication. Every request reads its key from the database (one
+ * indexed lookup): no per-process cache, so a revoked key fails at once on every replica.
  */
 import type { NextFunction, Request, Response } from 'express';
-import { hashApiKey, type ApiKeyRepository } from './api-key.repository.js';
+import type { ApiKeyRepository, KeyGrant } from './api-key.repository.js';
 
 export const API_KEY_HEADER = 'x-service-api-key';
 
+/** Methods a `read` key may use: the ones that change nothing. */
+const READ_METHODS = new Set(['GET', 'HEAD']);
+
 export class ApiKeyAuthenticator {
   readonly #repo: ApiKeyRepository;
-  readonly #ttlMs: number;
-  readonly #cache = new Map<string, { projectId: string | undefined; until: number }>();
 
-  constructor(repo: ApiKeyRepository, ttlMs: number) {
+  constructor(repo: ApiKeyRepository) {
     this.#repo = repo;
-    this.#ttlMs = ttlMs;
   }
 
-  /** The project of `key`, or undefined when it is unknown or revoked. */
-  async authenticate(key: string): Promise<string | undefined> {
-    const h = hashApiKey(key);
-    const hit = this.#cache.get(h);
-    if (hit && hit.until > Date.now()) return hit.projectId;
-    const projectId = await this.#repo.projectFor(key);
-    if (this.#cache.size >= 10000) this.#cache.clear();
-    this.#cache.set(h, { projectId, until: Date.now() + this.#ttlMs });
-    return projectId;
+  /** The keys' repository (the API's /api-keys routes manage keys through it). */
+  get keys(): ApiKeyRepository {
+    return this.#repo;
   }
 
-  /** Express middleware: 401 without a valid key; otherwise `res.locals.projectId`. */
+  /** What `key` grants, or undefined when it is unknown or revoked. */
+  async authenticate(key: string): Promise<KeyGrant | undefined> {
+    return key.length <= 200 ? this.#repo.grantFor(key) : undefined;
+  }
+
+  /**
+   * Express middleware: 401 without a valid key, 403 for a read key on a method that changes
+   * state; otherwise `res.locals.projectId`, `keyId` and `scope`.
+   */
   middleware() {
     return async (req: Request, res: Response, next: NextFunction) => {
       const key = req.get(API_KEY_HEADER);
-      const projectId = key && key.length <= 200 ? await this.authenticate(key) : undefined;
-      if (!projectId) {
+      const grant = key ? await this.authenticate(key) : undefined;
+      if (!grant) {
         res.status(401).json({ detail: 'Invalid or missing API key' });
         return;
       }
-      res.locals.projectId = projectId;
+      if (grant.scope === 'read' && !READ_METHODS.has(req.method)) {
+        res.status(403).json({ detail: 'This API key has the read scope: it cannot change anything (use a key with the full scope)' });
+        return;
+      }
+      res.locals.projectId = grant.projectId;
+      res.locals.keyId = grant.keyId;
+      res.locals.scope = grant.scope;
       next();
     };
   }

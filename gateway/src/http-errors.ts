@@ -49,13 +49,14 @@ export class HttpError extends Error {
   }
 }
 
-interface Rendered {
+export interface Rendered {
   status: number;
   detail: unknown;
   headers?: Record<string, string>;
 }
 
-function render(err: unknown): Rendered | undefined {
+/** What an error is answered with; undefined for a fault (a 500 whose detail is only logged). */
+export function renderError(err: unknown): Rendered | undefined {
   if (err instanceof RequestValidationError) return { status: 422, detail: err.issues };
   if (err instanceof HttpError) return { status: err.status, detail: err.message, headers: err.headers };
   const e = err as { type?: string; status?: number; limit?: number };
@@ -88,7 +89,7 @@ function render(err: unknown): Rendered | undefined {
 export function errorMiddleware(logger: Logger) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
     const requestId = res.locals.requestId as string | undefined;
-    const r = render(err);
+    const r = renderError(err);
     if (!r) {
       logger.error({ err, requestId, method: req.method, route: req.route?.path }, 'request failed');
       if (!res.headersSent) res.status(500).json({ detail: `Internal server error (request id ${requestId})` });

@@ -5,19 +5,20 @@
  */
 import { parseArgs } from 'node:util';
 import { openDatabase } from '../../services/common/src/db.js';
-import { ApiKeyRepository, migrations } from './api-key.repository.js';
+import { API_KEY_SCOPES, ApiKeyRepository, migrations, type ApiKeyScope } from './api-key.repository.js';
 import { loadGatewayConfig } from './config.js';
 
-const USAGE = 'usage: npm run keys -- create [--project NAME] [--name NAME] | list | revoke <key-id-or-prefix>';
+const USAGE = 'usage: npm run keys -- create [--project NAME] [--name NAME] [--scope full|read] | list | revoke <key-id-or-prefix>';
 
 async function main(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { project: { type: 'string', default: 'default' }, name: { type: 'string', default: 'cli' } },
+    options: { project: { type: 'string', default: 'default' }, name: { type: 'string', default: 'cli' }, scope: { type: 'string', default: 'full' } },
   });
   const [command, arg] = positionals;
-  if (!command || !['create', 'list', 'revoke'].includes(command) || (command === 'revoke' && !arg)) {
+  const scope = values.scope as ApiKeyScope;
+  if (!command || !['create', 'list', 'revoke'].includes(command) || (command === 'revoke' && !arg) || !API_KEY_SCOPES.includes(scope)) {
     process.stderr.write(`${USAGE}\n`);
     return 2;
   }
@@ -26,12 +27,12 @@ async function main(argv: string[]): Promise<number> {
   try {
     const repo = new ApiKeyRepository(db.knex);
     if (command === 'create') {
-      const { key, info } = await repo.create(values.project!, values.name!);
+      const { key, info } = await repo.create(values.project!, values.name!, scope);
       process.stdout.write(`${key}\n`);
-      process.stderr.write(`created key ${info.id} (${info.prefix}…) for project ${info.projectName}; it is shown only once\n`);
+      process.stderr.write(`created ${info.scope} key ${info.id} (${info.prefix}…) for project ${info.projectName}; it is shown only once\n`);
     } else if (command === 'list') {
       for (const k of await repo.list()) {
-        process.stdout.write(`${k.id}\t${k.prefix}…\t${k.projectName}\t${k.name}\t${k.createdAt}\t${k.revokedAt ? `revoked ${k.revokedAt}` : 'active'}\n`);
+        process.stdout.write(`${k.id}\t${k.prefix}…\t${k.projectName}\t${k.name}\t${k.scope}\t${k.createdAt}\t${k.lastUsedAt ? `used ${k.lastUsedAt}` : 'never used'}\t${k.revokedAt ? `revoked ${k.revokedAt}` : 'active'}\n`);
       }
     } else {
       const n = await repo.revoke(arg!);

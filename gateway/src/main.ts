@@ -7,6 +7,10 @@ import { onShutdownSignals, runMain } from '../../services/common/src/shutdown.j
 import { ApiKeyRepository, migrations } from './api-key.repository.js';
 import { createApp } from './app.js';
 import { ApiKeyAuthenticator } from './auth.js';
+import { Idempotency } from './idempotency.js';
+import { IdempotencyRepository } from './idempotency.repository.js';
+import { RateLimiter } from './rate-limit.js';
+import { RateLimitRepository } from './rate-limit.repository.js';
 import { closeClients, createClients } from './clients.js';
 import { Readiness } from './health.js';
 import { answerClientErrors } from './http-errors.js';
@@ -27,8 +31,17 @@ runMain('gateway', async () => {
     logger,
     clients,
     readiness,
-    auth: new ApiKeyAuthenticator(keys, config.authCacheMs),
+    auth: new ApiKeyAuthenticator(keys),
     bodyLimitBytes: config.bodyLimitBytes,
+    idempotency: new Idempotency(new IdempotencyRepository(db.knex, { retentionSeconds: config.idempotencyRetentionSeconds, lockSeconds: config.idempotencyLockSeconds }), {
+      waitMs: config.idempotencyWaitMs,
+    }),
+    rateLimiter: new RateLimiter(new RateLimitRepository(db.knex), {
+      perSecond: config.rateLimitPerSecond,
+      burst: config.rateLimitBurst,
+      createsPerMinute: config.rateLimitCreatesPerMinute,
+    }),
+    corsOrigins: config.corsAllowedOrigins,
     dashboard: { dir: config.dashboardDir, liveViewUrl: config.liveViewBaseUrl, filesUrl: config.filesPublicUrl },
   });
   const server = http.createServer(app);

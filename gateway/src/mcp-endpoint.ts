@@ -52,8 +52,8 @@ export function mcpEndpoint(deps: McpEndpointDeps): express.Router {
   const json = express.json({ limit: deps.bodyLimitBytes });
   router.all('/mcp', async (req: Request, res: Response, next: NextFunction) => {
     const key = mcpKey(req);
-    const projectId = key && key.length <= 200 ? await deps.auth.authenticate(key) : undefined;
-    if (!key || !projectId) {
+    const grant = key ? await deps.auth.authenticate(key) : undefined;
+    if (!key || !grant) {
       res.set('WWW-Authenticate', 'Bearer realm="agent-task-service"').status(401).json({ detail: 'Invalid or missing API key' });
       return;
     }

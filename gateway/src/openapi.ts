@@ -52,6 +52,10 @@ export const NAMED_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
   CreateLiveViewLinkRequest: s.createLiveViewLinkBody,
   CreateProfileRequest: s.createProfileBody,
   UpdateProfileRequest: s.updateProfileBody,
+  ApiKey: s.apiKey,
+  ApiKeyCreated: s.apiKeyCreated,
+  ApiKeyList: s.apiKeyList,
+  CreateApiKeyRequest: s.createApiKeyBody,
 };
 
 const REF_PREFIX = '#/components/schemas/';
@@ -88,22 +92,33 @@ export function dereference<T>(doc: T): T {
 const STATUS_TEXT: Record<number, string> = {
   400: 'Bad request',
   401: 'Invalid or missing API key',
+  403: 'The API key has the read scope: it cannot change state',
   404: 'Not found',
   409: 'Conflict with the current state',
   413: 'Request body too large',
   415: 'The body is not application/json, or its encoding is not supported',
   422: 'Validation error',
-  429: 'Limit reached (see Retry-After)',
+  429: 'Limit reached: a rate limit of the API key or a limit of the project (see Retry-After)',
   500: 'Internal error (carries a request id)',
   501: 'Not implemented yet',
   503: 'A service the route needs is unavailable',
   504: 'A service the route needs did not answer in time',
 };
 
-/** What any route can answer: no key, a fault (500), and a downstream service missing, unimplemented or late. */
-const EVERY_ROUTE = [401, 500, 501, 503, 504];
+/** What any route can answer: no key, a rate limit, a fault (500), and a downstream service missing, unimplemented or late. */
+const EVERY_ROUTE = [401, 429, 500, 501, 503, 504];
 /** What reading a JSON body can answer: unreadable (400), too large, not JSON, invalid. */
 const BODY = [400, 413, 415, 422];
+
+/** Accepted by every POST (see idempotency.ts). */
+const IDEMPOTENCY_KEY_PARAM = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Makes a retry safe: the first request with this key (per project, kept 24 h) does the work; a retry with the same key and the same method, path and body gets the first response back (header Idempotent-Replayed: true), waiting for it while the first is still in progress. The same key with another request is a 422.',
+  schema: { type: 'string', minLength: 1, maxLength: 255 },
+};
 
 function pathParams(path: string): string[] {
   return [...path.matchAll(/:([A-Za-z]+)/g)].map((m) => m[1]!);
@@ -112,6 +127,10 @@ function pathParams(path: string): string[] {
 /** Every status `r` can answer besides its success, ascending. */
 function errorStatuses(r: RouteDef): number[] {
   const out = new Set([...EVERY_ROUTE, ...(r.errors ?? [])]);
+  // A read key may not change state.
+  if (r.method !== 'get') out.add(403);
+  // Idempotency-Key: still in progress (409), used for another request (422), malformed (400).
+  if (r.method === 'post') for (const code of [400, 409, 422]) out.add(code);
   // An unknown agent, an id with a NUL or a path segment that is not valid percent-encoding names nothing.
   if (pathParams(r.path).length) out.add(404);
   if (r.body) for (const code of BODY) out.add(code);
@@ -121,6 +140,8 @@ function errorStatuses(r: RouteDef): number[] {
 
 function describe(r: RouteDef, code: number): string {
   if (code === 404 && r.path.includes(':agent')) return 'Not found: an unknown agent in the path, or an unknown id';
+  if (r.method === 'post' && code === 409) return `${r.errors?.includes(409) ? `${STATUS_TEXT[409]}, or a` : 'A'} request with the same Idempotency-Key still in progress`;
+  if (r.method === 'post' && code === 422) return 'Validation error, or the Idempotency-Key was used for another request';
   return STATUS_TEXT[code] ?? 'Error';
 }
 
@@ -144,6 +165,7 @@ export function buildOpenApi(routes: RouteDef[], version: string): Record<string
     for (const [name, schema] of Object.entries(r.query?.properties ?? {})) {
       parameters.push({ name, in: 'query', required: false, schema });
     }
+    if (r.method === 'post') parameters.push(IDEMPOTENCY_KEY_PARAM);
     const responses: Record<string, unknown> = {
       [String(r.success.status)]: {
         description: r.success.description ?? 'Success',

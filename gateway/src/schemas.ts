@@ -3,6 +3,7 @@
  * document is built from the same objects (one source).
  */
 import { AGENT_NAMES, type AgentName } from '../../services/common/src/agent-name.js';
+import { API_KEY_SCOPES } from './api-key.repository.js';
 
 import { bool, int, list, nullable, obj, reply, str, type FromSchema, type JsonSchema } from './json-schema.js';
 
@@ -80,6 +81,14 @@ export const createLiveViewLinkBody = obj(
 export const createProfileBody = obj({ name: str({ minLength: 1, maxLength: 200 }), user_id: str({ minLength: 1, maxLength: 200 }) }, ['name']);
 export const updateProfileBody = obj({ name: str({ minLength: 1, maxLength: 200 }) }, ['name']);
 
+export const createApiKeyBody = obj(
+  {
+    name: str({ minLength: 1, maxLength: 200, description: 'What the key is for (shown in the list)' }),
+    scope: str({ enum: API_KEY_SCOPES, description: '`full` (default): everything the project may do; `read`: GET only, anything that changes state is a 403' }),
+  },
+  ['name'],
+);
+
 export const emptyBody = obj({});
 
 // ---------- query strings ----------
@@ -102,6 +111,7 @@ export const pathParams = {
   browserId: str({ description: 'Browser id (prefix brw_)' }),
   profileId: str({ description: 'Browser profile id (prefix prf_)' }),
   workspaceId: str({ description: 'Workspace id (prefix wsp_)' }),
+  apiKeyId: str({ description: 'API key id (prefix key_)' }),
 } as const;
 
 // ---------- responses ----------
@@ -226,6 +236,18 @@ export const downloadList = reply({ items: list(download) });
 export const profile = reply({ id: str(), name: str(), userId: nullable(str()), lastUsedAt: nullable(ts), cookieDomains: list(str()), createdAt: ts, updatedAt: ts });
 export const profileList = pageOf(profile);
 
+const apiKeyFields = {
+  id: str(),
+  name: str(),
+  prefix: str({ description: 'The first characters of the key, to recognise it' }),
+  scope: str({ enum: API_KEY_SCOPES }),
+  createdAt: ts,
+  lastUsedAt: nullable(ts),
+};
+export const apiKey = reply(apiKeyFields);
+export const apiKeyCreated = reply({ ...apiKeyFields, key: str({ description: 'The key itself, shown only in this reply: store it now' }) });
+export const apiKeyList = reply({ items: list(apiKey) });
+
 export const health = obj({ status: str({ enum: ['ok', 'degraded'] }), services: { type: 'object', additionalProperties: str() } }, ['status', 'services']);
 export const readiness = obj({ status: str({ enum: ['ready', 'draining'] }) }, ['status']);
 
@@ -247,4 +269,5 @@ export type BrowserReply = FromSchema<typeof browser>;
 export type DownloadReply = FromSchema<typeof download>;
 export type ProfileReply = FromSchema<typeof profile>;
 export type HealthReply = FromSchema<typeof health>;
+export type ApiKeyReply = FromSchema<typeof apiKey>;
 export type ReadinessReply = FromSchema<typeof readiness>;

@@ -74,7 +74,8 @@ export async function startStackFixture(options: StackFixtureOptions = {}): Prom
     mode,
     logLevel,
     shutdownTimeoutMs: 5000,
-    env,
+    // Tests fire requests far faster than a client should: limits this high only stop a runaway loop.
+    env: { RATE_LIMIT_PER_SECOND: '1000', RATE_LIMIT_BURST: '2000', RATE_LIMIT_CREATES_PER_MINUTE: '6000', ...env },
     blobStore,
     onLine: (service, line) => {
       lines.push([service, line]);

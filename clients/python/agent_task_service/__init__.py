@@ -18,6 +18,9 @@ from ._errors import (
     WaitTimeoutError,
 )
 from ._models import (
+    ApiKey,
+    ApiKeyCreated,
+    ApiKeyList,
     TERMINAL_EVENTS,
     TERMINAL_STATUSES,
     Agent,
@@ -110,6 +113,9 @@ __all__ = [
     "LiveViewLink",
     "Download",
     "DownloadList",
+    "ApiKey",
+    "ApiKeyCreated",
+    "ApiKeyList",
     "Profile",
     "ProfileList",
     "ValidationErrorItem",

@@ -41,6 +41,9 @@ from ._errors import APIConnectionError, WaitTimeoutError
 from ._models import (
     TERMINAL_EVENTS,
     Agent,
+    ApiKey,
+    ApiKeyCreated,
+    ApiKeyList,
     AgentList,
     ModelList,
     AsyncBrowser,
@@ -96,6 +99,7 @@ class AsyncAgentTaskService:
     workspaces: "AsyncWorkspaces"
     browsers: "AsyncBrowsers"
     profiles: "AsyncProfiles"
+    api_keys: "AsyncApiKeys"
 
     def __init__(
         self,
@@ -121,6 +125,7 @@ class AsyncAgentTaskService:
         self.workspaces = AsyncWorkspaces(self)
         self.browsers = AsyncBrowsers(self)
         self.profiles = AsyncProfiles(self)
+        self.api_keys = AsyncApiKeys(self)
 
     def __repr__(self) -> str:
         return f"AsyncAgentTaskService(base_url={self.base_url!r})"
@@ -569,6 +574,22 @@ class AsyncProfiles(_AsyncResource):
     async def delete(self, profile_id: str) -> None:
         """Deletes a profile (idempotent)."""
         await self._client._send("DELETE", api_path("browser-profiles", profile_id))
+
+
+class AsyncApiKeys(_AsyncResource):
+    """The project's API keys (`npm run keys` on the server does the same)."""
+
+    async def create(self, name: str, *, scope: Optional[str] = None) -> ApiKeyCreated:
+        """Issues a key; `scope` "full" (default) or "read" (GET only). The key is in this reply only."""
+        return await self._client._call(ApiKeyCreated, "POST", api_path("api-keys"), json=compact(name=name, scope=scope))
+
+    async def list(self) -> List[ApiKey]:
+        """The keys that are not revoked: name, prefix, scope, created and last used (never the keys themselves)."""
+        return (await self._client._call(ApiKeyList, "GET", api_path("api-keys"))).items
+
+    async def revoke(self, api_key_id: str) -> None:
+        """Revokes a key: it fails from the next request on."""
+        await self._client._send("DELETE", api_path("api-keys", api_key_id))
 
 
 class _BrowserCreation:

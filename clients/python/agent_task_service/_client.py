@@ -41,6 +41,9 @@ from ._errors import APIConnectionError, WaitTimeoutError
 from ._models import (
     TERMINAL_EVENTS,
     Agent,
+    ApiKey,
+    ApiKeyCreated,
+    ApiKeyList,
     AgentList,
     ModelList,
     AsyncFile,
@@ -95,6 +98,7 @@ class AgentTaskService:
     workspaces: "Workspaces"
     browsers: "Browsers"
     profiles: "Profiles"
+    api_keys: "ApiKeys"
 
     def __init__(
         self,
@@ -120,6 +124,7 @@ class AgentTaskService:
         self.workspaces = Workspaces(self)
         self.browsers = Browsers(self)
         self.profiles = Profiles(self)
+        self.api_keys = ApiKeys(self)
 
     def __repr__(self) -> str:
         return f"AgentTaskService(base_url={self.base_url!r})"
@@ -567,3 +572,19 @@ class Profiles(_Resource):
     def delete(self, profile_id: str) -> None:
         """Deletes a profile (idempotent)."""
         self._client._send("DELETE", api_path("browser-profiles", profile_id))
+
+
+class ApiKeys(_Resource):
+    """The project's API keys (`npm run keys` on the server does the same)."""
+
+    def create(self, name: str, *, scope: Optional[str] = None) -> ApiKeyCreated:
+        """Issues a key; `scope` "full" (default) or "read" (GET only). The key is in this reply only."""
+        return self._client._call(ApiKeyCreated, "POST", api_path("api-keys"), json=compact(name=name, scope=scope))
+
+    def list(self) -> List[ApiKey]:
+        """The keys that are not revoked: name, prefix, scope, created and last used (never the keys themselves)."""
+        return (self._client._call(ApiKeyList, "GET", api_path("api-keys"))).items
+
+    def revoke(self, api_key_id: str) -> None:
+        """Revokes a key: it fails from the next request on."""
+        self._client._send("DELETE", api_path("api-keys", api_key_id))

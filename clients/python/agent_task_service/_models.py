@@ -495,6 +495,35 @@ class ProfileList:
     has_more: bool
 
 
+# ---------- API keys ----------
+
+
+@dataclass
+class ApiKey:
+    """An API key of the project as listed: never the key itself."""
+
+    id: str
+    name: str
+    prefix: str
+    scope: str
+    created_at: datetime
+    last_used_at: Optional[datetime]
+
+
+@dataclass
+class ApiKeyCreated(ApiKey):
+    """A key just issued: `key` is in this reply only, store it now."""
+
+    key: str
+
+
+@dataclass
+class ApiKeyList:
+    """The project's keys that are not revoked."""
+
+    items: List[ApiKey]
+
+
 # ---------- errors and health ----------
 
 

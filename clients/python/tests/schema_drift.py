@@ -131,10 +131,13 @@ class Operation:
 
 
 def _api_parameters(doc: Mapping[str, Any], op: Mapping[str, Any]) -> Dict[str, bool]:
-    """Every path, query and body parameter of an operation → whether it is required."""
+    """Every path, query and body parameter of an operation → whether it is required.
+
+    Header parameters (Idempotency-Key on every POST) are the transport's, not a method's keywords."""
     out: Dict[str, bool] = {}
     for p in op.get("parameters", []):
-        out[p["name"]] = bool(p.get("required"))
+        if p.get("in") in ("path", "query"):
+            out[p["name"]] = bool(p.get("required"))
     body = op.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
     if body:
         body = resolve(doc, body)

@@ -48,6 +48,9 @@ MODELS: Dict[str, Sequence[type]] = {
     "ProfileList": [ats.ProfileList],
     "ValidationErrorItem": [ats.ValidationErrorItem],
     "Health": [ats.Health],
+    "ApiKey": [ats.ApiKey],
+    "ApiKeyCreated": [ats.ApiKeyCreated],
+    "ApiKeyList": [ats.ApiKeyList],
 }
 #: Request bodies the SDK takes as keyword arguments: checked through OPERATIONS.
 KEYWORD_BODIES = {
@@ -59,6 +62,7 @@ KEYWORD_BODIES = {
     "CreateLiveViewLinkRequest",
     "CreateProfileRequest",
     "UpdateProfileRequest",
+    "CreateApiKeyRequest",
 }
 #: Error bodies become exceptions (APIError.detail, UnprocessableEntityError.errors); readiness is for load balancers.
 NOT_MODELLED = {"Error", "ValidationError", "Readiness"}
@@ -102,6 +106,9 @@ OPERATIONS: Dict[str, Operation] = {
     "getProfile": Operation("profiles", "get"),
     "updateProfile": Operation("profiles", "update"),
     "deleteProfile": Operation("profiles", "delete"),
+    "createApiKey": Operation("api_keys", "create"),
+    "listApiKeys": Operation("api_keys", "list"),
+    "revokeApiKey": Operation("api_keys", "revoke"),
     "health": Operation(None, "health"),
 }
 NOT_COVERED = {"readiness"}

@@ -1,6 +1,7 @@
 /** The client: one object holding the connection settings and a resource per API resource. */
 import { Core, type ClientOptions } from './core.js';
 import { Agents } from './resources/agents.js';
+import { ApiKeys } from './resources/api-keys.js';
 import { Browsers } from './resources/browsers.js';
 import { Files } from './resources/files.js';
 import { Models } from './resources/models.js';
@@ -24,6 +25,7 @@ export class AgentTaskService {
   readonly workspaces: Workspaces;
   readonly browsers: Browsers;
   readonly profiles: Profiles;
+  readonly apiKeys: ApiKeys;
 
   constructor(options: ClientOptions = {}) {
     const core = new Core(options);
@@ -36,5 +38,6 @@ export class AgentTaskService {
     this.workspaces = new Workspaces(core);
     this.browsers = new Browsers(core);
     this.profiles = new Profiles(core);
+    this.apiKeys = new ApiKeys(core);
   }
 }

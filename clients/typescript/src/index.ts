@@ -31,6 +31,7 @@ export type { PageOptions } from './resources/workspaces.js';
 export { Browsers, BrowserHandle } from './resources/browsers.js';
 export type { CreateBrowserOptions, ListBrowsersOptions, LiveViewLinkOptions } from './resources/browsers.js';
 export { Profiles } from './resources/profiles.js';
+export { ApiKeys } from './resources/api-keys.js';
 export { FileHandle } from './resources/shared.js';
 export type { AgentOption, DownloadOptions, Downloadable, UploadedFile } from './resources/shared.js';
 export type * from './models.js';

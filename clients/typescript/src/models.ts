@@ -41,6 +41,9 @@ export type Download = Schemas['Download'];
 export type DownloadList = Schemas['DownloadList'];
 export type Profile = Schemas['Profile'];
 export type ProfileList = Schemas['ProfileList'];
+export type ApiKey = Schemas['ApiKey'];
+export type ApiKeyCreated = Schemas['ApiKeyCreated'];
+export type ApiKeyList = Schemas['ApiKeyList'];
 /** The body of an error reply (`{detail}`): the API's `Error` schema. */
 export type ErrorBody = Schemas['Error'];
 /** The body of a 422 reply: the API's `ValidationError` schema. */
@@ -58,6 +61,7 @@ export type CreateBrowserRequest = Schemas['CreateBrowserRequest'];
 export type CreateLiveViewLinkRequest = Schemas['CreateLiveViewLinkRequest'];
 export type CreateProfileRequest = Schemas['CreateProfileRequest'];
 export type UpdateProfileRequest = Schemas['UpdateProfileRequest'];
+export type CreateApiKeyRequest = Schemas['CreateApiKeyRequest'];
 
 export type ListRunsQuery = Query<'listRuns'>;
 export type ListBrowsersQuery = Query<'listBrowsers'>;

@@ -3,6 +3,7 @@
  * its handler's body, query, params and reply types are read off the same schemas.
  */
 import type { Request, Response } from 'express';
+import type { ApiKeyRepository } from '../api-key.repository.js';
 import type { Clients } from '../clients.js';
 import type { FromSchema, JsonSchema } from '../json-schema.js';
 import type { pathParams } from '../schemas.js';
@@ -15,6 +16,8 @@ export interface RouteContext<P = {}, B = unknown, Q = unknown> {
   body: B;
   query: Q;
   clients: Clients;
+  /** The gateway's own keys (the /api-keys routes). */
+  keys: ApiKeyRepository;
   req: Request;
   res: Response;
 }

@@ -423,6 +423,41 @@ export interface paths {
         patch: operations["updateProfile"];
         trace?: never;
     };
+    "/api/v1/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's keys that are not revoked (never the keys themselves) */
+        get: operations["listApiKeys"];
+        put?: never;
+        /** Issue an API key for this project; the key is in this reply only */
+        post: operations["createApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/api-keys/{apiKeyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke a key: it fails from the next request on, on every gateway */
+        delete: operations["revokeApiKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -845,6 +880,56 @@ export interface components {
         UpdateProfileRequest: {
             name: string;
         };
+        ApiKey: {
+            id: string;
+            name: string;
+            /** @description The first characters of the key, to recognise it */
+            prefix: string;
+            /** @enum {string} */
+            scope: "full" | "read";
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            lastUsedAt: string | null;
+        };
+        ApiKeyCreated: {
+            id: string;
+            name: string;
+            /** @description The first characters of the key, to recognise it */
+            prefix: string;
+            /** @enum {string} */
+            scope: "full" | "read";
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            lastUsedAt: string | null;
+            /** @description The key itself, shown only in this reply: store it now */
+            key: string;
+        };
+        ApiKeyList: {
+            items: components["schemas"]["ApiKey"][];
+        };
+        CreateApiKeyRequest: {
+            /** @description What the key is for (shown in the list) */
+            name: string;
+            /**
+             * @description `full` (default): everything the project may do; `read`: GET only, anything that changes state is a 403
+             * @enum {string}
+             */
+            scope?: "full" | "read";
+        };
     };
     responses: never;
     parameters: never;
@@ -874,6 +959,15 @@ export interface operations {
             };
             /** @description Invalid or missing API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -939,6 +1033,15 @@ export interface operations {
             };
             /** @description Invalid or missing API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1036,6 +1139,15 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Internal error (carries a request id) */
             500: {
                 headers: {
@@ -1077,7 +1189,10 @@ export interface operations {
     createRun: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first request with this key (per project, kept 24 h) does the work; a retry with the same key and the same method, path and body gets the first response back (header Idempotent-Replayed: true), waiting for it while the first is still in progress. The same key with another request is a 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 agent: "browser-agent" | "browsercode";
             };
@@ -1116,6 +1231,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The API key has the read scope: it cannot change state */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not found: an unknown agent in the path, or an unknown id */
             404: {
                 headers: {
@@ -1125,7 +1249,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict with the current state */
+            /** @description Conflict with the current state, or a request with the same Idempotency-Key still in progress */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1152,13 +1276,22 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Validation error */
+            /** @description Validation error, or the Idempotency-Key was used for another request */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -1231,6 +1364,15 @@ export interface operations {
             };
             /** @description Not found: an unknown agent in the path, or an unknown id */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1315,6 +1457,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Internal error (carries a request id) */
             500: {
                 headers: {
@@ -1356,7 +1507,10 @@ export interface operations {
     stopRun: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first request with this key (per project, kept 24 h) does the work; a retry with the same key and the same method, path and body gets the first response back (header Idempotent-Replayed: true), waiting for it while the first is still in progress. The same key with another request is a 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 agent: "browser-agent" | "browsercode";
                 runId: string;
@@ -1374,8 +1528,26 @@ export interface operations {
                     "application/json": components["schemas"]["Run"];
                 };
             };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Invalid or missing API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key has the read scope: it cannot change state */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1392,8 +1564,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict with the current state */
+            /** @description Conflict with the current state, or a request with the same Idempotency-Key still in progress */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation error, or the Idempotency-Key was used for another request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1490,6 +1680,15 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Internal error (carries a request id) */
             500: {
                 headers: {
@@ -1577,6 +1776,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -1668,6 +1876,15 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Internal error (carries a request id) */
             500: {
                 headers: {
@@ -1756,6 +1973,15 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Internal error (carries a request id) */
             500: {
                 headers: {
@@ -1833,6 +2059,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Internal error (carries a request id) */
             500: {
                 headers: {
@@ -1874,7 +2109,10 @@ export interface operations {
     addFiles: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first request with this key (per project, kept 24 h) does the work; a retry with the same key and the same method, path and body gets the first response back (header Idempotent-Replayed: true), waiting for it while the first is still in progress. The same key with another request is a 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 agent: "browser-agent" | "browsercode";
             };
@@ -1913,8 +2151,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The API key has the read scope: it cannot change state */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not found: an unknown agent in the path, or an unknown id */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A request with the same Idempotency-Key still in progress */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1940,13 +2196,22 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Validation error */
+            /** @description Validation error, or the Idempotency-Key was used for another request */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -2037,6 +2302,15 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Internal error (carries a request id) */
             500: {
                 headers: {
@@ -2114,6 +2388,15 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Internal error (carries a request id) */
             500: {
                 headers: {
@@ -2155,7 +2438,10 @@ export interface operations {
     createWorkspace: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first request with this key (per project, kept 24 h) does the work; a retry with the same key and the same method, path and body gets the first response back (header Idempotent-Replayed: true), waiting for it while the first is still in progress. The same key with another request is a 422. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2192,6 +2478,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The API key has the read scope: it cannot change state */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A request with the same Idempotency-Key still in progress */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Request body too large */
             413: {
                 headers: {
@@ -2210,13 +2514,22 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Validation error */
+            /** @description Validation error, or the Idempotency-Key was used for another request */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -2295,6 +2608,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Internal error (carries a request id) */
             500: {
                 headers: {
@@ -2360,8 +2682,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The API key has the read scope: it cannot change state */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2449,6 +2789,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The API key has the read scope: it cannot change state */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not found */
             404: {
                 headers: {
@@ -2483,6 +2832,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -2573,6 +2931,15 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Internal error (carries a request id) */
             500: {
                 headers: {
@@ -2614,7 +2981,10 @@ export interface operations {
     addWorkspaceFiles: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first request with this key (per project, kept 24 h) does the work; a retry with the same key and the same method, path and body gets the first response back (header Idempotent-Replayed: true), waiting for it while the first is still in progress. The same key with another request is a 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 workspaceId: string;
             };
@@ -2653,8 +3023,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The API key has the read scope: it cannot change state */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A request with the same Idempotency-Key still in progress */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2680,13 +3068,22 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Validation error */
+            /** @description Validation error, or the Idempotency-Key was used for another request */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -2768,6 +3165,15 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Internal error (carries a request id) */
             500: {
                 headers: {
@@ -2809,7 +3215,10 @@ export interface operations {
     createBrowser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first request with this key (per project, kept 24 h) does the work; a retry with the same key and the same method, path and body gets the first response back (header Idempotent-Replayed: true), waiting for it while the first is still in progress. The same key with another request is a 422. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2846,8 +3255,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The API key has the read scope: it cannot change state */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A request with the same Idempotency-Key still in progress */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2873,7 +3300,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Validation error */
+            /** @description Validation error, or the Idempotency-Key was used for another request */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2882,7 +3309,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
-            /** @description Limit reached (see Retry-After) */
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2967,6 +3394,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Internal error (carries a request id) */
             500: {
                 headers: {
@@ -3008,7 +3444,10 @@ export interface operations {
     stopBrowser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first request with this key (per project, kept 24 h) does the work; a retry with the same key and the same method, path and body gets the first response back (header Idempotent-Replayed: true), waiting for it while the first is still in progress. The same key with another request is a 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 browserId: string;
             };
@@ -3025,6 +3464,15 @@ export interface operations {
                     "application/json": components["schemas"]["Browser"];
                 };
             };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Invalid or missing API key */
             401: {
                 headers: {
@@ -3034,8 +3482,44 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The API key has the read scope: it cannot change state */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A request with the same Idempotency-Key still in progress */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation error, or the Idempotency-Key was used for another request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3128,6 +3612,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Internal error (carries a request id) */
             500: {
                 headers: {
@@ -3169,7 +3662,10 @@ export interface operations {
     createLiveViewLink: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first request with this key (per project, kept 24 h) does the work; a retry with the same key and the same method, path and body gets the first response back (header Idempotent-Replayed: true), waiting for it while the first is still in progress. The same key with another request is a 422. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 browserId: string;
             };
@@ -3208,8 +3704,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The API key has the read scope: it cannot change state */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A request with the same Idempotency-Key still in progress */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3235,13 +3749,22 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Validation error */
+            /** @description Validation error, or the Idempotency-Key was used for another request */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -3313,6 +3836,15 @@ export interface operations {
             };
             /** @description Not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3397,6 +3929,15 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Internal error (carries a request id) */
             500: {
                 headers: {
@@ -3438,7 +3979,10 @@ export interface operations {
     createProfile: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the first request with this key (per project, kept 24 h) does the work; a retry with the same key and the same method, path and body gets the first response back (header Idempotent-Replayed: true), waiting for it while the first is still in progress. The same key with another request is a 422. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3475,6 +4019,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The API key has the read scope: it cannot change state */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A request with the same Idempotency-Key still in progress */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Request body too large */
             413: {
                 headers: {
@@ -3493,13 +4055,22 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Validation error */
+            /** @description Validation error, or the Idempotency-Key was used for another request */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal error (carries a request id) */
@@ -3578,6 +4149,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Internal error (carries a request id) */
             500: {
                 headers: {
@@ -3643,8 +4223,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The API key has the read scope: it cannot change state */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3732,6 +4330,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The API key has the read scope: it cannot change state */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not found */
             404: {
                 headers: {
@@ -3766,6 +4373,316 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (carries a request id) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not implemented yet */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service the route needs is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service the route needs did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listApiKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyList"];
+                };
+            };
+            /** @description Invalid or missing API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (carries a request id) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not implemented yet */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service the route needs is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service the route needs did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createApiKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first request with this key (per project, kept 24 h) does the work; a retry with the same key and the same method, path and body gets the first response back (header Idempotent-Replayed: true), waiting for it while the first is still in progress. The same key with another request is a 422. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateApiKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyCreated"];
+                };
+            };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid or missing API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key has the read scope: it cannot change state */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A request with the same Idempotency-Key still in progress */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not application/json, or its encoding is not supported */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation error, or the Idempotency-Key was used for another request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (carries a request id) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not implemented yet */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service the route needs is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A service the route needs did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    revokeApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                apiKeyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid or missing API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The API key has the read scope: it cannot change state */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Limit reached: a rate limit of the API key or a limit of the project (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Internal error (carries a request id) */
