@@ -35,6 +35,8 @@ export interface AgentRequestFigures {
   baseline: string;
   requests: RequestFigures[];
   observeLargest: { page: string; beforeMs: number; afterMs: number; ratio: number; rounds: number };
+  /** A page of 300 custom elements without shadow roots: each is asked about once (at most 64 per observation), so the first observations pay for it. */
+  observeCustomElements: { elements: number; firstBeforeMs: number; firstAfterMs: number; beforeMs: number; afterMs: number; ratio: number; rounds: number };
 }
 
 /** Unpacks `rev`'s services and test support into a temporary directory that resolves packages from this checkout. */
@@ -121,7 +123,32 @@ export async function agentRequestsBench(opts: { rounds: number; baseline?: stri
     await page.close();
     const beforeMs = median(b);
     const afterMs = median(a);
-    return { baseline, requests, observeLargest: { page: largest, beforeMs, afterMs, ratio: afterMs / beforeMs, rounds: opts.rounds } };
+
+    // Each code on a page of its own, so the marks of one do not spare the other.
+    const elements = 300;
+    const html = `<h1>Components</h1>${Array.from({ length: elements }, (_, i) => `<x-card><a href="#${i}">Card ${i}</a></x-card>`).join('')}<script>customElements.define('x-card', class extends HTMLElement {})</script>`;
+    const times: Record<'before' | 'after', number[]> = { before: [], after: [] };
+    for (const [which, observe] of [['before', before.code.observePage], ['after', after.observePage]] as const) {
+      const p = await browser.newPage();
+      await p.setContent(html);
+      for (let i = 0; i < opts.rounds + 6; i++) {
+        const t0 = performance.now();
+        await observe(browser, p);
+        times[which].push(performance.now() - t0);
+      }
+      await p.close();
+    }
+    const settled = (xs: number[]) => median(xs.slice(6));
+    const observeCustomElements = {
+      elements,
+      firstBeforeMs: times.before[0]!,
+      firstAfterMs: times.after[0]!,
+      beforeMs: settled(times.before),
+      afterMs: settled(times.after),
+      ratio: settled(times.after) / settled(times.before),
+      rounds: opts.rounds,
+    };
+    return { baseline, requests, observeLargest: { page: largest, beforeMs, afterMs, ratio: afterMs / beforeMs, rounds: opts.rounds }, observeCustomElements };
   } finally {
     await browser?.close();
     await fake.close();

@@ -170,6 +170,10 @@ if (want('requests')) {
   }
   const o = ar.observeLargest;
   process.stdout.write(`  observe() on ${o.page}, median of ${o.rounds} alternating: before ${f(o.beforeMs, 1)} ms, after ${f(o.afterMs, 1)} ms (after/before ${f(o.ratio)})\n`);
+  const c = ar.observeCustomElements;
+  process.stdout.write(
+    `  observe() on a page of ${c.elements} custom elements: first observation before ${f(c.firstBeforeMs, 1)} ms, after ${f(c.firstAfterMs, 1)} ms; from the 7th on (median of ${c.rounds}) before ${f(c.beforeMs, 1)} ms, after ${f(c.afterMs, 1)} ms (after/before ${f(c.ratio)})\n`,
+  );
 }
 
 const dir = path.join(ROOT, 'bench/results');

@@ -324,8 +324,9 @@ export function domQuiet(args: { quietMs: number; maxMs: number }): Promise<void
 
 /**
  * Runs in the page: custom elements that may hold a closed shadow root (the page cannot tell;
- * the CDP can, for each), through open roots, at most `max`. One found to hold none once it is
- * defined is marked and not asked about again (roots are attached when an element is made).
+ * the CDP can, for each), through open roots, at most `max`. One found to hold none is marked and
+ * not asked about again (roots are attached when an element is made), or, while it is not
+ * defined yet, not until it is (its constructor may attach one).
  */
 export function closedShadowCandidates(max: number): Element[] {
   const out: Element[] = [];
@@ -334,7 +335,7 @@ export function closedShadowCandidates(max: number): Element[] {
     for (let i = 0; i < all.length && out.length < max; i++) {
       const el = all[i] as HTMLElement;
       if (el.shadowRoot) visit(el.shadowRoot);
-      else if (el.tagName.includes('-') && el.dataset.atsNoClosed !== '1') out.push(el);
+      else if (el.tagName.includes('-') && el.dataset.atsNoClosed !== '1' && !(el.dataset.atsNoClosed === 'undefined' && !el.matches(':defined'))) out.push(el);
     }
   };
   visit(document);
@@ -343,7 +344,7 @@ export function closedShadowCandidates(max: number): Element[] {
 
 /** Runs in the page: marks custom elements that hold no closed shadow root (see closedShadowCandidates). */
 export function markWithoutClosed(_: null, ...els: HTMLElement[]): void {
-  for (const el of els) if (el.matches(':defined')) el.dataset.atsNoClosed = '1';
+  for (const el of els) el.dataset.atsNoClosed = el.matches(':defined') ? '1' : 'undefined';
 }
 
 /** Runs in the page: the first element matching `selector` inside the closed shadow roots `roots` (and open roots within them). */

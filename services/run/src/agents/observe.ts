@@ -68,8 +68,8 @@ interface FrameInternals {
   mainRealm(): { adoptBackendNode(backendNodeId: number): Promise<JSHandle> };
 }
 
-/** Custom elements asked about closed shadow roots per frame and observation, at most. */
-const CLOSED_HOSTS_MAX = 200;
+/** Custom elements asked about closed shadow roots per frame and observation, at most (one CDP call each; each is asked once). */
+const CLOSED_HOSTS_MAX = 64;
 
 interface CdpNode {
   backendNodeId: number;
@@ -96,13 +96,16 @@ async function closedRoots(frame: Frame): Promise<JSHandle[]> {
       }
       for (const c of n.children ?? []) collect(c, into);
     };
+    const describe = async (target: { objectId: string } | { backendNodeId: number }, depth: number) => ((await f.client!.send('DOM.describeNode', { ...target, depth, pierce: true })) as { node: CdpNode }).node;
     await Promise.all(
       hosts.map(async (h) => {
-        const { node } = (await f.client!.send('DOM.describeNode', { objectId: h.remoteObject().objectId!, depth: -1, pierce: true })) as { node: CdpNode };
-        const mine: number[] = [];
-        collect(node, mine);
-        if (mine.length) found.push(...mine);
-        else without.push(h);
+        // The host alone (its own light DOM may be the whole page), then each closed root whole, for roots nested in it.
+        const roots = ((await describe({ objectId: h.remoteObject().objectId! }, 0)).shadowRoots ?? []).filter((r) => r.shadowRootType === 'closed');
+        if (!roots.length) return void without.push(h);
+        for (const r of roots) {
+          found.push(r.backendNodeId);
+          collect(await describe({ backendNodeId: r.backendNodeId }, -1), found);
+        }
       }),
     );
     if (without.length) await inFrameWith(frame, markWithoutClosed, null, without);
