@@ -337,7 +337,7 @@ describe('the TypeScript SDK against the stack', () => {
     await rejectsWith(c.runs.stop(created.id), ConflictError);
   });
 
-  test('when nothing answers, then reads are retried max_retries times and fail as APIConnectionError or APITimeoutError; creates are sent once', async () => {
+  test('when nothing answers, then reads and keyed creates are retried max_retries times and fail as APIConnectionError or APITimeoutError; creates without a key are sent once', async () => {
     const refused = await new Promise<number>((resolve) => {
       const s = net.createServer().listen(0, '127.0.0.1', () => {
         const { port } = s.address() as net.AddressInfo;
@@ -351,7 +351,8 @@ describe('the TypeScript SDK against the stack', () => {
     assert.match(conn.message, /Connection error — GET \/api\/v1\/agents \(ECONNREFUSED\)/);
 
     let requests = 0;
-    const silent = http.createServer(() => void requests++);
+    const idempotencyKeys: (string | undefined)[] = [];
+    const silent = http.createServer((req) => void (requests++, idempotencyKeys.push(req.headers['idempotency-key'] as string | undefined)));
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
     try {
       const slow = client({ baseUrl: `http://127.0.0.1:${(silent.address() as net.AddressInfo).port}`, timeoutMs: 300, maxRetries: 2 });
@@ -361,6 +362,10 @@ describe('the TypeScript SDK against the stack', () => {
       requests = 0;
       await rejectsWith(slow.runs.create({ task: 'x' }), APITimeoutError);
       assert.equal(requests, 1, 'a create is not repeated');
+      requests = 0;
+      idempotencyKeys.length = 0;
+      await rejectsWith(slow.runs.create({ task: 'x', idempotencyKey: 'order-4711' }), APITimeoutError);
+      assert.deepEqual(idempotencyKeys, ['order-4711', 'order-4711', 'order-4711'], 'with an Idempotency-Key a create is retried like a read, each try with the key');
     } finally {
       silent.closeAllConnections();
       silent.close();

@@ -44,6 +44,27 @@ test('when a key is created, listed and revoked with the CLI, then the gateway d
   }
 });
 
+test('when a read key is created with the CLI, then it is listed with its scope and the database grants it read only', async () => {
+  const dataDir = tempDir('keys-cli');
+  try {
+    const created = keys(dataDir, 'create', '--project', 'demo', '--name', 'reports', '--scope', 'read');
+    assert.equal(created.code, 0, created.stderr);
+    assert.match(created.stderr, /created read key/);
+    const key = created.stdout.trim();
+    assert.match(keys(dataDir, 'list').stdout, new RegExp(`${key.slice(0, 12)}….*demo\treports\tread\t.*never used`));
+    assert.equal(keys(dataDir, 'create', '--scope', 'admin').code, 2, 'an unknown scope is a usage error');
+
+    const db = await openDatabase({ service: 'gateway', dataDir, migrations });
+    try {
+      assert.equal((await new ApiKeyRepository(db.knex).grantFor(key))?.scope, 'read');
+    } finally {
+      await db.stop();
+    }
+  } finally {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
 test('when the command is unknown, then usage is printed and the exit code is 2', () => {
   const dataDir = tempDir('keys-cli');
   const r = keys(dataDir, 'frobnicate');

@@ -109,6 +109,23 @@ test('when a route takes an agent, an id or a body, then the 404, 413 and 415 it
   }
 });
 
+test('when a route changes state or creates, then the read-key 403, the rate-limit 429 and (for a POST) the Idempotency-Key header with its 409 and 422 are documented', () => {
+  const doc = buildOpenApi(allRoutes(), '0') as { paths: Record<string, Record<string, any>> };
+  for (const r of allRoutes()) {
+    const op = doc.paths[`/api/v1${r.path.replace(/:([A-Za-z]+)/g, '{$1}')}`]![r.method];
+    const responses = op.responses as Record<string, { description: string }>;
+    assert.ok(responses['429'], `${r.operationId} documents 429`);
+    assert.equal(Boolean(responses['403']), r.method !== 'get', `${r.operationId}: 403 exactly when it changes state`);
+    const header = (op.parameters ?? []).find((p: { name: string }) => p.name === 'Idempotency-Key');
+    assert.equal(Boolean(header), r.method === 'post', `${r.operationId}: Idempotency-Key exactly on a POST`);
+    if (r.method === 'post') {
+      assert.equal(header.in, 'header');
+      assert.match(responses['409']!.description, /Idempotency-Key still in progress/, r.operationId);
+      assert.match(responses['422']!.description, /Idempotency-Key was used for another request/, r.operationId);
+    }
+  }
+});
+
 test('when a workspace lists its files, then the documented reply is the page the route returns', () => {
   const doc = dereference(buildOpenApi(allRoutes(), '0') as { paths: Record<string, Record<string, any>> });
   const schema = doc.paths['/api/v1/agent-workspaces/{workspaceId}/files']!.get.responses['200'].content['application/json'].schema;

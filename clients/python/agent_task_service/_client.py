@@ -156,10 +156,15 @@ class AgentTaskService:
         json: Any = None,
         retry: Optional[bool] = None,
         ok_statuses: Sequence[int] = (),
+        idempotency_key: Optional[str] = None,
     ) -> httpx.Response:
         """One API call with the key; idempotent calls are retried on connection errors, 502, 503 and 504."""
         retry = method in ("GET", "DELETE") if retry is None else retry
         headers = {**base_headers(), KEY_HEADER: self._api_key}
+        if idempotency_key is not None:
+            # The API answers a repeat of the key with the first response: a POST becomes safe to retry.
+            headers["Idempotency-Key"] = idempotency_key
+            retry = True
         attempt = 0
         while True:
             try:
@@ -241,8 +246,12 @@ class Runs(_Resource):
         attached_file_ids: Optional[Sequence[str]] = None,
         workspace_id: Optional[str] = None,
         files: Optional[Sequence[FileInput]] = None,
+        idempotency_key: Optional[str] = None,
     ) -> RunCreated:
-        """Starts a run (it goes on in the background); `files` are uploaded and attached first."""
+        """Starts a run (it goes on in the background); `files` are uploaded and attached first.
+
+        With `idempotency_key` (e.g. a UUID kept with your order) the create is retried after a
+        connection error, a timeout or a 503, and the API makes one run however often it is sent."""
         ids = list(attached_file_ids or [])
         if files:
             ids += [f.id for f in self._client.files._upload_many(read_uploads(files), agent=agent)]
@@ -254,7 +263,7 @@ class Runs(_Resource):
             attached_file_ids=ids if files or attached_file_ids is not None else None,
             workspace_id=workspace_id,
         )
-        return self._client._call(RunCreated, "POST", api_path("agents", agent, "runs"), json=body)
+        return self._client._call(RunCreated, "POST", api_path("agents", agent, "runs"), json=body, idempotency_key=idempotency_key)
 
     def get(self, run: RunRef, *, agent: Optional[str] = None) -> Run:
         """The full run object."""

@@ -73,7 +73,7 @@ RUN = {"runId": "run"}
 OPERATIONS: Dict[str, Operation] = {
     "listAgents": Operation("agents", "list"),
     "listModels": Operation("models", "list"),
-    "createRun": Operation("runs", "create", sdk_only=("files",), **AGENT),
+    "createRun": Operation("runs", "create", sdk_only=("files", "idempotency_key"), **AGENT),
     "listRuns": Operation("runs", "list", **PAGED, **AGENT),
     "getRun": Operation("runs", "get", RUN, **AGENT),
     "getRunStatus": Operation("runs", "status", RUN, **AGENT),

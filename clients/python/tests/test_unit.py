@@ -98,6 +98,32 @@ def test_429_is_a_rate_limit_error_with_retry_after_and_is_not_retried() -> None
     assert len(seen) == 1
 
 
+CREATED = {"id": "run_1", "status": "queued", "agent": "browser-agent", "sessionId": "ses_1", "workspaceId": None, "stepsUrl": "/s", "eventsUrl": "/e", "missingFileIds": []}
+
+
+def test_a_create_with_an_idempotency_key_is_retried_with_the_same_key_and_one_without_is_sent_once(no_backoff: List[float]) -> None:
+    seen: List[httpx.Request] = []
+    client = sync_client([refuse, reply(503, {"detail": "Service unavailable, try again shortly"}), reply(202, CREATED)], seen)
+    created = client.runs.create("Find the price", idempotency_key="order-4711")
+    assert created.id == "run_1"
+    assert [r.headers.get("idempotency-key") for r in seen] == ["order-4711"] * 3, "every attempt carries the key"
+
+    once: List[httpx.Request] = []
+    plain = sync_client([refuse], once)
+    with pytest.raises(APIConnectionError):
+        plain.runs.create("Find the price")
+    assert len(once) == 1 and "idempotency-key" not in once[0].headers, "without a key a create may not be repeated"
+
+    async def run_async() -> List[httpx.Request]:
+        got: List[httpx.Request] = []
+        transport = httpx.AsyncClient(transport=mock([refuse, reply(202, CREATED)], got))
+        async with AsyncAgentTaskService(api_key=KEY, base_url="http://ats.test", http_client=transport) as aclient:
+            assert (await aclient.runs.create("Find the price", idempotency_key="order-4712")).id == "run_1"
+        return got
+
+    assert [r.headers.get("idempotency-key") for r in asyncio.run(run_async())] == ["order-4712"] * 2
+
+
 def test_500_is_an_internal_server_error_carrying_the_request_id() -> None:
     seen: List[httpx.Request] = []
     client = sync_client([reply(500, {"detail": "Internal error"})], seen)

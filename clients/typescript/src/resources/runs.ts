@@ -20,6 +20,11 @@ export type CreateRunOptions = CamelKeys<CreateRunRequest> &
   RequestOptions & {
     /** Files to upload first and attach to the run (added to `attachedFileIds`): paths in Node, `File`s, or `{name, content}`. */
     files?: FileInput[];
+    /**
+     * An `Idempotency-Key` (e.g. a UUID kept with your order): the create is then retried after a
+     * connection error, a timeout or a 503, and the API makes one run however often it is sent.
+     */
+    idempotencyKey?: string;
   };
 
 /** `runs.list`: filters and paging. */
@@ -68,7 +73,7 @@ export class Runs {
 
   /** Starts a run (it returns at once, `queued`); `files` are uploaded and attached first. */
   async create(options: CreateRunOptions): Promise<RunCreated> {
-    const { agent, files, signal, timeoutMs, maxRetries, ...request } = options;
+    const { agent, files, signal, timeoutMs, maxRetries, idempotencyKey, ...request } = options;
     const req = { signal, timeoutMs, maxRetries };
     let attachedFileIds = request.attachedFileIds;
     if (files?.length) {
@@ -76,7 +81,9 @@ export class Runs {
       attachedFileIds = [...(attachedFileIds ?? []), ...uploaded.map((f) => f.id)];
     }
     const body = toSnake({ ...request, attachedFileIds }) as CreateRunRequest;
-    return this.#core.request<RunCreated>('POST', `${agentPath({ agent })}/runs`, { ...req, body });
+    // The API answers a repeat of the key with the first response: the POST becomes safe to retry.
+    const keyed = idempotencyKey === undefined ? {} : { headers: { 'Idempotency-Key': idempotencyKey }, idempotent: true };
+    return this.#core.request<RunCreated>('POST', `${agentPath({ agent })}/runs`, { ...req, ...keyed, body });
   }
 
   /** The full run. */
