@@ -322,7 +322,8 @@ export class RunWorker {
     }
     // Refused once the run has ended (stopped, or failed by another worker): it ends here too.
     if (!(await this.#d.repo.insertStep({ runId: run.id, number: step.number, url: step.url, action: step.action, thought: step.thought, screenshotKey: key, ts: step.startedAt.toISOString(), durationMs: step.durationMs }))) throw new RunStopped();
-    await this.#d.events.append(run.id, 'step', { number: step.number, url: step.url, action: step.action, thought: step.thought, durationMs: step.durationMs, actionMs: step.actionMs });
+    const downloads = step.downloads?.map((d) => ({ name: d.name, sizeBytes: d.sizeBytes, contentType: d.contentType, ...(d.diskPath ? { path: d.diskPath } : {}) }));
+    await this.#d.events.append(run.id, 'step', { number: step.number, url: step.url, action: step.action, thought: step.thought, durationMs: step.durationMs, actionMs: step.actionMs, ...(downloads ? { downloads } : {}) });
   }
 }
 

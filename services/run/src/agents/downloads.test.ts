@@ -13,9 +13,11 @@ import path from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { folderDownloads, runLoop, startAgentHarness, type AgentHarness } from '../../../../test/support/agent-loop.js';
 import { elementIndex, userText, type ChatRequest } from '../../../../test/support/fake-openai.js';
+import { runBrowsercode } from './browsercode-agent.js';
 import { parseInstruction } from './builtin-model.js';
 import { fenceFileContent, MAX_READ_DOWNLOAD_BYTES, renderFile, RunDownloads, type DownloadSource } from './downloads.js';
 import { ActionError } from './page-tools.js';
+import { shellUser } from './shell.js';
 
 const FIXTURES = path.resolve(import.meta.dirname, '../../../../test/fixtures/site/reports');
 
@@ -92,6 +94,48 @@ describe('downloads with an OpenAI-compatible model', () => {
     };
     const { result } = await run('Read the April report');
     assert.equal(result, 'No download is named "april-report.csv"; the browser downloaded: february-report.csv');
+  });
+});
+
+describe('downloads in browsercode', () => {
+  test('when the model downloads a report, then it is on the disk at once, stored as an output, and a command sums its amounts', async () => {
+    const dir = await fs.mkdtemp(path.join(tmp, 'code-'));
+    const diskDir = path.join(dir, 'disk');
+    await fs.mkdir(diskDir);
+    await fs.chmod(dir, 0o755);
+    await fs.chmod(diskDir, 0o777); // the terminal's user writes there
+    const downloads = await folderDownloads(h.browser, path.join(dir, 'browser-downloads'));
+    let stored = 0;
+    let storedBeforeShell = -1;
+    h.fake.script = (req, n) => {
+      if (n === 0) return { tool: 'navigate', args: { url: h.site.url('reports.html') } };
+      if (n === 1) return { tool: 'click', args: { index: elementIndex(req, /link "March report"/) } };
+      const onDisk = /on the run's disk as (downloads\/[\w.-]+\.csv)/.exec(userText(req))?.[1];
+      if (n === 2) return onDisk ? { tool: 'shell', args: { command: `awk -F, 'NR>1 {s+=$NF} END {printf "%.2f", s}' ${onDisk}` } } : { tool: 'done', args: { result: 'not on the disk' } };
+      return { tool: 'done', args: { result: /result → (\d+\.\d\d)/.exec(userText(req))?.[1] ?? 'no sum' } };
+    };
+    const result = await runBrowsercode({
+      model: h.models.create('fake-gpt', 'x'),
+      task: 'Download the March report and sum its amounts with a command',
+      turns: [],
+      diskDir,
+      downloads,
+      maxSteps: 10,
+      deadline: Date.now() + 60000,
+      actionTimeoutMs: 10000,
+      signal: new AbortController().signal,
+      terminal: { limits: { timeoutMs: 10000, maxOutputBytes: 1 << 20 }, user: shellUser(), sandbox: undefined },
+      openBrowser: async () => h.browser,
+      emit: async (type, data) => void (type === 'tool.call' && data.tool === 'shell' && (storedBeforeShell = stored)),
+      syncOutputs: async () => {
+        if (await fs.stat(path.join(diskDir, 'downloads/march-report.csv')).then(() => true, () => false)) stored++;
+        return [];
+      },
+      recordStep: async () => {},
+      recordUsage: async () => {},
+    });
+    assert.equal(result, '550.50');
+    assert.equal(storedBeforeShell, 1, 'the outputs were synced as the file arrived, before any command');
   });
 });
 
