@@ -248,7 +248,7 @@ export const ACTIONS = {
   }),
   read_download: browser({
     tool: 'read_download',
-    description: 'Read a file the browser downloaded, by its name: text, CSV (as a table), JSON or PDF text. Long results are saved to a file on the run\'s disk and the result says where',
+    description: "Read a file the browser downloaded: text, CSV (as a table), JSON or PDF text; a long one is saved on the run's disk",
     input: input<{ file: string }>({ file: { type: 'string', description: 'The file name, as the list of downloaded files shows it' } }, ['file']),
     describe: (a) => `read download ${JSON.stringify(short(a.file, 80))}`,
     builtin: { verbs: ['read', 'open', 'download'], examples: ["read the downloaded file 'report.csv'", 'read the downloaded file'] },

@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Browser, CDPSession, Page } from 'puppeteer-core';
+import { safeTarget } from '../../../file-storage/src/names.js';
 import { onNewTabs } from './dialogs.js';
 import { ActionError } from './page-tools.js';
 
@@ -181,10 +182,11 @@ export class RunDownloads {
         const diskPath = `downloads/${d.name}`;
         try {
           const bytes = await this.#source.read(d.name, MAX_KEPT_DOWNLOAD_BYTES);
-          await fs.mkdir(path.join(this.#diskDir, 'downloads'), { recursive: true });
-          // A file (or link) left there by a command of the run is replaced, never written through.
-          await fs.rm(path.join(this.#diskDir, diskPath), { force: true });
-          await fs.writeFile(path.join(this.#diskDir, diskPath), bytes, { flag: 'wx' });
+          // A command of the run may have made downloads/ a link out of the disk: refused (safeTarget). A file or
+          // link at the name itself is replaced, never written through.
+          const target = await safeTarget(this.#diskDir, diskPath);
+          await fs.rm(target, { force: true });
+          await fs.writeFile(target, bytes, { flag: 'wx' });
           file.diskPath = diskPath;
         } catch {
           // Not kept on the disk (storage unreachable, a folder in the way): still listed, and read_download asks the source again.
