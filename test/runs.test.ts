@@ -156,6 +156,22 @@ describe('the builtin model end to end', () => {
     assert.match(md, /Entry 300: the lamp was lit[\s\S]*## Appendix\n\nThe keeper on duty in the great storm was Grace Darling\.$/);
   });
 
+  test('when a run downloads a report and reads it, then the step says so, the answer is its table, and it is an output file and a browser download', async () => {
+    const { id } = await start('alpha', { task: `Open ${site.url('reports.html')}. Click 'March report'. Read the downloaded file 'march-report.csv'.`, model: 'builtin' });
+    const { run, events } = await finished('alpha', id);
+    assert.equal(run.status, 'completed', run.error);
+    assert.deepEqual(events.filter((e) => e.event === 'step' && e.data.data.downloads).map((e) => e.data.data.downloads), [[{ name: 'march-report.csv', sizeBytes: 165, contentType: 'text/csv', path: 'downloads/march-report.csv' }]]);
+    assert.match(run.result, /^\| date \| description \| amount \|\n\| --- \| --- \| --- \|\n\| 2025-03-03 \| Paper, A4 \(5 reams\) \| 120\.50 \|/);
+    const { steps } = (await (await json('alpha', 'GET', `${BASE}/runs/${id}/steps`)).json()) as { steps: { action: string }[] };
+    assert.match(steps[1]!.action, /^click \[\d+\] → downloaded march-report\.csv \(165 bytes, text\/csv\)$/);
+    const fixture = fs.readFileSync(path.join(import.meta.dirname, 'fixtures/site/reports/march-report.csv'));
+    const outputs = (await (await json('alpha', 'GET', `${BASE}/runs/${id}/files?kind=output`)).json()) as { items: { name: string; downloadUrl: string }[] };
+    assert.deepEqual(outputs.items.map((i) => i.name), ['downloads/march-report.csv']);
+    assert.deepEqual(Buffer.from(await (await fetch(outputs.items[0]!.downloadUrl)).arrayBuffer()), fixture);
+    const downloads = (await (await json('alpha', 'GET', `/api/v1/browsers/${run.browserId}/downloads`)).json()) as { items: { name: string; sizeBytes: number }[] };
+    assert.deepEqual(downloads.items.map((d) => [d.name, d.sizeBytes]), [['march-report.csv', fixture.length]]);
+  });
+
   test('when attached file ids are unknown, then 202 lists them as missing', async () => {
     const created = await start('alpha', { task: 'Extract the title', attached_file_ids: ['file_nope00000000000000000000'] });
     assert.deepEqual(created.missingFileIds, ['file_nope00000000000000000000']);

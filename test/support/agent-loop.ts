@@ -1,5 +1,8 @@
 /** What the agent-loop tests and benches share: a headless Chromium, and one run of the browser-agent loop with what it recorded. */
+import fs from 'node:fs/promises';
+import path from 'node:path';
 import puppeteer, { type Browser } from 'puppeteer-core';
+import type { DownloadSource } from '../../services/run/src/agents/downloads.js';
 import { runBrowserAgent, type BrowserAgentInput, type RecordedStep } from '../../services/run/src/agents/browser-agent.js';
 import type { Usage } from '../../services/run/src/agents/model.js';
 import { createModelRegistry, type ModelRegistry, type ModelsConfig } from '../../services/run/src/agents/models.js';
@@ -13,7 +16,28 @@ export function launchTestChromium(): Promise<Browser> {
   return puppeteer.launch({ executablePath: '/usr/bin/chromium', headless: true, args: TEST_CHROMIUM_ARGS });
 }
 
-export type LoopOptions = Pick<BrowserAgentInput, 'browser' | 'model' | 'task'> & Partial<Pick<BrowserAgentInput, 'turns' | 'diskDir' | 'diskFiles' | 'maxSteps'>> & { timeoutMs?: number };
+export type LoopOptions = Pick<BrowserAgentInput, 'browser' | 'model' | 'task'> & Partial<Pick<BrowserAgentInput, 'turns' | 'diskDir' | 'diskFiles' | 'maxSteps' | 'downloads'>> & { timeoutMs?: number };
+
+/**
+ * What the browser-pool does for a run's browser, on a test Chromium: downloads are saved into
+ * `dir` (Browser.setDownloadBehavior) and listed from there, finished files only.
+ */
+export async function folderDownloads(browser: Browser, dir: string): Promise<DownloadSource> {
+  await fs.mkdir(dir, { recursive: true });
+  const session = await browser.target().createCDPSession();
+  await session.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: dir, eventsEnabled: true });
+  return {
+    list: async () => {
+      const names = (await fs.readdir(dir)).filter((n) => !n.endsWith('.crdownload')).sort();
+      return Promise.all(names.map(async (name) => ({ name, sizeBytes: (await fs.stat(path.join(dir, name))).size })));
+    },
+    read: async (name, maxBytes) => {
+      const bytes = await fs.readFile(path.join(dir, name));
+      if (bytes.length > maxBytes) throw new Error(`${name} is larger than ${maxBytes} bytes`);
+      return bytes;
+    },
+  };
+}
 
 /** Runs the loop to its answer (never stopped; 60 s unless `timeoutMs` says otherwise), collecting its steps and usage. */
 export async function runLoop(o: LoopOptions): Promise<{ result: string; usage: Usage[]; steps: RecordedStep[] }> {
@@ -26,6 +50,7 @@ export async function runLoop(o: LoopOptions): Promise<{ result: string; usage: 
     turns: o.turns ?? [],
     diskDir: o.diskDir,
     diskFiles: o.diskFiles ?? [],
+    downloads: o.downloads,
     maxSteps: o.maxSteps ?? 50,
     deadline: Date.now() + (o.timeoutMs ?? 60000),
     actionTimeoutMs: 10000,

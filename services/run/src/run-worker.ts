@@ -23,6 +23,7 @@ import type { ShellTenancy, Tenant } from './agents/shell-tenancy.js';
 import type { ModelRegistry } from './agents/models.js';
 import { ActionError } from './agents/page-tools.js';
 import type { RunClients } from './clients.js';
+import { poolDownloads } from './pool-downloads.js';
 import type { RunEvents } from './run-events.js';
 import type { RunRepository, RunRow } from './run.repository.js';
 import { BrowserLimitReached, type BrowserCapacity, type ProvisionedBrowser } from './browser-capacity.js';
@@ -217,6 +218,7 @@ export class RunWorker {
 
       // What both agent loops take.
       const loop = {
+        downloads: poolDownloads(clients, run.projectId, () => held.browserId, this.#d.limits.actionTimeoutMs * 3),
         model,
         task: run.task,
         turns: await repo.turns(run.sessionId, run.id),
@@ -243,8 +245,9 @@ export class RunWorker {
         await this.#syncOutputs(run, workDir, manifest);
         await this.#endTurnBrowser(run, held, stop); // stopped before the run reads completed
       } else {
-        result = await runBrowserAgent({ ...loop, browser: await this.#openBrowser(run, held, signal), diskFiles: [...manifest.keys()], maxModelFailures: this.#d.limits.maxModelFailures });
-        // Extractions too long for the answer were saved on the disk (the result names them): they are output files.
+        const browser = await this.#openBrowser(run, held, signal);
+        result = await runBrowserAgent({ ...loop, browser, diskFiles: [...manifest.keys()], maxModelFailures: this.#d.limits.maxModelFailures });
+        // Extractions too long for the answer and the files the browser downloaded were saved on the disk: they are output files.
         const notStored = await this.#syncOutputs(run, workDir, manifest);
         if (notStored.length) result = [result, ...notStored].join('\n');
         // Released before the run reads completed, so a follow-up sent at once finds the browser free.
@@ -319,7 +322,8 @@ export class RunWorker {
     }
     // Refused once the run has ended (stopped, or failed by another worker): it ends here too.
     if (!(await this.#d.repo.insertStep({ runId: run.id, number: step.number, url: step.url, action: step.action, thought: step.thought, screenshotKey: key, ts: step.startedAt.toISOString(), durationMs: step.durationMs }))) throw new RunStopped();
-    await this.#d.events.append(run.id, 'step', { number: step.number, url: step.url, action: step.action, thought: step.thought, durationMs: step.durationMs, actionMs: step.actionMs });
+    const downloads = step.downloads?.map((d) => ({ name: d.name, sizeBytes: d.sizeBytes, contentType: d.contentType, ...(d.diskPath ? { path: d.diskPath } : {}) }));
+    await this.#d.events.append(run.id, 'step', { number: step.number, url: step.url, action: step.action, thought: step.thought, durationMs: step.durationMs, actionMs: step.actionMs, ...(downloads ? { downloads } : {}) });
   }
 }
 

@@ -11,6 +11,7 @@
  */
 import type { Browser, Page } from 'puppeteer-core';
 import { listDiskFiles, readDiskFile, runShellTool, writeDiskFile, type CodeToolContext, type ToolOutcome } from './code-tools.js';
+import type { RunDownloads } from './downloads.js';
 import { settlePage } from './observe.js';
 import { deliverExtract, extract, ExtractError, findText, type AskPage, type ExtractInput, type ExtractWhat } from './page-extract.js';
 import { ActionError, clickElement, element, openUrl, selectOption, typeInto, uploadFile, waitOn } from './page-tools.js';
@@ -46,12 +47,16 @@ export interface BrowserActionContext {
   signal: AbortSignal;
   /** Answers `extract` questions (an LLM's separate call); without it only deterministic extractions work. */
   ask?: AskPage | undefined;
+  /** The files the browser downloaded (read_download); undefined when the run cannot see them. */
+  downloads?: RunDownloads | undefined;
 }
 
 /** What a browser action gave: the page to observe next (switching tabs changes it) and what it read. */
 export interface BrowserOutcome {
   page?: Page;
   output?: string;
+  /** The output is the contents of this downloaded file (web content: an LLM gets it fenced as data). */
+  fromFile?: string;
 }
 
 interface Common<I> {
@@ -237,6 +242,18 @@ export const ACTIONS = {
     run: async (a, c) => {
       await uploadFile(c.page, a.index, c.diskDir, a.path);
       return {};
+    },
+  }),
+  read_download: browser({
+    tool: 'read_download',
+    description: "Read a file the browser downloaded: text, CSV (as a table), JSON or PDF text; a long one is saved on the run's disk",
+    input: input<{ file: string }>({ file: { type: 'string', description: 'The file name, as the list of downloaded files shows it' } }, ['file']),
+    describe: (a) => `read download ${JSON.stringify(short(a.file, 80))}`,
+    builtin: { verbs: ['read', 'open', 'download'], examples: ["read the downloaded file 'report.csv'", 'read the downloaded file'] },
+    run: async (a, c) => {
+      if (!c.downloads) throw new ActionError("This run cannot see the browser's downloads");
+      const r = await c.downloads.read(a.file);
+      return { output: await deliverExtract(r.text, r.kind, c.diskDir), fromFile: a.file };
     },
   }),
   shell: code({

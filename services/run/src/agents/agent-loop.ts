@@ -11,6 +11,7 @@ import type { Browser, Frame, Page } from 'puppeteer-core';
 import { describeAction, isCodeAction, runBrowserAction, runCodeAction, type Action } from './actions.js';
 import type { ToolOutcome } from './code-tools.js';
 import { DialogWatcher } from './dialogs.js';
+import { describeDownload, DOWNLOAD_SETTLE_MS, DownloadWatcher, fenceFileContent, RunDownloads, type DownloadedFile, type DownloadSource } from './downloads.js';
 import { LoopWatch } from './loop-watch.js';
 import { ElementNotFound, ModelError, NeedsBrowser, turnResult, type AgentModel, type Decision, type LoopState, type StepMemory, type Usage } from './model.js';
 import { pageAsker } from './page-question.js';
@@ -30,6 +31,8 @@ export interface RecordedStep {
   durationMs: number;
   /** Time spent in the browser action itself (for overhead measurement). */
   actionMs: number;
+  /** Files the browser finished downloading during the step. */
+  downloads?: DownloadedFile[];
 }
 
 /** What both agents' loops take. */
@@ -46,6 +49,8 @@ export interface LoopInput {
   signal: AbortSignal;
   recordStep(step: RecordedStep): Promise<void>;
   recordUsage(usage: Usage): Promise<void>;
+  /** What the run's browser downloaded (the browser-pool's list); without it downloads go unseen. */
+  downloads?: DownloadSource | undefined;
 }
 
 /** What the loop works with: a browser (open, or opened on first need) and, for browsercode, a terminal and the disk. */
@@ -126,6 +131,10 @@ export async function runAgentLoop(input: LoopInput, tools: LoopTools): Promise<
   let browser = tools.browser;
   let page: Page | undefined;
   let dialogs: DialogWatcher | undefined;
+  let fetching: DownloadWatcher | undefined;
+  const files = input.downloads ? new RunDownloads(input.downloads, input.diskDir) : undefined;
+  /** Downloads finished when the run last asked the source. */
+  let filesSeen = 0;
   let diskFiles = await tools.listFiles();
   let notes: string[] = [];
   let failures = 0;
@@ -143,15 +152,37 @@ export async function runAgentLoop(input: LoopInput, tools: LoopTools): Promise<
       browser = await tools.openBrowser();
     }
     dialogs ??= new DialogWatcher(browser);
+    if (files && !fetching) {
+      fetching = new DownloadWatcher(browser);
+      await files.start().catch(() => undefined); // without the list, earlier downloads are reported as they are next seen
+    }
     if (!page) {
       page = await activePage(browser);
       dialogs.watch(page);
+      fetching?.watch(page);
     }
     return page;
   };
+
+  /** The downloads that finished since the last look, copied onto the disk (browsercode: stored as output files at once). */
+  const arrivedFiles = async (): Promise<DownloadedFile[]> => {
+    if (!files || !fetching || fetching.mark().finished === filesSeen) return [];
+    const seen = fetching.mark().finished;
+    // The browser-pool may be briefly unreachable: the files are asked for again at the next look.
+    const fresh = await files.arrived().catch(() => undefined);
+    if (!fresh) return [];
+    filesSeen = seen;
+    if (fresh.some((f) => f.diskPath)) {
+      diskFiles = await tools.listFiles();
+      await tools.code?.syncOutputs();
+    }
+    return fresh;
+  };
+  const arrivalNote = (f: DownloadedFile) =>
+    `The browser downloaded ${describeDownload(f)}: read it with read_download${f.diskPath ? `; it is also on the run's disk as ${f.diskPath}` : ''}.`;
   const look = async () => (page && browser ? await observeSettled(browser, page) : undefined);
 
-  const decideInput = (loop: LoopState) => ({ task: input.task, toolset: tools.toolset, turns: input.turns, observation, history, diskFiles, loop });
+  const decideInput = (loop: LoopState) => ({ task: input.task, toolset: tools.toolset, turns: input.turns, observation, history, diskFiles, loop, ...(files ? { downloads: files.all() } : {}) });
   const partial = () => prose ?? (history.some((h) => h.extracted?.trim()) ? turnResult(null, history) : undefined);
 
   /** Ends the run at a limit, with the model's last word when it can still give one. */
@@ -198,26 +229,34 @@ export async function runAgentLoop(input: LoopInput, tools: LoopTools): Promise<
       const onNavigated = (f: Frame) => void (f === before.mainFrame() && navigated++);
       before.on('framenavigated', onNavigated);
       const actionStarted = Date.now();
+      const downloadsBefore = fetching?.mark();
       try {
-        const r = await runBrowserAction(action, { browser: browser!, page: before, diskDir: input.diskDir, timeoutMs: input.actionTimeoutMs, signal: input.signal, ask });
+        const r = await runBrowserAction(action, { browser: browser!, page: before, diskDir: input.diskDir, timeoutMs: input.actionTimeoutMs, signal: input.signal, ask, downloads: files });
         page = r.page ?? before;
         dialogs!.watch(page);
-        outcome = r.output !== undefined ? { output: r.output } : {};
+        fetching?.watch(page);
+        outcome = r.output !== undefined ? { output: llm && r.fromFile ? fenceFileContent(r.fromFile, r.output) : r.output } : {};
       } catch (err) {
         if (input.signal.aborted) throw new RunStopped();
         const race = NAVIGATION_RACE.test((err as Error).message ?? '');
         if (!(err instanceof ActionError || (llm && race))) throw err;
         outcome = { error: race ? `The page navigated while the action ran: ${(err as Error).message.split('\n')[0]}` : (err as Error).message };
+        // An address the browser answers with a file aborts the navigation: the file arriving is the outcome.
+        if (/net::ERR_ABORTED/.test(outcome.error!) && fetching && (await fetching.begunSince(downloadsBefore!, 2000))) outcome = {};
       } finally {
         before.off('framenavigated', onNavigated);
       }
+      // A download the action started is waited for (bounded), so the next look shows the file.
+      if (fetching && fetching.mark().begun !== downloadsBefore!.begun) await fetching.settled(Math.min(DOWNLOAD_SETTLE_MS, input.actionTimeoutMs), input.signal);
+      const downloaded = await arrivedFiles();
+      if (downloaded.length) memory.notes = downloaded.map(arrivalNote);
       const actionMs = Date.now() - actionStarted;
       const p = page!;
       memory.url = p.url();
       // Bounded: mid-navigation a title waits for the next document.
       memory.title = await Promise.race([p.title().catch(() => ''), new Promise<string>((r) => setTimeout(() => r(''), 2000).unref())]);
       changed = p !== before || navigated > 0 || p.url() !== url;
-      await recordBrowserStep(input.recordStep, p, { number: ++browserSteps, action, thought, started: first ? started : actionStarted, actionMs });
+      await recordBrowserStep(input.recordStep, p, { number: ++browserSteps, action, thought, started: first ? started : actionStarted, actionMs, downloads: downloaded });
       outcome.data = { url: p.url() };
     }
     if (input.signal.aborted) throw new RunStopped();
@@ -251,6 +290,8 @@ export async function runAgentLoop(input: LoopInput, tools: LoopTools): Promise<
       const started = Date.now();
       observation = await look();
       if (observation) notes.push(...watch.look(observation));
+      // Downloads that finished after the step that started them.
+      notes.push(...(await arrivedFiles()).map(arrivalNote));
       notes.push(...(dialogs?.take() ?? []));
       const loop: LoopState = { step: steps + 1, maxSteps: input.maxSteps, notes };
       let decision: Decision;
@@ -304,7 +345,7 @@ export async function runAgentLoop(input: LoopInput, tools: LoopTools): Promise<
         if (input.signal.aborted) throw new RunStopped();
         if (steps >= input.maxSteps) break;
         const { memory, changed } = await perform(action, decision, i === 0, started);
-        const said = dialogs?.take() ?? [];
+        const said = [...(memory.notes ?? []), ...(dialogs?.take() ?? [])];
         const rest = actions.slice(i + 1);
         // A failed action stops the reply (the rest was planned on its success, a done included); a page change stops the actions, as their indexes are stale.
         const failed = memory.error !== undefined;
@@ -320,6 +361,7 @@ export async function runAgentLoop(input: LoopInput, tools: LoopTools): Promise<
     }
   } finally {
     dialogs?.stop();
+    fetching?.stop();
   }
 }
 
@@ -327,17 +369,20 @@ export async function runAgentLoop(input: LoopInput, tools: LoopTools): Promise<
 export async function recordBrowserStep(
   record: (step: RecordedStep) => Promise<void>,
   page: Page,
-  s: { number: number; action: Action; thought: string; started: number; actionMs: number },
+  s: { number: number; action: Action; thought: string; started: number; actionMs: number; downloads?: DownloadedFile[] },
 ): Promise<void> {
   const screenshot = await page.screenshot({ type: 'jpeg', quality: 60 }).catch(() => undefined);
+  const downloads = s.downloads ?? [];
   await record({
     number: s.number,
     url: page.url(),
-    action: describeAction(s.action),
+    // The step says what arrived, so an API user sees the file beside the action that fetched it.
+    action: describeAction(s.action) + (downloads.length ? ` → downloaded ${downloads.map(describeDownload).join(', ')}` : ''),
     thought: s.thought,
     screenshot: screenshot ? Buffer.from(screenshot) : undefined,
     startedAt: new Date(s.started),
     durationMs: Date.now() - s.started,
     actionMs: s.actionMs,
+    ...(downloads.length ? { downloads } : {}),
   });
 }

@@ -24,6 +24,7 @@ type Intent =
   | { kind: 'keep'; field: string; value: string }
   | { kind: 'upload'; file: string; target: string }
   | { kind: 'tab'; tab: number }
+  | { kind: 'read_download'; name?: string }
   | { kind: 'answer'; text: string }
   | { kind: 'shell'; command: string }
   | { kind: 'write'; path: string; content: string }
@@ -139,6 +140,9 @@ export function parseInstruction(s: string): Intent | undefined {
   if ((m = t.match(new RegExp(`^(?:read|show|print|cat|open)\\s+(?:the\\s+)?file\\s+${PATH}$`, 'i')))) return { kind: 'read_file', path: pathOf(m, 1) };
   if ((m = t.match(new RegExp(`^(?:read|load|open)\\s+(?:the\\s+)?(?:file\\s+)?${PATH}\\s+(?:from|on)\\s+(?:the\\s+)?disk$`, 'i')))) return { kind: 'read_file', path: pathOf(m, 1) };
   if (/^(?:list|show)\s+(?:all\s+)?(?:the\s+)?files(?:\s+on\s+the\s+disk)?$/i.test(t)) return { kind: 'list_files' };
+  // Files the browser downloaded: named, or (no name) the latest.
+  if (/^(?:read|open|show(?:\s+me)?)\s+(?:the\s+)?(?:downloaded\s+file|download|file\s+(?:that\s+was\s+|you\s+)?downloaded|file\s+you\s+just\s+downloaded)$/i.test(t)) return { kind: 'read_download' };
+  if ((m = t.match(new RegExp(`^(?:read|open|show(?:\\s+me)?)\\s+(?:the\\s+)?(?:downloaded\\s+file|download(?:ed)?(?:\\s+file)?|file\\s+(?:that\\s+was\\s+|you\\s+)?downloaded)\\s+${Q}$`, 'i')))) return { kind: 'read_download', name: pick(m, 1) };
   if ((m = t.match(/^(?:open|go to|navigate to|visit|load|browse to)\s+(?:the\s+)?(?:page\s+|url\s+|website\s+|site\s+)?[<'"“‘`]?([a-z][a-z0-9+.-]*:\/\/\S+?|[\w-]+(?:\.[\w-]+)+(?:[:/]\S*)?)[>'"”’`]?$/i))) return { kind: 'navigate', url: m[1]! };
   if ((m = t.match(new RegExp(`^(?:click|tap|open|follow|visit|go\\s+to)(?:\\s+on)?\\s+the\\s+${ORDINAL}\\s+(?:search\\s+)?(link|result|hit)$`, 'i')))) return { kind: 'click_nth', nth: ordinal(m[1]!), of: m[2]!.toLowerCase() === 'link' ? 'link' : 'result' };
   if ((m = t.match(new RegExp(`^(?:go|navigate)\\s+to\\s+(?:the\\s+)?${Q}\\s+(?:page|section)$`, 'i')))) return { kind: 'click', target: pick(m, 1) };
@@ -174,6 +178,10 @@ export function parseInstruction(s: string): Intent | undefined {
   if ((m = t.match(new RegExp(`^${EXTRACT_VERB}\\s+(?:me\\s+)?(?:all\\s+)?(?:the\\s+)?(?:page\\s+)?text$`, 'i')))) return { kind: 'extract', what: 'text' };
   // "Return the plans as JSON: [shape]": the table of that name (a JSON shape after the colon is for LLMs; the builtin gives the rows).
   if ((m = t.match(new RegExp(`^${EXTRACT_VERB}\\s+(?:me\\s+)?(?:all\\s+)?(?:the\\s+)?([\\w][\\w -]*?)(?:\\s+table)?\\s+as\\s+json(?:\\s*:[\\s\\S]*)?$`, 'i')))) return { kind: 'extract', what: 'table', table: m[1]! };
+  // "Download the March report": click what names it (the loop waits for the file).
+  // Not "download the table on <url>" (a question about a page, see parseClause).
+  if ((m = t.match(new RegExp(`^download\\s+(?:the\\s+)?(?:file\\s+|link\\s+)?${Q}$`, 'i'))) && (m[1] || (!/^(?:table|links?|heading|title|text|page|url)\b/i.test(m[2]!) && !new RegExp(URL_RE, 'i').test(m[2]!))))
+    return { kind: 'click', target: pick(m, 1) };
   if ((m = t.match(new RegExp(`^(?:answer|reply|respond|say)\\s+(?:with\\s+)?${OPEN}(.+?)${CLOSE}$`, 'i')))) return { kind: 'answer', text: m[1]! };
   return undefined;
 }
@@ -417,6 +425,13 @@ export class BuiltinModel implements AgentModel {
         page();
         action = { name: 'switch_tab', tab: intent.tab };
         break;
+      case 'read_download': {
+        page();
+        const latest = input.downloads?.at(-1);
+        if (!intent.name && !latest) throw new ModelError(`"${source}": the browser has downloaded nothing yet`);
+        action = { name: 'read_download', file: intent.name ?? latest!.name };
+        break;
+      }
       case 'shell':
         action = { name: 'shell', command: intent.command };
         break;

@@ -5,21 +5,26 @@
 import type { Browser, Dialog, Page, Target } from 'puppeteer-core';
 import { fencePageContent } from './page-content.js';
 
-/** Watches every tab of a browser for one run; `stop()` removes its listeners (the browser may outlive the run). */
-export class DialogWatcher {
-  readonly #browser: Browser;
-  readonly #watched = new Map<Page, (d: Dialog) => void>();
-  #seen: string[] = [];
-  readonly #onTarget = (t: Target) => {
+/** Calls `watch` with each tab the browser opens from now on; returns what stops that. */
+export function onNewTabs(browser: Browser, watch: (page: Page) => void): () => void {
+  const onTarget = (t: Target) => {
     void t
       .page()
-      .then((p) => p && this.watch(p))
+      .then((p) => p && watch(p))
       .catch(() => undefined);
   };
+  browser.on('targetcreated', onTarget);
+  return () => browser.off('targetcreated', onTarget);
+}
+
+/** Watches every tab of a browser for one run; `stop()` removes its listeners (the browser may outlive the run). */
+export class DialogWatcher {
+  readonly #watched = new Map<Page, (d: Dialog) => void>();
+  #seen: string[] = [];
+  readonly #unwatchTabs: () => void;
 
   constructor(browser: Browser) {
-    this.#browser = browser;
-    browser.on('targetcreated', this.#onTarget);
+    this.#unwatchTabs = onNewTabs(browser, (p) => this.watch(p));
   }
 
   watch(page: Page): void {
@@ -44,7 +49,7 @@ export class DialogWatcher {
   }
 
   stop(): void {
-    this.#browser.off('targetcreated', this.#onTarget);
+    this.#unwatchTabs();
     for (const [page, handler] of this.#watched) page.off('dialog', handler);
     this.#watched.clear();
   }

@@ -6,6 +6,7 @@
  */
 import { APICallError, ToolChoiceViolationError, generateText, jsonSchema, tool, type LanguageModel } from 'ai';
 import { describeAction, SPECS, type Action, type ActionName, type ActionSpec, type Prop } from './actions.js';
+import { describeDownload } from './downloads.js';
 import { ModelError, type AgentModel, type DecideInput, type Decision, type Reasoning, type StepMemory, type Usage } from './model.js';
 import type { PageQuestion } from './page-extract.js';
 import { askModel } from './page-question.js';
@@ -187,6 +188,7 @@ export function buildPrompt(input: DecideInput): string {
     loop?.notes.length ? `Attention:\n${loop.notes.map((n) => `- ${n}`).join('\n')}` : '',
     loop ? `This is step ${loop.step} of ${loop.maxSteps}.` : '',
     loop?.finalCall ? 'This is your last call: only done is available. Call done now with the best answer you have from the steps so far; say plainly what is missing or unverified.' : '',
+    input.downloads?.length ? `Files the browser downloaded (read one with read_download): ${input.downloads.slice(-50).map(describeDownload).join(', ')}` : '',
     `Current page:\n${describePage(input.observation)}`,
   ]
     .filter(Boolean)

@@ -1,5 +1,6 @@
 /** What an agent model sees and decides each step, whatever is behind it (an LLM or the builtin interpreter). */
 import { describeAction, type Action } from './actions.js';
+import type { DownloadedFile } from './downloads.js';
 import type { PageQuestion } from './page-extract.js';
 import type { Observation, PageElement } from './observe.js';
 
@@ -54,6 +55,8 @@ export interface DecideInput {
   history: StepMemory[];
   /** Files on the run's disk, by path (for uploads). */
   diskFiles: string[];
+  /** Files the browser downloaded, oldest first (read_download reads them). */
+  downloads?: DownloadedFile[];
   /** Where the run stands (the builtin ignores it). */
   loop?: LoopState;
 }
