@@ -11,9 +11,8 @@
  */
 import type { Browser, Page } from 'puppeteer-core';
 import { listDiskFiles, readDiskFile, runShellTool, writeDiskFile, type CodeToolContext, type ToolOutcome } from './code-tools.js';
-import { settlePage } from './observe.js';
 import { deliverExtract, extract, ExtractError, findText, type AskPage, type ExtractInput, type ExtractWhat } from './page-extract.js';
-import { ActionError, clickElement, element, openUrl, selectOption, typeInto, uploadFile, waitOn } from './page-tools.js';
+import { ActionError, clickElement, dragElement, element, openUrl, pressKeys, scrollWithin, selectOption, typeInto, uploadFile, waitOn } from './page-tools.js';
 
 export type { ExtractWhat } from './page-extract.js';
 export type ScrollDirection = 'down' | 'up' | 'bottom' | 'top';
@@ -84,6 +83,9 @@ const reportable = (err: unknown): never => {
   throw err instanceof ExtractError ? new ActionError(err.message) : err;
 };
 
+/** An action's outcome with its note (what the page did instead of what was asked), if any. */
+const noted = (note: string | undefined): BrowserOutcome => (note !== undefined ? { output: note } : {});
+
 const short = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 3)}...` : s);
 const index: Prop = { type: 'integer', description: 'The [index] of the element' };
 const text: Prop = { type: 'string' };
@@ -110,52 +112,52 @@ export const ACTIONS = {
   }),
   type: browser({
     tool: 'type',
-    description: 'Replace the text of a field; submit=true presses Enter after',
+    description: 'Replace the text of a field (date, time, colour and range fields take their value in the format shown); submit=true presses Enter after',
     input: input<{ index: number; text: string; submit?: boolean }>({ index, text, submit: { type: 'boolean' } }, ['index', 'text']),
     describe: (a) => `type ${JSON.stringify(short(a.text, 60))} into [${a.index}]${a.submit ? ' and submit' : ''}`,
-    builtin: { verbs: ['type', 'enter', 'input', 'put', 'fill', 'search'], examples: ["type 'value' into 'Field'", "search for 'words'"] },
-    run: async (a, c) => {
-      await typeInto(c.page, a.index, a.text, !!a.submit, c.timeoutMs);
-      return {};
-    },
+    builtin: { verbs: ['type', 'enter', 'input', 'put', 'fill', 'search', 'set', 'change'], examples: ["type 'value' into 'Field'", "search for 'words'", 'set the date field to 2025-03-14'] },
+    run: async (a, c) => noted(await typeInto(c.page, a.index, a.text, !!a.submit, c.timeoutMs)),
   }),
   select: browser({
     tool: 'select',
-    description: 'Choose an option of a <select> by its text',
+    description: 'Choose an option of a <select> by its text, or set a date, time or range field',
     input: input<{ index: number; option: string }>({ index, option: text }, ['index', 'option']),
     describe: (a) => `select ${JSON.stringify(a.option)} in [${a.index}]`,
     builtin: { verbs: ['select', 'choose', 'pick'], examples: ["select 'Option' from 'Field'"] },
-    run: async (a, c) => {
-      await selectOption(c.page, a.index, a.option, c.timeoutMs);
-      return {};
-    },
+    run: async (a, c) => noted(await selectOption(c.page, a.index, a.option, c.timeoutMs)),
   }),
   press: browser({
     tool: 'press',
-    description: 'Press a key (Enter, Tab, Escape, ArrowDown, …)',
+    description: 'Press a key or combination (Enter, Tab, ArrowDown, Control+A, Shift+Tab)',
     input: input<{ key: string }>({ key: text }, ['key']),
     describe: (a) => `press ${a.key}`,
-    builtin: { verbs: ['press'], examples: ['press Enter'] },
-    run: async (a, c) => {
-      await c.page.keyboard.press(a.key as Parameters<Page['keyboard']['press']>[0]).catch(() => {
-        throw new ActionError(`Unknown key ${a.key}`);
-      });
-      await settlePage(c.page, c.timeoutMs);
-      return {};
-    },
+    builtin: { verbs: ['press'], examples: ['press Enter', 'press Control+A'] },
+    run: async (a, c) => noted(await pressKeys(c.page, a.key, c.timeoutMs)),
   }),
   scroll: browser({
     tool: 'scroll',
-    description: 'Scroll the page',
-    input: input<{ direction: ScrollDirection }>({ direction: { type: 'string', enum: ['down', 'up', 'bottom', 'top'] } }, ['direction']),
-    describe: (a) => `scroll ${a.direction}`,
-    builtin: { verbs: ['scroll'], examples: ['scroll down', 'scroll to the bottom'] },
+    description: 'Scroll the page, or with index the scrollable element [index] (a mouse wheel over it)',
+    input: input<{ direction: ScrollDirection; index?: number }>({ direction: { type: 'string', enum: ['down', 'up', 'bottom', 'top'] }, index }, ['direction']),
+    describe: (a) => `scroll ${a.direction}${a.index !== undefined ? ` [${a.index}]` : ''}`,
+    builtin: { verbs: ['scroll'], examples: ['scroll down', 'scroll to the bottom', "scroll down the panel 'Messages'"] },
     run: async (a, c) => {
+      if (a.index !== undefined) return noted(await scrollWithin(c.page, a.index, a.direction, c.timeoutMs));
       await c.page.evaluate((d) => {
         if (d === 'bottom') window.scrollTo(0, document.body.scrollHeight);
         else if (d === 'top') window.scrollTo(0, 0);
         else window.scrollBy(0, (d === 'down' ? 1 : -1) * window.innerHeight * 0.8);
       }, a.direction);
+      return {};
+    },
+  }),
+  drag: browser({
+    tool: 'drag',
+    description: 'Drag element [index] onto element [to], or by dx/dy pixels (a slider)',
+    input: input<{ index: number; to?: number; dx?: number; dy?: number }>({ index, to: { type: 'integer' }, dx: { type: 'number' }, dy: { type: 'number' } }, ['index']),
+    describe: (a) => `drag [${a.index}] ${a.to !== undefined ? `onto [${a.to}]` : `by ${a.dx ?? 0},${a.dy ?? 0} px`}`,
+    builtin: { verbs: ['drag', 'move'], examples: ["drag 'Item' onto 'Other item'", "drag 'Handle' by 40 px right"] },
+    run: async (a, c) => {
+      await dragElement(c.page, a.index, a, c.timeoutMs);
       return {};
     },
   }),
