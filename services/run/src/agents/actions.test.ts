@@ -46,16 +46,19 @@ const opened = (req: ChatRequest, page: string) => pageOf(req).includes(page);
 
 describe('acting on real-site widgets with an OpenAI-compatible model', () => {
   test('when the answer is in a chat feed that scrolls in its own box and loads more on scroll, then scrolling that box by its index reaches it', async () => {
-    fake.script = (req) => {
+    fake.script = (req, n) => {
       if (!opened(req, 'act-feed.html')) return { tool: 'navigate', args: { url: site.url('act-feed.html') } };
       const said = /Priya: [^\n]*/.exec(pageOf(req));
       if (said) return { tool: 'done', args: { result: said[0] } };
+      // First as a model that knows only the window would; then the box the page state marks.
+      if (n === 1) return { tool: 'scroll', args: { direction: 'down' } };
       return { tool: 'scroll', args: { direction: 'down', index: elementIndex(req, /scrollable "Messages"/) } };
     };
     const { result, steps } = await run('What did Priya say about the launch date in the team chat?');
     assert.equal(result, 'Priya: The launch moves to 9 April, after the security review.');
     assert.ok(steps.filter((s) => s.action.startsWith('scroll down [')).length >= 2, 'older messages were loaded twice');
     assert.match(pageOf(fake.requests[1]!), /\[\d+\] scrollable "Messages" scrollable: 0 px hidden above, \d+ px below/, 'the feed is marked with what it hides');
+    assert.match(userText(fake.requests[2]!), /note: The page itself did not scroll[^\n]*giving its \[index\] \(marked "scrollable"\)/);
   });
 
   test('when a rich editor restores outside changes to its text, then typing replaces its text through input events and Control+K opens its menu', async () => {
@@ -154,11 +157,11 @@ describe('acting on widgets: bad input', () => {
     await page.goto(site.url('act-booking.html'));
     const o = await observePage(browser, page);
     const date = o.elements.find((e) => e.label === 'Departure date')!.index;
-    assert.equal((await act({ name: 'type', index: date, text: '14 March 2025' })).output, undefined);
+    assert.equal((await act({ name: 'type', index: date, text: '14 March 2025' })).note, undefined);
     assert.equal(await page.$eval('#depart', (e) => (e as HTMLInputElement).value), '2025-03-14');
-    assert.match((await act({ name: 'type', index: date, text: '2027-01-05' })).output ?? '', /holds "2027-01-05", which is outside what the date field allows \(max=2026-12-31\)/);
+    assert.match((await act({ name: 'type', index: date, text: '2027-01-05' })).note ?? '', /holds "2027-01-05", which is outside what the date field allows \(max=2026-12-31\)/);
     await page.goto(site.url('act-editor.html'));
-    assert.match((await act({ name: 'press', key: 'Meta+K' })).output ?? '', /pressed Control\+K: this browser is not a Mac's/);
+    assert.match((await act({ name: 'press', key: 'Meta+K' })).note ?? '', /pressed Control\+K: this browser is not a Mac's/);
     assert.equal(await page.$eval('#menu', (e) => (e as HTMLElement).hidden), false);
   });
 });

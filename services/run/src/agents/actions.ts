@@ -47,10 +47,12 @@ export interface BrowserActionContext {
   ask?: AskPage | undefined;
 }
 
-/** What a browser action gave: the page to observe next (switching tabs changes it) and what it read. */
+/** What a browser action gave: the page to observe next (switching tabs changes it), what it read, and what the page did otherwise than asked. */
 export interface BrowserOutcome {
   page?: Page;
   output?: string;
+  /** A field that holds another value than typed, a box that did not scroll: told to the model with the step, never part of an answer. */
+  note?: string;
 }
 
 interface Common<I> {
@@ -84,7 +86,7 @@ const reportable = (err: unknown): never => {
 };
 
 /** An action's outcome with its note (what the page did instead of what was asked), if any. */
-const noted = (note: string | undefined): BrowserOutcome => (note !== undefined ? { output: note } : {});
+const noted = (note: string | undefined): BrowserOutcome => (note !== undefined ? { note } : {});
 
 const short = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 3)}...` : s);
 const index: Prop = { type: 'integer', description: 'The [index] of the element' };
@@ -112,7 +114,7 @@ export const ACTIONS = {
   }),
   type: browser({
     tool: 'type',
-    description: 'Replace the text of a field (date, time, colour and range fields take their value in the format shown); submit=true presses Enter after',
+    description: 'Replace the text of a field (date, range…: in the format shown); submit=true presses Enter after',
     input: input<{ index: number; text: string; submit?: boolean }>({ index, text, submit: { type: 'boolean' } }, ['index', 'text']),
     describe: (a) => `type ${JSON.stringify(short(a.text, 60))} into [${a.index}]${a.submit ? ' and submit' : ''}`,
     builtin: { verbs: ['type', 'enter', 'input', 'put', 'fill', 'search', 'set', 'change'], examples: ["type 'value' into 'Field'", "search for 'words'", 'set the date field to 2025-03-14'] },
@@ -120,7 +122,7 @@ export const ACTIONS = {
   }),
   select: browser({
     tool: 'select',
-    description: 'Choose an option of a <select> by its text, or set a date, time or range field',
+    description: 'Choose an option of a <select> by its text',
     input: input<{ index: number; option: string }>({ index, option: text }, ['index', 'option']),
     describe: (a) => `select ${JSON.stringify(a.option)} in [${a.index}]`,
     builtin: { verbs: ['select', 'choose', 'pick'], examples: ["select 'Option' from 'Field'"] },
@@ -128,7 +130,7 @@ export const ACTIONS = {
   }),
   press: browser({
     tool: 'press',
-    description: 'Press a key or combination (Enter, Tab, ArrowDown, Control+A, Shift+Tab)',
+    description: 'Press a key or combination (Enter, Tab, ArrowDown, Control+A)',
     input: input<{ key: string }>({ key: text }, ['key']),
     describe: (a) => `press ${a.key}`,
     builtin: { verbs: ['press'], examples: ['press Enter', 'press Control+A'] },
@@ -136,23 +138,26 @@ export const ACTIONS = {
   }),
   scroll: browser({
     tool: 'scroll',
-    description: 'Scroll the page, or with index the scrollable element [index] (a mouse wheel over it)',
+    description: 'Scroll the page, or the scrollable [index]',
     input: input<{ direction: ScrollDirection; index?: number }>({ direction: { type: 'string', enum: ['down', 'up', 'bottom', 'top'] }, index }, ['direction']),
     describe: (a) => `scroll ${a.direction}${a.index !== undefined ? ` [${a.index}]` : ''}`,
     builtin: { verbs: ['scroll'], examples: ['scroll down', 'scroll to the bottom', "scroll down the panel 'Messages'"] },
     run: async (a, c) => {
       if (a.index !== undefined) return noted(await scrollWithin(c.page, a.index, a.direction, c.timeoutMs));
-      await c.page.evaluate((d) => {
+      const moved = await c.page.evaluate((d) => {
+        const was = window.scrollY;
         if (d === 'bottom') window.scrollTo(0, document.body.scrollHeight);
         else if (d === 'top') window.scrollTo(0, 0);
         else window.scrollBy(0, (d === 'down' ? 1 : -1) * window.innerHeight * 0.8);
+        return window.scrollY !== was;
       }, a.direction);
-      return {};
+      // A page whose content scrolls in boxes of its own never moves as a whole: say where to scroll instead.
+      return moved ? {} : { note: `The page itself did not scroll (it is at its ${a.direction === 'down' || a.direction === 'bottom' ? 'bottom' : 'top'}); a box that scrolls on its own is scrolled by giving its [index] (marked "scrollable")` };
     },
   }),
   drag: browser({
     tool: 'drag',
-    description: 'Drag element [index] onto element [to], or by dx/dy pixels (a slider)',
+    description: 'Drag [index] onto [to], or by dx/dy pixels',
     input: input<{ index: number; to?: number; dx?: number; dy?: number }>({ index, to: { type: 'integer' }, dx: { type: 'number' }, dy: { type: 'number' } }, ['index']),
     describe: (a) => `drag [${a.index}] ${a.to !== undefined ? `onto [${a.to}]` : `by ${a.dx ?? 0},${a.dy ?? 0} px`}`,
     builtin: { verbs: ['drag', 'move'], examples: ["drag 'Item' onto 'Other item'", "drag 'Handle' by 40 px right"] },

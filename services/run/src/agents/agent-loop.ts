@@ -201,6 +201,7 @@ export async function runAgentLoop(input: LoopInput, tools: LoopTools): Promise<
         page = r.page ?? before;
         dialogs!.watch(page);
         outcome = r.output !== undefined ? { output: r.output } : {};
+        if (r.note !== undefined) memory.notes = [r.note];
       } catch (err) {
         if (input.signal.aborted) throw new RunStopped();
         const race = NAVIGATION_RACE.test((err as Error).message ?? '');
@@ -306,7 +307,7 @@ export async function runAgentLoop(input: LoopInput, tools: LoopTools): Promise<
         const rest = actions.slice(i + 1);
         const skip = changed && rest.length > 0 && rest[0]!.name !== 'done';
         if (skip) said.push(`The page changed, so the ${rest.length} later action(s) of that reply were not run: ${rest.map(describeAction).join('; ')}`);
-        if (said.length) memory.notes = said;
+        if (said.length) memory.notes = [...(memory.notes ?? []), ...said];
         history.push(memory);
         if (skip) break;
       }
