@@ -138,7 +138,7 @@ describe('acting on widgets: bad input', () => {
   });
   after(() => page.close());
 
-  test('when a date, a slider value, a key or a drag cannot be carried out as given, then the error says what is expected and the page is unchanged', async () => {
+  test('when a date, a slider value, a key, a drag or text for a drawn slider cannot be carried out as given, then the error says what is expected and the page is unchanged', async () => {
     await page.goto(site.url('act-booking.html'));
     const o = await observePage(browser, page);
     const date = o.elements.find((e) => e.label === 'Departure date')!.index;
@@ -151,6 +151,10 @@ describe('acting on widgets: bad input', () => {
     await assert.rejects(act({ name: 'drag', index: slider, to: date, dx: 5 }), /either "to" .* or an offset/);
     await assert.rejects(act({ name: 'drag', index: slider }), /either "to" .* or an offset/);
     assert.deepEqual(await page.evaluate(() => [(document.getElementById('depart') as HTMLInputElement).value, (document.getElementById('budget') as HTMLInputElement).value]), ['', '300']);
+    await page.goto(site.url('act-sortable.html'));
+    const thumb = (await observePage(browser, page)).elements.find((e) => e.role === 'slider')!.index;
+    await assert.rejects(act({ name: 'type', index: thumb, text: '80' }), /is a slider the page draws itself and takes no typed value: drag its thumb/);
+    assert.equal(await page.$eval('#level', (e) => e.textContent), 'Alert volume: 20');
   });
 
   test('when a date is written out, then the date input gets it as YYYY-MM-DD and a date past its max is reported; Meta is Control on this browser', async () => {

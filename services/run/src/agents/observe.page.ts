@@ -304,7 +304,8 @@ export function snapshotFrame(args: { next: number; screens: number }): FrameSna
       el.tagName !== 'LABEL' &&
       el !== doc.body &&
       ((style.cursor === 'pointer' && ctx.cursor !== 'pointer') || el.hasAttribute('onclick') || typeof el.onclick === 'function');
-    const scroll = hidden ? undefined : scrollOf(el, style);
+    // Overflow does not apply to inline boxes: most elements (links, spans) skip the check.
+    const scroll = hidden || (!block && style.display === 'inline') ? undefined : scrollOf(el, style);
     // An item only a drag moves (a sortable list's) is acted on like a control.
     const draggable = !ctx.inInteractive && el.getAttribute('draggable') === 'true';
     let interactive = !hidden && (Boolean(role) || tabbable || editable || clickable || draggable || Boolean(scroll));

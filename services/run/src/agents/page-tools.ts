@@ -197,8 +197,11 @@ export async function typeInto(page: Page, index: number, text: string, submit: 
       type: node instanceof HTMLInputElement ? node.type : '',
       field: node instanceof HTMLInputElement || node instanceof HTMLTextAreaElement,
       editable: (node as HTMLElement).isContentEditable,
+      slider: node.getAttribute('role') === 'slider',
     }));
     if (SET_BY_VALUE[kind.type]) return setFormatted(el, index, kind.type, text);
+    // A slider the page draws itself takes no text: it moves by its thumb or its arrow keys.
+    if (kind.slider && !kind.field) throw new ActionError(`[${index}] is a slider the page draws itself and takes no typed value: drag its thumb (drag with dx) or press ArrowRight/ArrowLeft on it`);
     await clearField(page, el);
     if (kind.field || !kind.editable) await el.type(text);
     else {
