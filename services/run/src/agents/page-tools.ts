@@ -474,6 +474,8 @@ export async function dragElement(page: Page, index: number, target: DragTarget,
         entered = true;
       }
     }
+    // The drag may start as the last move lands: a frame later the browser has said so, or never will.
+    if (data === undefined) await page.evaluate(() => new Promise((r) => requestAnimationFrame(r))).catch(() => undefined);
     if (data !== undefined) {
       if (!entered) await session.send('Input.dispatchDragEvent', { type: 'dragEnter', x: to.x, y: to.y, data: data as never });
       await session.send('Input.dispatchDragEvent', { type: 'dragOver', x: to.x, y: to.y, data: data as never });
