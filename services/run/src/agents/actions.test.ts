@@ -170,6 +170,23 @@ describe('acting on widgets: bad input', () => {
   });
 });
 
+test('when Shift+Tab, Tab and the space bar are pressed, then focus moves back and forth and the focused button submits (the browser stops at the empty required date)', async () => {
+  const page = await browser.newPage();
+  try {
+    await page.goto(site.url('act-booking.html'));
+    await page.focus('button[type=submit]');
+    const act = (key: string) => runBrowserAction({ name: 'press', key }, { browser, page, timeoutMs: 3000, signal: new AbortController().signal });
+    await act('Shift+Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'budget');
+    await act('tab');
+    await act(' ');
+    // The form's required date is empty: the browser refuses the submit and focuses that field.
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'depart');
+  } finally {
+    await page.close();
+  }
+});
+
 test('when values are given for inputs with a format, then each is put in the format its input takes, and what cannot be read as one is refused', () => {
   const cases: [string, string, string | undefined][] = [
     ['date', '2025-3-4', '2025-03-04'],

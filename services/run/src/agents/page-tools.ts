@@ -348,7 +348,8 @@ const KEY_NAMES: Record<string, string> = { esc: 'Escape', return: 'Enter', del:
  * note says so. A letter is pressed as its lower-case key unless Shift is held, as a keyboard does.
  */
 export async function pressKeys(page: Page, combo: string, timeoutMs: number): Promise<string | undefined> {
-  const parts = combo.trim().split(/\s*\+\s*(?=.)/);
+  // " " is the space bar, not an empty key.
+  const parts = (combo.trim() || combo).split(/\s*\+\s*(?=.)/);
   const key0 = parts.pop() ?? '';
   const mods = parts.map((p) => MODIFIERS[p.toLowerCase()]);
   const unknown = parts.find((_, i) => !mods[i]);
