@@ -277,7 +277,8 @@ test('when a task scrolls a panel, drags one item onto another, sets a date fiel
   assert.deepEqual(
     intents(
       [
-        "Scroll the panel 'Name' down",
+        "Scroll the panel 'Name'",
+        "Scroll the panel 'Name' up",
         "Scroll down the feed 'Messages'",
         "Scroll to the bottom of the 'Chat' panel",
         "Scroll 'Results' to the top",
@@ -294,6 +295,7 @@ test('when a task scrolls a panel, drags one item onto another, sets a date fiel
     ),
     [
       { kind: 'scroll', direction: 'down', target: 'Name' },
+      { kind: 'scroll', direction: 'up', target: 'Name' },
       { kind: 'scroll', direction: 'down', target: 'Messages' },
       { kind: 'scroll', direction: 'bottom', target: 'Chat' },
       { kind: 'scroll', direction: 'top', target: 'Results' },

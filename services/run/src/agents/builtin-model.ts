@@ -155,7 +155,7 @@ export function parseInstruction(s: string): Intent | undefined {
   // A scroll container, named: "scroll down the panel 'Messages'", "scroll the feed 'News' to the bottom", "scroll to the bottom of 'Chat'".
   const PANEL = `(?:the\\s+)?(?:(?:panel|pane|list|feed|box|section|sidebar|container|area|region|chat|table)\\s+)?${OPEN}(.+?)${CLOSE}(?:\\s+(?:panel|pane|list|feed|box|section|sidebar|container|area|region|chat|table))?`;
   if ((m = t.match(new RegExp(`^scroll\\s+(down|up)(?:\\s+to\\s+the\\s+(bottom|top))?\\s+(?:in\\s+|inside\\s+|of\\s+|within\\s+)?${PANEL}$`, 'i')))) return { kind: 'scroll', direction: (m[2] ?? m[1])!.toLowerCase() as ScrollDirection, target: m[3]! };
-  if ((m = t.match(new RegExp(`^scroll\\s+${PANEL}\\s+(?:(down|up)|to\\s+(?:the\\s+|its\\s+)?(bottom|top))$`, 'i')))) return { kind: 'scroll', direction: (m[2] ?? m[3])!.toLowerCase() as ScrollDirection, target: m[1]! };
+  if ((m = t.match(new RegExp(`^scroll\\s+${PANEL}(?:\\s+(?:(down|up)|to\\s+(?:the\\s+|its\\s+)?(bottom|top)))?$`, 'i')))) return { kind: 'scroll', direction: (m[2] ?? m[3] ?? 'down').toLowerCase() as ScrollDirection, target: m[1]! };
   if ((m = t.match(new RegExp(`^scroll\\s+to\\s+the\\s+(bottom|top)\\s+of\\s+${PANEL}$`, 'i')))) return { kind: 'scroll', direction: m[1]!.toLowerCase() as ScrollDirection, target: m[2]! };
   // Drag and drop: "drag 'A' onto 'B'"; a slider by pixels: "drag 'Volume' 60 px right".
   if ((m = t.match(new RegExp(`^(?:drag|move)\\s+(?:the\\s+)?${OPEN}(.+?)${CLOSE}\\s+(?:onto|on\\s+to|to|on|over|before|above)\\s+(?:the\\s+)?${OPEN}(.+?)${CLOSE}$`, 'i')))) return { kind: 'drag', target: m[1]!, onto: m[2]! };
