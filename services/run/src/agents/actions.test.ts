@@ -157,13 +157,17 @@ describe('acting on widgets: bad input', () => {
     assert.equal(await page.$eval('#level', (e) => e.textContent), 'Alert volume: 20');
   });
 
-  test('when a date is written out, then the date input gets it as YYYY-MM-DD and a date past its max is reported; Meta is Control on this browser', async () => {
+  test('when a date is written out, then the date input gets it as YYYY-MM-DD; a date past its max and text cut by maxlength are reported (a password never shown); Meta is Control on this browser', async () => {
     await page.goto(site.url('act-booking.html'));
     const o = await observePage(browser, page);
     const date = o.elements.find((e) => e.label === 'Departure date')!.index;
     assert.equal((await act({ name: 'type', index: date, text: '14 March 2025' })).note, undefined);
     assert.equal(await page.$eval('#depart', (e) => (e as HTMLInputElement).value), '2025-03-14');
     assert.match((await act({ name: 'type', index: date, text: '2027-01-05' })).note ?? '', /holds "2027-01-05", which is outside what the date field allows \(max=2026-12-31\)/);
+    const promo = o.elements.find((e) => e.label === 'Promo code')!.index;
+    assert.equal((await act({ name: 'type', index: promo, text: 'SPRING2025' })).note, `[${promo}] now holds "SPRING", not what was typed ("SPRING2025")`);
+    const pin = o.elements.find((e) => e.label === 'Card PIN')!.index;
+    assert.equal((await act({ name: 'type', index: pin, text: '123456' })).note, `[${pin}] now holds 4 characters, not the 6 typed`, 'a password is never repeated');
     await page.goto(site.url('act-editor.html'));
     assert.match((await act({ name: 'press', key: 'Meta+K' })).note ?? '', /pressed Control\+K: this browser is not a Mac's/);
     assert.equal(await page.$eval('#menu', (e) => (e as HTMLElement).hidden), false);
@@ -177,7 +181,7 @@ test('when Shift+Tab, Tab and the space bar are pressed, then focus moves back a
     await page.focus('button[type=submit]');
     const act = (key: string) => runBrowserAction({ name: 'press', key }, { browser, page, timeoutMs: 3000, signal: new AbortController().signal });
     await act('Shift+Tab');
-    assert.equal(await page.evaluate(() => document.activeElement?.id), 'budget');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'pin');
     await act('tab');
     await act(' ');
     // The form's required date is empty: the browser refuses the submit and focuses that field.

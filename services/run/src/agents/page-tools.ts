@@ -114,8 +114,10 @@ export function inputValue(type: string, text: string): string | undefined {
 function readBackNote(index: number, wanted: string, got: { value: string; secret: boolean }): string | undefined {
   const norm = (v: string) => v.replace(/\s+/g, ' ').trim();
   if (norm(got.value) === norm(wanted)) return undefined;
-  const shown = got.secret ? `${got.value.length} characters` : JSON.stringify(got.value.length > 200 ? `${got.value.slice(0, 199)}…` : got.value);
-  return `[${index}] now holds ${shown}, not what was typed (${JSON.stringify(wanted.length > 80 ? `${wanted.slice(0, 79)}…` : wanted)})`;
+  // A password field's contents are never repeated, neither what it holds nor what was typed.
+  if (got.secret) return `[${index}] now holds ${got.value.length} characters, not the ${wanted.length} typed`;
+  const q = (v: string, n: number) => JSON.stringify(v.length > n ? `${v.slice(0, n - 1)}…` : v);
+  return `[${index}] now holds ${q(got.value, 200)}, not what was typed (${q(wanted, 80)})`;
 }
 
 /**
