@@ -12,9 +12,8 @@
 import type { Browser, Page } from 'puppeteer-core';
 import { listDiskFiles, readDiskFile, runShellTool, writeDiskFile, type CodeToolContext, type ToolOutcome } from './code-tools.js';
 import type { RunDownloads } from './downloads.js';
-import { settlePage } from './observe.js';
 import { deliverExtract, extract, ExtractError, findText, type AskPage, type ExtractInput, type ExtractWhat } from './page-extract.js';
-import { ActionError, clickElement, element, openUrl, selectOption, typeInto, uploadFile, waitOn } from './page-tools.js';
+import { ActionError, clickElement, dragElement, element, openUrl, pressKeys, scrollWithin, selectOption, typeInto, uploadFile, waitOn } from './page-tools.js';
 
 export type { ExtractWhat } from './page-extract.js';
 export type ScrollDirection = 'down' | 'up' | 'bottom' | 'top';
@@ -51,12 +50,14 @@ export interface BrowserActionContext {
   downloads?: RunDownloads | undefined;
 }
 
-/** What a browser action gave: the page to observe next (switching tabs changes it) and what it read. */
+/** What a browser action gave: the page to observe next (switching tabs changes it), what it read, and what the page did otherwise than asked. */
 export interface BrowserOutcome {
   page?: Page;
   output?: string;
   /** The output is the contents of this downloaded file (web content: an LLM gets it fenced as data). */
   fromFile?: string;
+  /** A field that holds another value than typed, a box that did not scroll: told to the model with the step, never part of an answer. */
+  note?: string;
 }
 
 interface Common<I> {
@@ -90,6 +91,9 @@ const reportable = (err: unknown): never => {
   throw err instanceof ExtractError ? new ActionError(err.message) : err;
 };
 
+/** An action's outcome with its note (what the page did instead of what was asked), if any. */
+const noted = (note: string | undefined): BrowserOutcome => (note !== undefined ? { note } : {});
+
 const short = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 3)}...` : s);
 // The system prompt says what an [index] is; the tools do not repeat it.
 const index: Prop = { type: 'integer' };
@@ -115,14 +119,11 @@ export const ACTIONS = {
   }),
   type: browser({
     tool: 'type',
-    description: 'Replace the text of a field; submit=true presses Enter after',
+    description: 'Replace the text of a field (date, range…: in the format shown); submit=true presses Enter after',
     input: input<{ index: number; text: string; submit?: boolean }>({ index, text, submit: { type: 'boolean' } }, ['index', 'text']),
     describe: (a) => `type ${JSON.stringify(short(a.text, 60))} into [${a.index}]${a.submit ? ' and submit' : ''}`,
-    builtin: { verbs: ['type', 'enter', 'input', 'put', 'fill', 'search'], examples: ["type 'value' into 'Field'", "search for 'words'"] },
-    run: async (a, c) => {
-      await typeInto(c.page, a.index, a.text, !!a.submit, c.timeoutMs);
-      return {};
-    },
+    builtin: { verbs: ['type', 'enter', 'input', 'put', 'fill', 'search', 'set', 'change'], examples: ["type 'value' into 'Field'", "search for 'words'", 'set the date field to 2025-03-14'] },
+    run: async (a, c) => noted(await typeInto(c.page, a.index, a.text, !!a.submit, c.timeoutMs)),
   }),
   select: browser({
     tool: 'select',
@@ -130,37 +131,43 @@ export const ACTIONS = {
     input: input<{ index: number; option: string }>({ index, option: text }, ['index', 'option']),
     describe: (a) => `select ${JSON.stringify(a.option)} in [${a.index}]`,
     builtin: { verbs: ['select', 'choose', 'pick'], examples: ["select 'Option' from 'Field'"] },
-    run: async (a, c) => {
-      await selectOption(c.page, a.index, a.option, c.timeoutMs);
-      return {};
-    },
+    run: async (a, c) => noted(await selectOption(c.page, a.index, a.option, c.timeoutMs)),
   }),
   press: browser({
     tool: 'press',
-    description: 'Press a key (Enter, Tab, Escape, ArrowDown, …)',
+    description: 'Press a key or combination (Enter, Tab, ArrowDown, Control+A)',
     input: input<{ key: string }>({ key: text }, ['key']),
     describe: (a) => `press ${a.key}`,
-    builtin: { verbs: ['press'], examples: ['press Enter'] },
-    run: async (a, c) => {
-      await c.page.keyboard.press(a.key as Parameters<Page['keyboard']['press']>[0]).catch(() => {
-        throw new ActionError(`Unknown key ${a.key}`);
-      });
-      await settlePage(c.page, c.timeoutMs);
-      return {};
-    },
+    builtin: { verbs: ['press'], examples: ['press Enter', 'press Control+A'] },
+    run: async (a, c) => noted(await pressKeys(c.page, a.key, c.timeoutMs)),
   }),
   scroll: browser({
     tool: 'scroll',
-    description: 'Scroll the page',
-    input: input<{ direction: ScrollDirection }>({ direction: { type: 'string', enum: ['down', 'up', 'bottom', 'top'] } }, ['direction']),
-    describe: (a) => `scroll ${a.direction}`,
-    builtin: { verbs: ['scroll'], examples: ['scroll down', 'scroll to the bottom'] },
+    description: 'Scroll the page, or the scrollable [index]',
+    input: input<{ direction: ScrollDirection; index?: number }>({ direction: { type: 'string', enum: ['down', 'up', 'bottom', 'top'] }, index }, ['direction']),
+    describe: (a) => `scroll ${a.direction}${a.index !== undefined ? ` [${a.index}]` : ''}`,
+    builtin: { verbs: ['scroll'], examples: ['scroll down', 'scroll to the bottom', "scroll down the panel 'Messages'"] },
     run: async (a, c) => {
-      await c.page.evaluate((d) => {
+      if (a.index !== undefined) return noted(await scrollWithin(c.page, a.index, a.direction, c.timeoutMs));
+      const moved = await c.page.evaluate((d) => {
+        const was = window.scrollY;
         if (d === 'bottom') window.scrollTo(0, document.body.scrollHeight);
         else if (d === 'top') window.scrollTo(0, 0);
         else window.scrollBy(0, (d === 'down' ? 1 : -1) * window.innerHeight * 0.8);
+        return window.scrollY !== was;
       }, a.direction);
+      // A page whose content scrolls in boxes of its own never moves as a whole: say where to scroll instead.
+      return moved ? {} : { note: `The page itself did not scroll (it is at its ${a.direction === 'down' || a.direction === 'bottom' ? 'bottom' : 'top'}); a box that scrolls on its own is scrolled by giving its [index] (marked "scrollable")` };
+    },
+  }),
+  drag: browser({
+    tool: 'drag',
+    description: 'Drag [index] onto [to], or by dx/dy pixels',
+    input: input<{ index: number; to?: number; dx?: number; dy?: number }>({ index, to: { type: 'integer' }, dx: { type: 'number' }, dy: { type: 'number' } }, ['index']),
+    describe: (a) => `drag [${a.index}] ${a.to !== undefined ? `onto [${a.to}]` : `by ${a.dx ?? 0},${a.dy ?? 0} px`}`,
+    builtin: { verbs: ['drag', 'move'], examples: ["drag 'Item' onto 'Other item'", "drag 'Handle' by 40 px right"] },
+    run: async (a, c) => {
+      await dragElement(c.page, a.index, a, c.timeoutMs);
       return {};
     },
   }),

@@ -236,6 +236,7 @@ export async function runAgentLoop(input: LoopInput, tools: LoopTools): Promise<
         dialogs!.watch(page);
         fetching?.watch(page);
         outcome = r.output !== undefined ? { output: llm && r.fromFile ? fenceFileContent(r.fromFile, r.output) : r.output } : {};
+        if (r.note !== undefined) memory.notes = [r.note];
       } catch (err) {
         if (input.signal.aborted) throw new RunStopped();
         const race = NAVIGATION_RACE.test((err as Error).message ?? '');
@@ -249,7 +250,7 @@ export async function runAgentLoop(input: LoopInput, tools: LoopTools): Promise<
       // A download the action started is waited for (bounded), so the next look shows the file.
       if (fetching && fetching.mark().begun !== downloadsBefore!.begun) await fetching.settled(Math.min(DOWNLOAD_SETTLE_MS, input.actionTimeoutMs), input.signal);
       const downloaded = await arrivedFiles();
-      if (downloaded.length) memory.notes = downloaded.map(arrivalNote);
+      if (downloaded.length) memory.notes = [...(memory.notes ?? []), ...downloaded.map(arrivalNote)];
       const actionMs = Date.now() - actionStarted;
       const p = page!;
       memory.url = p.url();

@@ -287,3 +287,61 @@ test('when an action of the table gives example instructions, then each parses t
   }
   assert.ok(checked >= Object.keys(SPECS).length, 'every action has an example');
 });
+
+test('when a task scrolls a panel, drags one item onto another, sets a date field or presses a combination, then each becomes its intent', () => {
+  const intents = (t: string) => parseTask(t).map((i) => i.intent);
+  assert.deepEqual(
+    intents(
+      [
+        "Scroll the panel 'Name'",
+        "Scroll the panel 'Name' up",
+        "Scroll down the feed 'Messages'",
+        "Scroll to the bottom of the 'Chat' panel",
+        "Scroll 'Results' to the top",
+        "Drag 'A' onto 'B'",
+        "Move 'Write tests' above 'Fix bug'",
+        "Drag 'Volume' 60 px right",
+        "Drag the 'Card' by 30 pixels down",
+        'Set the date field to 2025-03-14',
+        "Set 'Max price' to 450",
+        'Press Control+A',
+        'Press Shift + Tab',
+        'Press Cmd+C',
+      ].join('\n'),
+    ),
+    [
+      { kind: 'scroll', direction: 'down', target: 'Name' },
+      { kind: 'scroll', direction: 'up', target: 'Name' },
+      { kind: 'scroll', direction: 'down', target: 'Messages' },
+      { kind: 'scroll', direction: 'bottom', target: 'Chat' },
+      { kind: 'scroll', direction: 'top', target: 'Results' },
+      { kind: 'drag', target: 'A', onto: 'B' },
+      { kind: 'drag', target: 'Write tests', onto: 'Fix bug' },
+      { kind: 'drag', target: 'Volume', dx: 60 },
+      { kind: 'drag', target: 'Card', dy: 30 },
+      { kind: 'type', value: '2025-03-14', target: 'date', submit: false },
+      { kind: 'type', value: '450', target: 'Max price', submit: false },
+      { kind: 'press', key: 'Control+A' },
+      { kind: 'press', key: 'Shift+Tab' },
+      { kind: 'press', key: 'Cmd+C' },
+    ],
+  );
+  assert.deepEqual(splitInstructions("Open example.com, set the date field to 2025-03-14 and drag 'A' onto 'B'"), ['Open example.com', 'set the date field to 2025-03-14', "drag 'A' onto 'B'"]);
+});
+
+test('when the builtin scrolls a panel, drags and sets a field by its kind, then it picks the scroll container, the draggable items and the date input of the page', async () => {
+  const model = new BuiltinModel("Scroll down the panel 'Messages'. Drag 'Write tests' onto 'Fix bug'. Set the date field to 2025-03-14. Click 'Messages'");
+  const elements = [
+    el(1, { tag: 'section', type: '', label: 'Messages', role: 'scrollable', scroll: { above: 0, below: 900 }, container: true }),
+    el(2, { tag: 'li', type: '', text: 'Fix bug' }),
+    el(3, { tag: 'li', type: '', text: 'Write tests' }),
+    el(4, { type: 'date', label: 'Departure' }),
+    el(5, { tag: 'button', type: 'button', text: 'Messages' }),
+  ];
+  const input: DecideInput = { task: '', toolset: 'browser', turns: [], observation: { url: 'http://t/', title: '', text: '', tabs: [], elements }, history: [], diskFiles: [] };
+  const signal = new AbortController().signal;
+  assert.deepEqual((await model.decide(input, signal)).action, { name: 'scroll', direction: 'down', index: 1 });
+  assert.deepEqual((await model.decide(input, signal)).action, { name: 'drag', index: 3, to: 2 });
+  assert.deepEqual((await model.decide(input, signal)).action, { name: 'type', index: 4, text: '2025-03-14', submit: false });
+  assert.deepEqual((await model.decide(input, signal)).action, { name: 'click', index: 5 }, 'a box listed because it scrolls is no click target');
+});

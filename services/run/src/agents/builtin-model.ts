@@ -16,7 +16,8 @@ type Intent =
   | { kind: 'select'; value: string; target: string }
   | { kind: 'search'; value: string }
   | { kind: 'press'; key: string }
-  | { kind: 'scroll'; direction: ScrollDirection }
+  | { kind: 'scroll'; direction: ScrollDirection; target?: string }
+  | { kind: 'drag'; target: string; onto?: string; dx?: number; dy?: number }
   | { kind: 'back' }
   | { kind: 'wait'; text?: string; seconds?: number }
   | { kind: 'extract'; what: ExtractWhat; target?: string; table?: number | string }
@@ -149,11 +150,26 @@ export function parseInstruction(s: string): Intent | undefined {
   if ((m = t.match(new RegExp(`^(?:click|press|tap|hit)(?:\\s+on)?\\s+(?:the\\s+)?(?:(link|button|tab|checkbox)\\s+)?${OPEN}(.+?)${CLOSE}(?:\\s+(link|button|tab|checkbox))?$`, 'i')))) return { kind: 'click', target: m[2]!.trim(), hint: (m[1] ?? m[3])?.toLowerCase() };
   if ((m = t.match(/^(?:click|tap)(?:\s+on)?\s+(?:the\s+)?(.+?)(?:\s+(link|button|tab|checkbox))?$/i))) return { kind: 'click', target: m[1]!.trim(), hint: m[2]?.toLowerCase() };
   if ((m = t.match(/^press\s+(?:the\s+)?([a-z ]+?)(?:\s+key)?$/i)) && KEYS[m[1]!.toLowerCase()]) return { kind: 'press', key: KEYS[m[1]!.toLowerCase()]! };
+  if ((m = t.match(/^press\s+(?:the\s+)?((?:ctrl|control|shift|alt|option|meta|cmd|command)(?:\s*\+\s*[\w-]+)+)(?:\s+keys?)?$/i))) return { kind: 'press', key: m[1]!.replace(/\s+/g, '') };
   if ((m = t.match(new RegExp(`^(?:type|enter|write|input|put)\\s+${Q}\\s+(?:into|in|on)\\s+(?:the\\s+)?${Q}(?:\\s+(?:field|box|input|textbox|area))?(\\s+and\\s+(?:submit|press enter))?$`, 'i'))))
     return { kind: 'type', value: pick(m, 1), target: pick(m, 3), submit: Boolean(m[5]) };
   if ((m = t.match(new RegExp(`^search\\s+(?:the\\s+site\\s+)?(?:for\\s+)?${OPEN}(.+?)${CLOSE}$`, 'i')))) return { kind: 'search', value: m[1]! };
   if ((m = t.match(new RegExp(`^fill(?:\\s+in|\\s+out)?\\s+(?:the\\s+)?${Q}(?:\\s+(?:field|box|input))?\\s+with\\s+${Q}$`, 'i')))) return { kind: 'type', value: pick(m, 3), target: pick(m, 1), submit: false };
   if ((m = t.match(new RegExp(`^(?:select|choose|pick)\\s+${Q}\\s+(?:from|in|for)\\s+(?:the\\s+)?${Q}(?:\\s+(?:dropdown|menu|list|field|select))?$`, 'i')))) return { kind: 'select', value: pick(m, 1), target: pick(m, 3) };
+  // A scroll container, named: "scroll down the panel 'Messages'", "scroll the feed 'News' to the bottom", "scroll to the bottom of 'Chat'".
+  const PANEL = `(?:the\\s+)?(?:(?:panel|pane|list|feed|box|section|sidebar|container|area|region|chat|table)\\s+)?${OPEN}(.+?)${CLOSE}(?:\\s+(?:panel|pane|list|feed|box|section|sidebar|container|area|region|chat|table))?`;
+  if ((m = t.match(new RegExp(`^scroll\\s+(down|up)(?:\\s+to\\s+the\\s+(bottom|top))?\\s+(?:in\\s+|inside\\s+|of\\s+|within\\s+)?${PANEL}$`, 'i')))) return { kind: 'scroll', direction: (m[2] ?? m[1])!.toLowerCase() as ScrollDirection, target: m[3]! };
+  if ((m = t.match(new RegExp(`^scroll\\s+${PANEL}(?:\\s+(?:(down|up)|to\\s+(?:the\\s+|its\\s+)?(bottom|top)))?$`, 'i')))) return { kind: 'scroll', direction: (m[2] ?? m[3] ?? 'down').toLowerCase() as ScrollDirection, target: m[1]! };
+  if ((m = t.match(new RegExp(`^scroll\\s+to\\s+the\\s+(bottom|top)\\s+of\\s+${PANEL}$`, 'i')))) return { kind: 'scroll', direction: m[1]!.toLowerCase() as ScrollDirection, target: m[2]! };
+  // Drag and drop: "drag 'A' onto 'B'"; a slider by pixels: "drag 'Volume' 60 px right".
+  if ((m = t.match(new RegExp(`^(?:drag|move)\\s+(?:the\\s+)?${OPEN}(.+?)${CLOSE}\\s+(?:onto|on\\s+to|to|on|over|before|above)\\s+(?:the\\s+)?${OPEN}(.+?)${CLOSE}$`, 'i')))) return { kind: 'drag', target: m[1]!, onto: m[2]! };
+  if ((m = t.match(new RegExp(`^drag\\s+(?:the\\s+)?${OPEN}(.+?)${CLOSE}\\s+(?:by\\s+)?(\\d+)\\s*(?:px|pixels?)\\s+(?:to\\s+the\\s+)?(right|left|up|down)$`, 'i')))) {
+    const n = Number(m[2]);
+    const dir = m[3]!.toLowerCase();
+    return { kind: 'drag', target: m[1]!, ...(dir === 'right' || dir === 'left' ? { dx: dir === 'right' ? n : -n } : { dy: dir === 'down' ? n : -n }) };
+  }
+  // "Set the date field to 2025-03-14", "set 'Volume' to 40": the field takes the value as it accepts it.
+  if ((m = t.match(new RegExp(`^(?:set|change)\\s+(?:the\\s+)?${Q}(?:\\s+(?:field|input|slider|picker|box))?\\s+to\\s+${Q}$`, 'i')))) return { kind: 'type', value: pick(m, 3), target: pick(m, 1), submit: false };
   if ((m = t.match(/^scroll\s+(down|up)(?:\s+to\s+the\s+(bottom|top))?$/i))) return { kind: 'scroll', direction: (m[2] ?? m[1])!.toLowerCase() as ScrollDirection };
   if ((m = t.match(/^scroll\s+to\s+the\s+(bottom|top)(?:\s+of the page)?$/i))) return { kind: 'scroll', direction: m[1]!.toLowerCase() as ScrollDirection };
   if (/^go\s+back$/i.test(t)) return { kind: 'back' };
@@ -256,18 +272,24 @@ export function parseTask(task: string, toolset: Toolset = 'browser'): Instructi
 
 const norm = (s: string) => s.toLowerCase().replace(/\s+/g, ' ').replace(/[:*]\s*$/, '').trim();
 
+/** Inputs a task may name by their kind ("the date field"), and their types. */
+const FIELD_KINDS: Record<string, string> = { date: 'date', time: 'time', datetime: 'datetime-local', 'date and time': 'datetime-local', month: 'month', week: 'week', colour: 'color', color: 'color', slider: 'range', range: 'range', number: 'number' };
+
 /** The element `target` names: by id (`#id`), then exact, prefix and substring matches of its texts. */
-export function findElement(elements: PageElement[], target: string, want: 'field' | 'click' | 'file', hint?: string): PageElement | undefined {
+export function findElement(elements: PageElement[], target: string, want: 'field' | 'click' | 'file' | 'scroll', hint?: string): PageElement | undefined {
   if (target.startsWith('#')) return elements.find((e) => e.id === target.slice(1));
   const t = norm(target);
   const fieldTags = ['input', 'textarea', 'select'];
-  let pool = elements;
-  if (want === 'field') pool = elements.filter((e) => fieldTags.includes(e.tag) || e.role === 'textbox');
+  // A box listed only because it scrolls is a target for scrolling alone.
+  let pool = want === 'scroll' ? elements.filter((e) => e.scroll) : elements.filter((e) => !e.container);
+  if (want === 'field') pool = pool.filter((e) => fieldTags.includes(e.tag) || e.role === 'textbox' || e.role === 'slider');
   if (want === 'file') pool = elements.filter((e) => e.tag === 'input' && e.type === 'file');
   if (want === 'click' && hint === 'link') pool = elements.filter((e) => e.tag === 'a') ;
   if (want === 'click' && hint === 'button') pool = elements.filter((e) => e.tag === 'button' || e.role === 'button' || (e.tag === 'input' && ['submit', 'button'].includes(e.type)));
   const keys = (e: PageElement) => (want === 'click' ? [e.text, e.label, e.name, e.id] : [e.label, e.placeholder, e.name, e.id, e.text]).filter(Boolean).map(norm);
-  return pool.find((e) => keys(e).includes(t)) ?? pool.find((e) => keys(e).some((k) => k.startsWith(t))) ?? pool.find((e) => keys(e).some((k) => k.includes(t)));
+  const byName = pool.find((e) => keys(e).includes(t)) ?? pool.find((e) => keys(e).some((k) => k.startsWith(t))) ?? pool.find((e) => keys(e).some((k) => k.includes(t)));
+  // "the date field", "the slider": a field named by its kind.
+  return byName ?? (want === 'field' && FIELD_KINDS[t] ? pool.find((e) => e.tag === 'input' && e.type === FIELD_KINDS[t]) : undefined);
 }
 
 /** The page's search box: a search input, else a field named or labelled for searching. */
@@ -346,7 +368,7 @@ export class BuiltinModel implements AgentModel {
       if (!input.observation) throw new NeedsBrowser();
       return input.observation;
     };
-    const need = (target: string, want: 'field' | 'click' | 'file', hint?: string) => {
+    const need = (target: string, want: 'field' | 'click' | 'file' | 'scroll', hint?: string) => {
       const o = page();
       const el = findElement(o.elements, target, want, hint);
       if (!el) throw new ElementNotFound(target, o.url);
@@ -395,7 +417,10 @@ export class BuiltinModel implements AgentModel {
         break;
       case 'scroll':
         page();
-        action = { name: 'scroll', direction: intent.direction };
+        action = { name: 'scroll', direction: intent.direction, ...(intent.target !== undefined ? { index: need(intent.target, 'scroll') } : {}) };
+        break;
+      case 'drag':
+        action = { name: 'drag', index: need(intent.target, 'click'), ...(intent.onto !== undefined ? { to: need(intent.onto, 'click') } : { dx: intent.dx, dy: intent.dy }) };
         break;
       case 'back':
         page();

@@ -32,6 +32,10 @@ export interface FrameElement {
   id: string;
   href: string;
   options?: string[];
+  /** A scroll container: pixels of its content hidden above and below its visible part. */
+  scroll?: { above: number; below: number };
+  /** Shown only because it scrolls (no role, not clickable): not a click or typing target. */
+  container?: true;
 }
 
 export interface FrameSnapshot {
@@ -87,6 +91,16 @@ export function snapshotFrame(args: { next: number; screens: number }, ...closed
     return t.length > max ? `${t.slice(0, max - 1)}…` : t;
   };
   const q = (s: string) => JSON.stringify(s);
+  /** The value format of inputs whose text is not free (what `type` into them expects). */
+  const FORMATS: Record<string, string> = { date: 'YYYY-MM-DD', time: 'HH:MM', 'datetime-local': 'YYYY-MM-DDTHH:MM', month: 'YYYY-MM', week: 'YYYY-Www', color: '#rrggbb' };
+  /** How far `el` scrolls vertically in its own box, or undefined when it does not (style already read). */
+  const scrollOf = (el: HTMLElement, style: CSSStyleDeclaration): { above: number; below: number } | undefined => {
+    const oy = style.overflowY;
+    if ((oy !== 'auto' && oy !== 'scroll' && oy !== 'overlay') || el === doc.body || el === root) return undefined;
+    const h = el.clientHeight;
+    if (h <= 0 || el.scrollHeight <= h + 2) return undefined;
+    return { above: Math.round(el.scrollTop), below: Math.max(0, Math.round(el.scrollHeight - h - el.scrollTop)) };
+  };
 
   let line = '';
   let lineY = -1;
@@ -142,19 +156,21 @@ export function snapshotFrame(args: { next: number; screens: number }, ...closed
   }
 
   /** The element's line (only when `shown`: state costs layout reads) and what the builtin matches on. */
-  function describe(el: HTMLElement, role: string, r: DOMRect, shown: boolean): { line: string; info: FrameElement } {
+  function describe(el: HTMLElement, role: string, r: DOMRect, shown: boolean, scroll: { above: number; below: number } | undefined): { line: string; info: FrameElement } {
     const tag = el.tagName;
     const input = el as HTMLInputElement;
     const type = tag === 'INPUT' ? (input.type ?? '').toLowerCase() : '';
-    const label = labelOf(el);
+    const container = role === 'scrollable';
+    // A scroll container is named by its label or its first heading, never by all it holds.
+    const label = labelOf(el) || (container ? clean(el.querySelector('h1,h2,h3,h4,h5,h6')?.textContent) : '');
     // innerText needs layout; far from the viewport textContent does for the builtin's matching.
-    const ownText = clean((shown ? el.innerText : el.textContent) || (tag === 'INPUT' && ['submit', 'button', 'reset'].includes(type) ? input.value : '') || (el.querySelector('img[alt]')?.getAttribute('alt') ?? ''));
+    const ownText = container ? '' : clean((shown ? el.innerText : el.textContent) || (tag === 'INPUT' && ['submit', 'button', 'reset'].includes(type) ? input.value : '') || (el.querySelector('img[alt]')?.getAttribute('alt') ?? ''));
     if (!el.dataset.atsIdx) el.dataset.atsIdx = String(next++);
     const index = Number(el.dataset.atsIdx);
     const info: FrameElement = {
       index,
       tag: tag.toLowerCase(),
-      role: el.getAttribute('role') ?? '',
+      role: el.getAttribute('role') ?? (container ? 'scrollable' : ''),
       type,
       text: ownText,
       label,
@@ -163,6 +179,8 @@ export function snapshotFrame(args: { next: number; screens: number }, ...closed
       id: el.id,
       href: tag === 'A' ? ((el as HTMLAnchorElement).href ?? '') : '',
       ...(tag === 'SELECT' ? { options: Array.from((el as HTMLSelectElement).options).map((o) => o.text.trim()) } : {}),
+      ...(scroll ? { scroll } : {}),
+      ...(container ? { container: true as const } : {}),
     };
     if (!shown) return { line: '', info };
     const textual = role === 'textbox' || role === 'searchbox' || role === 'spinbutton' || role === 'combobox' || role === 'slider' || tag === 'SELECT';
@@ -185,13 +203,32 @@ export function snapshotFrame(args: { next: number; screens: number }, ...closed
         if (input.value) states.push(`value=${q(clean(input.value, 200))}`);
         else if (input.placeholder && name !== clean(input.placeholder)) states.push(`placeholder=${q(clean(input.placeholder))}`);
       }
+      // A field that takes a value in one format, or a number within bounds, says so: typing free text into it fails.
+      if (FORMATS[type]) states.push(`type=${type} format=${FORMATS[type]}`);
+      else if (type === 'range' || type === 'number') states.push(`type=${type}`);
+      if (FORMATS[type] || type === 'range' || type === 'number') {
+        for (const b of ['min', 'max', 'step']) {
+          const v = input.getAttribute(b) ?? (type === 'range' ? { min: '0', max: '100', step: '1' }[b]! : null);
+          if (v !== null && v !== '') states.push(`${b}=${v}`);
+        }
+      }
     } else if (el.isContentEditable || role === 'textbox' || role === 'searchbox') {
       const v = clean(el.innerText, 200);
       if (v) states.push(`value=${q(v)}`);
     } else if (role === 'combobox') {
       const v = clean(el.innerText, 100);
       if (v && v !== name) states.push(`value=${q(v)}`);
+    } else if (role === 'slider' || role === 'spinbutton') {
+      // A scripted slider's value and bounds are in its ARIA attributes.
+      const v = el.getAttribute('aria-valuetext') ?? el.getAttribute('aria-valuenow');
+      if (v !== null) states.push(`value=${q(clean(v))}`);
+      for (const b of ['min', 'max']) {
+        const x = el.getAttribute(`aria-value${b}`);
+        if (x !== null) states.push(`${b}=${x}`);
+      }
     }
+    if (scroll) states.push(`scrollable: ${scroll.above} px hidden above, ${scroll.below} px below`);
+    if (role !== 'draggable' && el.getAttribute('draggable') === 'true') states.push('draggable');
     const aria = (a: string) => el.getAttribute(a);
     if (aria('aria-checked') === 'true') states.push('checked');
     else if (aria('aria-checked') === 'mixed') states.push('mixed');
@@ -271,7 +308,11 @@ export function snapshotFrame(args: { next: number; screens: number }, ...closed
       el.tagName !== 'LABEL' &&
       el !== doc.body &&
       ((style.cursor === 'pointer' && ctx.cursor !== 'pointer') || el.hasAttribute('onclick') || typeof el.onclick === 'function');
-    let interactive = !hidden && (Boolean(role) || tabbable || editable || clickable);
+    // Overflow does not apply to inline boxes: most elements (links, spans) skip the check.
+    const scroll = hidden || (!block && style.display === 'inline') ? undefined : scrollOf(el, style);
+    // An item only a drag moves (a sortable list's) is acted on like a control.
+    const draggable = !ctx.inInteractive && el.getAttribute('draggable') === 'true';
+    let interactive = !hidden && (Boolean(role) || tabbable || editable || clickable || draggable || Boolean(scroll));
     let r: DOMRect | undefined;
     if (interactive) {
       r = el.getBoundingClientRect();
@@ -281,13 +322,14 @@ export function snapshotFrame(args: { next: number; screens: number }, ...closed
     const childCtx = { suppress: ctx.suppress || hidden, cursor: style.cursor, inInteractive: ctx.inInteractive };
     if (interactive && r) {
       flush();
-      const shownRole = role || (editable ? 'textbox' : clickable ? 'clickable' : 'focusable');
+      const shownRole = role || (editable ? 'textbox' : clickable ? 'clickable' : draggable ? 'draggable' : scroll ? 'scrollable' : 'focusable');
       const y = r.top + scrollY;
-      const d = describe(el, shownRole, r, inWindow(y));
+      const d = describe(el, shownRole, r, inWindow(y), scroll);
       push({ y, text: d.line, index: d.info.index });
       elements.push(d.info);
-      childCtx.inInteractive = true;
-      if (NAMED_BY_CONTENT.has(shownRole) || shownRole === 'clickable' || shownRole === 'focusable' || el.tagName === 'SELECT' || editable) childCtx.suppress = true;
+      // A scroll container only frames what it holds: its content is read and acted on as usual.
+      if (shownRole !== 'scrollable') childCtx.inInteractive = true;
+      if (NAMED_BY_CONTENT.has(shownRole) || shownRole === 'clickable' || shownRole === 'draggable' || shownRole === 'focusable' || el.tagName === 'SELECT' || editable) childCtx.suppress = true;
     }
     // A label's text is already its control's name.
     if (el.tagName === 'LABEL' && (el as HTMLLabelElement).control) childCtx.suppress = true;
