@@ -54,8 +54,6 @@ export interface BrowserActionContext {
 export interface BrowserOutcome {
   page?: Page;
   output?: string;
-  /** The output is the contents of this downloaded file (web content: an LLM gets it fenced as data). */
-  fromFile?: string;
   /** A field that holds another value than typed, a box that did not scroll: told to the model with the step, never part of an answer. */
   note?: string;
 }
@@ -119,7 +117,7 @@ export const ACTIONS = {
   }),
   type: browser({
     tool: 'type',
-    description: 'Replace the text of a field (date, range…: in the format shown); submit=true presses Enter after',
+    description: "Replace a field's text (dates etc. in the format shown); submit: Enter after",
     input: input<{ index: number; text: string; submit?: boolean }>({ index, text, submit: { type: 'boolean' } }, ['index', 'text']),
     describe: (a) => `type ${JSON.stringify(short(a.text, 60))} into [${a.index}]${a.submit ? ' and submit' : ''}`,
     builtin: { verbs: ['type', 'enter', 'input', 'put', 'fill', 'search', 'set', 'change'], examples: ["type 'value' into 'Field'", "search for 'words'", 'set the date field to 2025-03-14'] },
@@ -127,7 +125,7 @@ export const ACTIONS = {
   }),
   select: browser({
     tool: 'select',
-    description: 'Choose an option of a <select> by its text',
+    description: 'Pick a <select> option by its text',
     input: input<{ index: number; option: string }>({ index, option: text }, ['index', 'option']),
     describe: (a) => `select ${JSON.stringify(a.option)} in [${a.index}]`,
     builtin: { verbs: ['select', 'choose', 'pick'], examples: ["select 'Option' from 'Field'"] },
@@ -135,7 +133,7 @@ export const ACTIONS = {
   }),
   press: browser({
     tool: 'press',
-    description: 'Press a key or combination (Enter, Tab, ArrowDown, Control+A)',
+    description: 'Press a key or combination, e.g. Control+A',
     input: input<{ key: string }>({ key: text }, ['key']),
     describe: (a) => `press ${a.key}`,
     builtin: { verbs: ['press'], examples: ['press Enter', 'press Control+A'] },
@@ -143,7 +141,7 @@ export const ACTIONS = {
   }),
   scroll: browser({
     tool: 'scroll',
-    description: 'Scroll the page, or the scrollable [index]',
+    description: 'Scroll the page or the scrollable [index]',
     input: input<{ direction: ScrollDirection; index?: number }>({ direction: { type: 'string', enum: ['down', 'up', 'bottom', 'top'] }, index }, ['direction']),
     describe: (a) => `scroll ${a.direction}${a.index !== undefined ? ` [${a.index}]` : ''}`,
     builtin: { verbs: ['scroll'], examples: ['scroll down', 'scroll to the bottom', "scroll down the panel 'Messages'"] },
@@ -162,7 +160,7 @@ export const ACTIONS = {
   }),
   drag: browser({
     tool: 'drag',
-    description: 'Drag [index] onto [to], or by dx/dy pixels',
+    description: 'Drag [index] onto [to] or by dx/dy px',
     input: input<{ index: number; to?: number; dx?: number; dy?: number }>({ index, to: { type: 'integer' }, dx: { type: 'number' }, dy: { type: 'number' } }, ['index']),
     describe: (a) => `drag [${a.index}] ${a.to !== undefined ? `onto [${a.to}]` : `by ${a.dx ?? 0},${a.dy ?? 0} px`}`,
     builtin: { verbs: ['drag', 'move'], examples: ["drag 'Item' onto 'Other item'", "drag 'Handle' by 40 px right"] },
@@ -195,7 +193,7 @@ export const ACTIONS = {
   extract: browser<ExtractInput>({
     tool: 'extract',
     description:
-      'Read the page: a "question" is answered from all of it (optional answer "schema"); else "what" of [index], a CSS selector or the page ("table": number or caption). Long results go to a disk file',
+      'Answer a "question" from the whole page (optional answer "schema"), or read "what" of [index], a selector or the page ("table": number or caption); long results go to disk',
     input: input<ExtractInput>({
       question: text,
       schema: { type: 'object' },
@@ -222,7 +220,7 @@ export const ACTIONS = {
   }),
   find_text: browser({
     tool: 'find_text',
-    description: 'Find a text: where it is (under which heading); scrolls to it',
+    description: 'Find a text, scroll to it, say where it is',
     input: input<{ text: string }>({ text }, ['text']),
     describe: (a) => `find ${JSON.stringify(short(a.text, 60))}`,
     builtin: { verbs: ['find', 'look', 'locate', 'is', 'does'], examples: ["find 'text'", "is 'text' on the page"] },
@@ -242,7 +240,7 @@ export const ACTIONS = {
   }),
   upload: browser({
     tool: 'upload',
-    description: 'Put a disk file into a file input',
+    description: 'Put a disk file in a file input',
     input: input<{ index: number; path: string }>({ index, path: text }, ['index', 'path']),
     describe: (a) => `upload ${a.path} into [${a.index}]`,
     builtin: { verbs: ['upload'], examples: ["upload 'file.txt' into 'Field'"] },
@@ -253,14 +251,14 @@ export const ACTIONS = {
   }),
   read_download: browser({
     tool: 'read_download',
-    description: "Read a file the browser downloaded: text, CSV (as a table), JSON or PDF text; a long one is saved on the run's disk",
-    input: input<{ file: string }>({ file: { type: 'string', description: 'The file name, as the list of downloaded files shows it' } }, ['file']),
+    description: 'Read a downloaded file by its listed name (CSV as a table, JSON, PDF, text)',
+    input: input<{ file: string }>({ file: text }, ['file']),
     describe: (a) => `read download ${JSON.stringify(short(a.file, 80))}`,
     builtin: { verbs: ['read', 'open', 'download'], examples: ["read the downloaded file 'report.csv'", 'read the downloaded file'] },
     run: async (a, c) => {
       if (!c.downloads) throw new ActionError("This run cannot see the browser's downloads");
       const r = await c.downloads.read(a.file);
-      return { output: await deliverExtract(r.text, r.kind, c.diskDir), fromFile: a.file };
+      return { output: await deliverExtract(r.text, r.kind, c.diskDir) };
     },
   }),
   shell: code({

@@ -11,7 +11,7 @@ import type { Browser, Frame, Page } from 'puppeteer-core';
 import { describeAction, isCodeAction, runBrowserAction, runCodeAction, type Action } from './actions.js';
 import type { ToolOutcome } from './code-tools.js';
 import { DialogWatcher } from './dialogs.js';
-import { describeDownload, DOWNLOAD_SETTLE_MS, DownloadWatcher, fenceFileContent, RunDownloads, type DownloadedFile, type DownloadSource } from './downloads.js';
+import { describeDownload, DOWNLOAD_SETTLE_MS, DownloadWatcher, RunDownloads, type DownloadedFile, type DownloadSource } from './downloads.js';
 import { LoopWatch } from './loop-watch.js';
 import { ElementNotFound, ModelError, NeedsBrowser, turnResult, type AgentModel, type Decision, type LoopState, type StepMemory, type Usage } from './model.js';
 import { pageAsker } from './page-question.js';
@@ -235,7 +235,7 @@ export async function runAgentLoop(input: LoopInput, tools: LoopTools): Promise<
         page = r.page ?? before;
         dialogs!.watch(page);
         fetching?.watch(page);
-        outcome = r.output !== undefined ? { output: llm && r.fromFile ? fenceFileContent(r.fromFile, r.output) : r.output } : {};
+        outcome = r.output !== undefined ? { output: r.output } : {}; // an LLM gets it fenced as page content in the history
         if (r.note !== undefined) memory.notes = [r.note];
       } catch (err) {
         if (input.signal.aborted) throw new RunStopped();
