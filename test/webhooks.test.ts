@@ -118,7 +118,7 @@ describe('webhooks', () => {
     const r = await receiver();
     let failures = 4;
     r.reply = () => (failures-- > 0 ? 503 : 200);
-    const hook = await createWebhook('retry', { url: r.url });
+    const hook = await createWebhook('retry', { url: r.url, event_types: RUN_EVENTS });
     const runId = await startRun('retry');
     await until(() => ofRun(r, runId).some((h) => body(h).type === 'run.completed'), { what: 'run.completed', timeoutMs: 30000 });
     const types = ofRun(r, runId).map((h) => body(h).type);
@@ -197,6 +197,23 @@ describe('webhooks', () => {
     assert.match(disabled.disabledReason ?? '', /410 Gone/);
     const enabled = await json('misc', 'PATCH', `/api/v1/webhooks/${hook.id}`, { enabled: true });
     assert.equal(((await enabled.json()) as Created).disabledReason, null);
+  });
+
+  test('when a browser is created and stopped, then a browser.* endpoint gets browser.created then browser.stopped with the browser as GET returns it, without its ways in', async () => {
+    const r = await receiver();
+    const hook = await createWebhook('misc', { url: r.url, event_types: ['browser.created', 'browser.stopped'] });
+    const created = await json('misc', 'POST', '/api/v1/browsers', {});
+    assert.equal(created.status, 201, await created.clone().text());
+    const { id } = (await created.json()) as { id: string };
+    assert.equal((await json('misc', 'POST', `/api/v1/browsers/${id}/stop`)).status, 200);
+    await r.next((h) => body(h).type === 'browser.stopped' && body(h).data.id === id);
+    const hooks = r.received.filter((h) => body(h).data.id === id);
+    assert.deepEqual(hooks.map((h) => body(h).type), ['browser.created', 'browser.stopped']);
+    for (const h of hooks) new Webhook(hook.secret).verify(h.body, h.headers);
+    const read = (await (await json('misc', 'GET', `/api/v1/browsers/${id}`)).json()) as Record<string, unknown>;
+    // A CDP token or live view link does not leave the service in an event.
+    assert.deepEqual(body(hooks[1]!).data, { ...read, cdpUrl: null, liveViewUrl: null, recordingUrl: null });
+    assert.equal(body(hooks[0]!).data.status, 'active');
   });
 
   test('when a webhook URL names a private, link-local or metadata address, a service port or no http(s), then it is refused and nothing is created', async () => {

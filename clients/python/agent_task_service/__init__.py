@@ -59,6 +59,7 @@ from ._models import (
 )
 from ._paging import AsyncPager, Pager
 from ._version import __version__
+from ._webhooks import WebhookVerificationError, verify_webhook
 
 __all__ = [
     "AgentTaskService",
@@ -116,5 +117,7 @@ __all__ = [
     "Health",
     "TERMINAL_STATUSES",
     "TERMINAL_EVENTS",
+    "verify_webhook",
+    "WebhookVerificationError",
     "__version__",
 ]

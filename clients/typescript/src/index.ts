@@ -34,3 +34,5 @@ export { Profiles } from './resources/profiles.js';
 export { FileHandle } from './resources/shared.js';
 export type { AgentOption, DownloadOptions, Downloadable, UploadedFile } from './resources/shared.js';
 export type * from './models.js';
+export { verifyWebhook, WebhookVerificationError } from './webhooks.js';
+export type { VerifyWebhookOptions } from './webhooks.js';

@@ -104,7 +104,7 @@ export const migrations: Migration[] = [
     },
   },
   // Webhook events, written in the transaction of the run's status change (see RunChangeHook).
-  outboxMigration('20261125180000_webhook_outbox'),
+  outboxMigration('20261202000000_webhook_outbox'),
 ];
 
 /** The run events a webhook endpoint can receive. */

@@ -12,7 +12,7 @@ const newDeliveryId = () => newId('dlv');
 
 export const migrations: Migration[] = [
   {
-    name: '20261125180000_endpoints_events_deliveries',
+    name: '20261202000000_endpoints_events_deliveries',
     async up(knex) {
       await knex.schema.createTable('endpoints', (t) => {
         t.string('id').primary();
