@@ -84,7 +84,7 @@ describe('webhooks', () => {
     assert.deepEqual(read.eventTypes, ['run.queued', 'run.started', 'run.completed', 'run.failed']);
 
     const runId = await startRun('order');
-    const completed = await r.next((h) => body(h).type === 'run.completed' && body(h).data.id === runId);
+    const completed = await r.seen((h) => body(h).type === 'run.completed' && body(h).data.id === runId);
     const hooks = ofRun(r, runId);
     assert.deepEqual(hooks.map((h) => body(h).type), RUN_EVENTS);
     const wh = new Webhook(hook.secret);
@@ -142,7 +142,7 @@ describe('webhooks', () => {
     r.reply = () => (first ? ((first = false), held) : 200);
     const hook = await createWebhook('crash', { url: r.url, event_types: RUN_EVENTS });
     const runId = await startRun('crash');
-    await r.next((h) => body(h).data.id === runId);
+    await r.seen((h) => body(h).data.id === runId);
     await f.stack.kill('webhooks'); // SIGKILL while the receiver holds the first delivery
     release(200);
     // A receiver that does not answer, and a dispatcher that is gone, do not delay the run.
@@ -163,11 +163,12 @@ describe('webhooks', () => {
   test('when a test ping is sent, redelivered, and sent again after a rotation, then each arrives signed, with both secrets during the overlap; a 410 disables the endpoint with a note', async () => {
     const r = await receiver();
     const hook = await createWebhook('misc', { url: r.url, event_types: ['file.created'] });
+    const first = r.next(); // listening before the ping: it may arrive before the reply does
     const ping = await json('misc', 'POST', `/api/v1/webhooks/${hook.id}/test`);
     assert.equal(ping.status, 202);
     const delivery = (await ping.json()) as { id: string; status: string; eventType: string };
     assert.equal(delivery.eventType, 'webhook.test');
-    const got = await r.next();
+    const got = await first;
     new Webhook(hook.secret).verify(got.body, got.headers);
     assert.deepEqual(body(got).data, { webhookId: hook.id, message: 'A test event from the Agent Task Service' });
 
@@ -202,11 +203,12 @@ describe('webhooks', () => {
   test('when a browser is created and stopped, then a browser.* endpoint gets browser.created then browser.stopped with the browser as GET returns it, without its ways in', async () => {
     const r = await receiver();
     const hook = await createWebhook('misc', { url: r.url, event_types: ['browser.created', 'browser.stopped'] });
+    const stopped = r.next((h) => body(h).type === 'browser.stopped'); // listening before: it may arrive before the reply does
     const created = await json('misc', 'POST', '/api/v1/browsers', {});
     assert.equal(created.status, 201, await created.clone().text());
     const { id } = (await created.json()) as { id: string };
     assert.equal((await json('misc', 'POST', `/api/v1/browsers/${id}/stop`)).status, 200);
-    await r.next((h) => body(h).type === 'browser.stopped' && body(h).data.id === id);
+    assert.equal(body(await stopped).data.id, id);
     const hooks = r.received.filter((h) => body(h).data.id === id);
     assert.deepEqual(hooks.map((h) => body(h).type), ['browser.created', 'browser.stopped']);
     for (const h of hooks) new Webhook(hook.secret).verify(h.body, h.headers);

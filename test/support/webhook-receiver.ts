@@ -18,6 +18,8 @@ export interface WebhookReceiver {
   reply: (hook: ReceivedHook) => Reply;
   /** Resolves with the first request (from now) that `match` accepts. */
   next(match?: (h: ReceivedHook) => boolean): Promise<ReceivedHook>;
+  /** Resolves with the first request received so far, or from now, that `match` accepts. */
+  seen(match: (h: ReceivedHook) => boolean): Promise<ReceivedHook>;
   close(): Promise<void>;
 }
 
@@ -29,6 +31,10 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
     reply: () => 200,
     next(match = () => true) {
       return new Promise((resolve) => waiters.push({ match, resolve }));
+    },
+    seen(match) {
+      const already = r.received.find(match);
+      return already ? Promise.resolve(already) : r.next(match);
     },
     close: () => new Promise((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
   };
