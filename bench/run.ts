@@ -1,6 +1,6 @@
 /**
  * `make bench`: runs each benchmark and prints its figures; JSON goes to bench/results/.
- * BENCH_ONLY=name[,name] runs some: gateway, guards, files, s3, runs, queue (part of runs), browsercode, pool, pool-replicas, live-view, live-view-idle (the idle recording part alone), observe, requests
+ * BENCH_ONLY=name[,name] runs some: gateway, guards, files, s3, runs, queue (part of runs), browsercode, pool, pool-replicas, live-view, live-view-idle (the idle recording part alone), observe, requests, webhooks
  * (BENCH_BASELINE=rev: the commit `requests` compares with).
  */
 import fs from 'node:fs';
@@ -17,6 +17,7 @@ import { runQueueBench, runsBench } from './runs.bench.js';
 import { browsercodeBench } from './browsercode.bench.js';
 import { observeBench, promptSizeBench } from './observe.bench.js';
 import { agentRequestsBench, type RequestFigures } from './agent-requests.bench.js';
+import { webhooksBench } from './webhooks.bench.js';
 
 const f = (n: number, d = 2) => n.toFixed(d);
 const roundMs = Number(process.env.BENCH_ROUND_MS ?? 3000);
@@ -176,6 +177,13 @@ if (want('requests')) {
   );
 }
 
+if (want('webhooks')) {
+  const runs = Number(process.env.BENCH_WEBHOOK_RUNS ?? 8);
+  process.stdout.write(`\nwebhooks: state change → receiver (webhook) vs → open SSE stream, run.started and run.completed of ${runs} builtin runs\n`);
+  const w = await webhooksBench({ runs });
+  results.webhooks = w;
+  process.stdout.write(`webhook p50 ${f(w.webhookMsP50, 0)} ms  p95 ${f(w.webhookMsP95, 0)} ms   SSE p50 ${f(w.sseMsP50, 0)} ms  p95 ${f(w.sseMsP95, 0)} ms   webhook/SSE p50 ${f(w.p50Ratio)}  (${w.events} events)\n`);
+}
 const dir = path.join(ROOT, 'bench/results');
 fs.mkdirSync(dir, { recursive: true });
 fs.writeFileSync(path.join(dir, `bench-${Date.now()}.json`), JSON.stringify(results, null, 2));

@@ -19,14 +19,15 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 /** The repository root, whether this runs from `scripts/` or from `dist/scripts/`. */
 export const ROOT = path.resolve(HERE, HERE.split(path.sep).includes('dist') ? '../..' : '..');
 
-export type ServiceName = 'file-storage' | 'live-view' | 'browser-pool' | 'run' | 'gateway';
-export const SERVICE_NAMES: ServiceName[] = ['file-storage', 'live-view', 'browser-pool', 'run', 'gateway'];
+export type ServiceName = 'file-storage' | 'live-view' | 'browser-pool' | 'webhooks' | 'run' | 'gateway';
+export const SERVICE_NAMES: ServiceName[] = ['file-storage', 'live-view', 'browser-pool', 'webhooks', 'run', 'gateway'];
 
 const ENTRY: Record<ServiceName, string> = {
   'file-storage': 'services/file-storage/src/main',
   'live-view': 'services/live-view/src/main',
   'browser-pool': 'services/browser-pool/src/main',
   run: 'services/run/src/main',
+  webhooks: 'services/webhooks/src/main',
   gateway: 'gateway/src/main',
 };
 
@@ -308,6 +309,7 @@ export class Stack {
       BROWSER_POOL_SERVICE_ADDR: addr('browser-pool'),
       FILE_STORAGE_SERVICE_ADDR: addr('file-storage'),
       LIVE_VIEW_SERVICE_ADDR: addr('live-view'),
+      WEBHOOKS_SERVICE_ADDR: addr('webhooks'),
       SHUTDOWN_TIMEOUT_MS: String(this.opts.shutdownTimeoutMs ?? 10000),
     };
     delete env.BOOTSTRAP_API_KEY;
@@ -325,12 +327,14 @@ export class Stack {
     // across its restarts, as a pod name is (`<service>-<n>`), unless `env` names one.
     const idVar = INSTANCE_ID_VARS[service];
     if (idVar && replicaCount(this.opts.replicas, service) > 1 && !this.opts.env?.[idVar]) env[idVar] = `${service}-${replica?.n ?? 1}`;
-    if (service === 'browser-pool') {
-      // Browsers may open local sites, but no service's internal port (the pool knows its peers' only).
+    if (service === 'browser-pool' || service === 'webhooks') {
+      // Browsers may open local sites, and webhooks (with loopback allowed) reach local receivers,
+      // but no service's internal port.
       const natsPort = Number(new URL(this.natsUrl).port) || 4222;
-      const servicePorts = [...this.ports.values(), ...this.replicas.flatMap((r) => [r.port, ...r.edgePorts.values()])];
+      const servicePorts = [...this.ports.values(), ...this.edgePorts.values(), ...this.replicas.flatMap((r) => [r.port, ...r.edgePorts.values()])];
       const s3Port = this.s3 ? [Number(new URL(this.s3.endpoint).port)] : [];
-      env.BROWSER_DENIED_PORTS = [...servicePorts, natsPort, ...s3Port, ...(this.opts.env?.BROWSER_DENIED_PORTS ?? '').split(',').filter(Boolean).map(Number)].join(',');
+      const variable = service === 'browser-pool' ? 'BROWSER_DENIED_PORTS' : 'WEBHOOK_DENIED_PORTS';
+      env[variable] = [...new Set([...servicePorts, natsPort, ...s3Port, ...(this.opts.env?.[variable] ?? '').split(',').filter(Boolean).map(Number)])].join(',');
     }
     if (service === 'file-storage' && this.s3) Object.assign(env, this.s3.env());
     for (const [edge, e] of Object.entries(EDGES) as [Edge, (typeof EDGES)[Edge]][]) {

@@ -134,6 +134,8 @@ async function up(): Promise<void> {
     logLevel: config.logLevel,
     mode: config.mode,
     shutdownTimeoutMs: config.shutdownTimeoutMs,
+    // Local development: a webhook receiver on this machine (loopback) is allowed; the Kubernetes overlays do not allow it.
+    env: { WEBHOOK_ALLOW_LOOPBACK: 'true' },
     onLine: printLine,
   });
   // Written whole (rename), so `make down` or a reader never sees a half-written file.

@@ -19,6 +19,7 @@ import { browserPoolConfigSpec } from '../services/browser-pool/src/config.js';
 import { fileStorageConfigSpec } from '../services/file-storage/src/config.js';
 import { liveViewConfigSpec } from '../services/live-view/src/config.js';
 import { runConfigSpec } from '../services/run/src/config.js';
+import { webhooksConfigSpec } from '../services/webhooks/src/config.js';
 
 const DEPLOY_DIR = fileURLToPath(new URL('../deploy/', import.meta.url));
 const BASE_DIR = path.join(DEPLOY_DIR, 'base');
@@ -50,6 +51,7 @@ const ADDRESS_TARGETS: Record<string, { component: string; service: string; port
   BROWSER_POOL_SERVICE_ADDR: { component: 'browser-pool', service: 'browser-pool-grpc', port: 50052 },
   FILE_STORAGE_SERVICE_ADDR: { component: 'file-storage', service: 'file-storage-grpc', port: 50053 },
   LIVE_VIEW_SERVICE_ADDR: { component: 'live-view', service: 'live-view-grpc', port: 50054 },
+  WEBHOOKS_SERVICE_ADDR: { component: 'webhooks', service: 'webhooks-grpc', port: 50055 },
 };
 
 /** Each component's config spec: the variables its process reads, whether each is required, its default. */
@@ -59,6 +61,7 @@ const SPECS: Record<string, Record<string, Field<unknown>>> = {
   'browser-pool': browserPoolConfigSpec,
   'file-storage': fileStorageConfigSpec,
   'live-view': liveViewConfigSpec,
+  webhooks: webhooksConfigSpec,
 };
 
 /** Variables of the process itself (Node, Chromium, ffmpeg read them), not of a config spec. */
@@ -131,6 +134,12 @@ const COMPONENTS: Record<string, Component> = {
     source: 'services/live-view/src/main.ts',
     grpcPort: 50054,
     portVars: { GRPC_PORT: 50054, LIVE_VIEW_HTTP_PORT: 8082 },
+  },
+  webhooks: {
+    kind: 'Deployment',
+    source: 'services/webhooks/src/main.ts',
+    grpcPort: 50055,
+    portVars: { GRPC_PORT: 50055 },
   },
 };
 

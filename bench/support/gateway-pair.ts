@@ -21,7 +21,7 @@ const db = await openDatabase({ service: 'gateway', dataDir: config.dataDir, mig
 const repo = new ApiKeyRepository(db.knex);
 const { key } = await repo.create('bench', 'bench');
 const auth = new ApiKeyAuthenticator(repo);
-const clients = createClients({ runAddr: config.runAddr, browserPoolAddr: '127.0.0.1:1', fileStorageAddr: '127.0.0.1:1', liveViewAddr: '127.0.0.1:1', grpcDeadlineMs: 5000 }, loadInternalToken(config));
+const clients = createClients({ runAddr: config.runAddr, browserPoolAddr: '127.0.0.1:1', fileStorageAddr: '127.0.0.1:1', liveViewAddr: '127.0.0.1:1', webhooksAddr: '127.0.0.1:1', grpcDeadlineMs: 5000 }, loadInternalToken(config));
 const local = AGENTS.map(presentAgent);
 
 async function serve(app: http.RequestListener): Promise<number> {

@@ -24,6 +24,7 @@ import { browserRoutes } from './routes/browsers.routes.js';
 import { fileRoutes } from './routes/files.routes.js';
 import type { RouteDef } from './routes/route.js';
 import { runRoutes } from './routes/runs.routes.js';
+import { webhookRoutes } from './routes/webhooks.routes.js';
 import { isAgentName } from '../../services/common/src/agent-name.js';
 import { RequestValidationError, coerceQuery, hasNul, validate, validator } from './validation.js';
 
@@ -51,7 +52,7 @@ export interface GatewayDeps {
 
 /** Every public route, in the order they are matched. */
 export function allRoutes(agentSource?: AgentSource): RouteDef[] {
-  return [...agentRoutes(agentSource), ...runRoutes(), ...fileRoutes(), ...browserRoutes(), ...apiKeyRoutes()];
+  return [...agentRoutes(agentSource), ...runRoutes(), ...fileRoutes(), ...browserRoutes(), ...apiKeyRoutes(), ...webhookRoutes()];
 }
 
 /** The id parameters of the routes, with the resource each names (as the services' 404s say). */

@@ -4,12 +4,14 @@ import { RunServiceService } from '../../gen/ats/run/v1/run.js';
 import { BrowserPoolServiceService } from '../../gen/ats/browserpool/v1/browser_pool.js';
 import { FileStorageServiceService } from '../../gen/ats/filestorage/v1/file_storage.js';
 import { LiveViewServiceService } from '../../gen/ats/liveview/v1/live_view.js';
+import { WebhooksServiceService } from '../../gen/ats/webhooks/v1/webhooks.js';
 
 export interface Clients {
   run: ServiceClient<typeof RunServiceService>;
   browserPool: ServiceClient<typeof BrowserPoolServiceService>;
   fileStorage: ServiceClient<typeof FileStorageServiceService>;
   liveView: ServiceClient<typeof LiveViewServiceService>;
+  webhooks: ServiceClient<typeof WebhooksServiceService>;
 }
 
 export interface ClientAddresses {
@@ -17,6 +19,7 @@ export interface ClientAddresses {
   browserPoolAddr: string;
   fileStorageAddr: string;
   liveViewAddr: string;
+  webhooksAddr: string;
   grpcDeadlineMs: number;
 }
 
@@ -26,6 +29,7 @@ export const SERVICE_NAMES: Record<keyof Clients, string> = {
   browserPool: serviceName(BrowserPoolServiceService),
   fileStorage: serviceName(FileStorageServiceService),
   liveView: serviceName(LiveViewServiceService),
+  webhooks: serviceName(WebhooksServiceService),
 };
 
 /** The clients; each call carries the deployment's internal token. */
@@ -35,6 +39,7 @@ export function createClients(a: ClientAddresses, token: InternalToken): Clients
     browserPool: createServiceClient(BrowserPoolServiceService, a.browserPoolAddr, a.grpcDeadlineMs, token),
     fileStorage: createServiceClient(FileStorageServiceService, a.fileStorageAddr, a.grpcDeadlineMs, token),
     liveView: createServiceClient(LiveViewServiceService, a.liveViewAddr, a.grpcDeadlineMs, token),
+    webhooks: createServiceClient(WebhooksServiceService, a.webhooksAddr, a.grpcDeadlineMs, token),
   };
 }
 

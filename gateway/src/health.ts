@@ -10,7 +10,7 @@ export interface HealthReport {
   services: Record<string, string>;
 }
 
-const NAMES: Record<keyof Clients, string> = { run: 'run', browserPool: 'browser-pool', fileStorage: 'file-storage', liveView: 'live-view' };
+const NAMES: Record<keyof Clients, string> = { run: 'run', browserPool: 'browser-pool', fileStorage: 'file-storage', liveView: 'live-view', webhooks: 'webhooks' };
 
 export async function checkHealth(clients: Clients, deadlineMs: number): Promise<HealthReport> {
   const entries = await Promise.all(

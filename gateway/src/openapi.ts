@@ -1,6 +1,7 @@
 /** The OpenAPI 3.1 document, built from the same route table and schemas the gateway validates with. */
 import type { JsonSchema } from './json-schema.js';
 import * as s from './schemas.js';
+import * as w from './webhook-schemas.js';
 import type { RouteDef } from './routes/route.js';
 
 /**
@@ -56,6 +57,18 @@ export const NAMED_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
   ApiKeyCreated: s.apiKeyCreated,
   ApiKeyList: s.apiKeyList,
   CreateApiKeyRequest: s.createApiKeyBody,
+  Webhook: w.webhook,
+  WebhookWithSecret: w.webhookWithSecret,
+  WebhookList: w.webhookList,
+  WebhookDelivery: w.webhookDelivery,
+  WebhookDeliveryList: w.webhookDeliveryList,
+  CreateWebhookRequest: w.createWebhookBody,
+  UpdateWebhookRequest: w.updateWebhookBody,
+  RotateWebhookSecretRequest: w.rotateWebhookSecretBody,
+  RunEventPayload: w.runEventPayload,
+  BrowserEventPayload: w.browserEventPayload,
+  FileEventPayload: w.fileEventPayload,
+  TestEventPayload: w.testEventPayload,
 };
 
 const REF_PREFIX = '#/components/schemas/';
@@ -151,6 +164,38 @@ function probe(operationId: string, summary: string, schema: unknown, ok: string
   return { get: { operationId, summary, tags: ['health'], security: [], responses: { '200': { description: ok, content: body }, '503': { description: unavailable, content: body } } } };
 }
 
+/**
+ * What a webhook endpoint receives (OpenAPI 3.1 `webhooks`): a signed POST per event (Standard
+ * Webhooks headers), answered with any 2xx; 410 disables the endpoint, anything else is retried.
+ */
+function webhookPayloads(): Record<string, unknown> {
+  const header = (name: string, description: string) => ({ name, in: 'header', required: true, description, schema: { type: 'string' } });
+  const parameters = [
+    header('webhook-id', 'The event id (evt_…): the same on every attempt, so a receiver can drop a repeat'),
+    header('webhook-timestamp', 'Seconds since the epoch when this attempt was signed'),
+    header('webhook-signature', 'v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>"> with the secret; space-separated, one per secret during a rotation'),
+  ];
+  return Object.fromEntries(
+    Object.entries(w.WEBHOOK_PAYLOADS).map(([type, p]) => [
+      type,
+      {
+        post: {
+          operationId: `webhook_${type.replace('.', '_')}`,
+          summary: p.summary,
+          tags: ['webhooks'],
+          parameters,
+          requestBody: { required: true, content: { 'application/json': { schema: p.schema } } },
+          responses: {
+            '2XX': { description: 'Received: not sent again' },
+            '410': { description: 'Gone: the endpoint is disabled' },
+            default: { description: 'Retried with exponential backoff and jitter' },
+          },
+        },
+      },
+    ]),
+  );
+}
+
 export function buildOpenApi(routes: RouteDef[], version: string): Record<string, unknown> {
   const names = new Map<unknown, string>(Object.entries(NAMED_SCHEMAS).map(([name, schema]) => [schema, name]));
   const paths: Record<string, Record<string, unknown>> = {};
@@ -212,5 +257,6 @@ export function buildOpenApi(routes: RouteDef[], version: string): Record<string
     },
     security: [{ apiKey: [] }],
     paths: withRefs(paths, names),
+    webhooks: withRefs(webhookPayloads(), names),
   };
 }

@@ -1,10 +1,12 @@
 /** proto messages → the public JSON shapes of DESIGN §2 (camelCase, null for unset). */
 import type { RunEvent } from '../../gen/ats/common/v1/common.js';
-import { RunStatus, SessionStatus, SessionKind, WatchVerb, Capability, type AgentInfo, type ListModelsResponse, type Run, type Session, type Step } from '../../gen/ats/run/v1/run.js';
-import { BrowserStatus, type Browser, type Download, type Profile } from '../../gen/ats/browserpool/v1/browser_pool.js';
-import { FileKind, type FileInfo, type UploadItem, type Workspace } from '../../gen/ats/filestorage/v1/file_storage.js';
+import { SessionStatus, SessionKind, WatchVerb, Capability, type AgentInfo, type ListModelsResponse, type Run, type Session, type Step } from '../../gen/ats/run/v1/run.js';
+import { type Browser, type Download, type Profile } from '../../gen/ats/browserpool/v1/browser_pool.js';
+import { type FileInfo, type UploadItem, type Workspace } from '../../gen/ats/filestorage/v1/file_storage.js';
 import { agentName, isAgentName, type Agent, type AgentName } from '../../services/common/src/agent-name.js';
 import { InternalError } from '../../services/common/src/errors.js';
+import { browserResource, fileResource, orNull, runResource, runStatusName } from '../../services/common/src/resources.js';
+export { RUN_STATUS, runStatusName } from '../../services/common/src/resources.js';
 import {
   MODEL_PROVIDERS,
   type AgentInfoReply,
@@ -16,7 +18,6 @@ import {
   type ProfileReply,
   type RunCreatedReply,
   type RunReply,
-  type RunStatusName,
   type RunStatusReply,
   type SessionReply,
   type StepReply,
@@ -24,7 +25,6 @@ import {
   type WorkspaceReply,
 } from './schemas.js';
 
-const orNull = <T>(v: T | undefined): T | null => (v === undefined || v === '' ? null : v);
 
 /** A downstream reply whose required message is missing is a bug, not a client error. */
 export function required<T>(v: T | undefined, what: string): T {
@@ -42,18 +42,6 @@ function publicAgent(a: Agent): AgentName {
 function knownAgentName(name: string): AgentName {
   if (!isAgentName(name)) throw new InternalError(`downstream reply with agent ${name}`);
   return name;
-}
-
-export const RUN_STATUS: Record<RunStatusName, RunStatus> = {
-  queued: RunStatus.RUN_STATUS_QUEUED,
-  running: RunStatus.RUN_STATUS_RUNNING,
-  completed: RunStatus.RUN_STATUS_COMPLETED,
-  stopped: RunStatus.RUN_STATUS_STOPPED,
-  failed: RunStatus.RUN_STATUS_FAILED,
-};
-const RUN_STATUS_NAME = new Map((Object.entries(RUN_STATUS) as [RunStatusName, RunStatus][]).map(([k, v]) => [v, k]));
-export function runStatusName(s: RunStatus): RunStatusName {
-  return RUN_STATUS_NAME.get(s) ?? 'queued';
 }
 
 const CAPABILITY_NAME: Partial<Record<Capability, string>> = {
@@ -87,27 +75,7 @@ export function presentModels(m: ListModelsResponse): ModelListReply {
 }
 
 export function presentRun(r: Run): RunReply {
-  return {
-    id: r.id,
-    agent: publicAgent(r.agent),
-    status: runStatusName(r.status),
-    sessionId: r.sessionId,
-    browserId: orNull(r.browserId),
-    workspaceId: orNull(r.workspaceId),
-    model: r.model,
-    task: r.task,
-    result: orNull(r.result),
-    output: null,
-    error: orNull(r.error),
-    totalCostUsd: r.totalCostUsd || '0',
-    totalInputTokens: r.totalInputTokens,
-    totalOutputTokens: r.totalOutputTokens,
-    missingFileIds: r.missingFileIds,
-    createdAt: r.createdAt,
-    startedAt: orNull(r.startedAt),
-    finishedAt: orNull(r.finishedAt),
-    updatedAt: r.updatedAt,
-  };
+  return runResource(r);
 }
 
 export function presentRunCreated(r: Run, agent: AgentName): RunCreatedReply {
@@ -165,15 +133,7 @@ export function presentUploadItem(u: UploadItem): UploadItemReply {
 }
 
 export function presentFile(f: FileInfo): FileReply {
-  return {
-    id: f.id,
-    name: f.name,
-    kind: f.kind === FileKind.FILE_KIND_OUTPUT ? 'output' : 'input',
-    downloadUrl: f.downloadUrl,
-    sizeBytes: f.sizeBytes,
-    contentType: f.contentType,
-    createdAt: f.createdAt,
-  };
+  return fileResource(f);
 }
 
 export function presentWorkspace(w: Workspace): WorkspaceReply {
@@ -181,22 +141,7 @@ export function presentWorkspace(w: Workspace): WorkspaceReply {
 }
 
 export function presentBrowser(b: Browser, recordingUrl: string | null = null): BrowserReply {
-  return {
-    id: b.id,
-    status: b.status === BrowserStatus.BROWSER_STATUS_STOPPED ? 'stopped' : 'active',
-    cdpUrl: orNull(b.cdpUrl),
-    liveViewUrl: orNull(b.liveViewUrl),
-    profileId: orNull(b.profileId),
-    sessionId: orNull(b.sessionId),
-    runId: orNull(b.runId),
-    proxyCountryCode: orNull(b.proxyCountryCode),
-    screenWidth: b.screenWidth,
-    screenHeight: b.screenHeight,
-    createdAt: b.createdAt,
-    timeoutAt: orNull(b.timeoutAt),
-    stoppedAt: orNull(b.stoppedAt),
-    recordingUrl,
-  };
+  return browserResource(b, recordingUrl);
 }
 
 export function presentDownload(d: Download): DownloadReply {

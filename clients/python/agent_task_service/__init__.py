@@ -62,6 +62,7 @@ from ._models import (
 )
 from ._paging import AsyncPager, Pager
 from ._version import __version__
+from ._webhooks import WebhookVerificationError, verify_webhook
 
 __all__ = [
     "AgentTaskService",
@@ -122,5 +123,7 @@ __all__ = [
     "Health",
     "TERMINAL_STATUSES",
     "TERMINAL_EVENTS",
+    "verify_webhook",
+    "WebhookVerificationError",
     "__version__",
 ]

@@ -35,3 +35,5 @@ export { ApiKeys } from './resources/api-keys.js';
 export { FileHandle } from './resources/shared.js';
 export type { AgentOption, DownloadOptions, Downloadable, UploadedFile } from './resources/shared.js';
 export type * from './models.js';
+export { verifyWebhook, WebhookVerificationError } from './webhooks.js';
+export type { VerifyWebhookOptions } from './webhooks.js';

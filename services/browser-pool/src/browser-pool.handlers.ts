@@ -130,15 +130,17 @@ export function inputOf(req: DispatchInputRequest): BrowserInput {
   throw new InvalidArgumentError('Exactly one input (mouse, wheel, key or tab) is required');
 }
 
-/** The BrowserPoolService handlers over the pool, the profiles and the routing to other replicas. */
-export function browserPoolHandlers(pool: BrowserPool, profiles: Profiles, router: OwnerRouter): Handlers<typeof BrowserPoolServiceService> {
-  /** A browser as callers see it; `withAccess: false` leaves out the ways in (no CDP token is signed). */
-  const browserOut = (b: BrowserRow, withAccess = true): Browser => ({
+/**
+ * A browser as callers see it; without `access` the ways in are left out (no CDP token is signed),
+ * as in a webhook event, which goes to a receiver outside.
+ */
+export function browserMessage(b: BrowserRow, access?: { cdpUrl: string; liveViewUrl: string }): Browser {
+  return {
     id: b.id,
     projectId: b.projectId,
     status: b.status === 'active' ? BrowserStatus.BROWSER_STATUS_ACTIVE : BrowserStatus.BROWSER_STATUS_STOPPED,
-    cdpUrl: withAccess ? pool.cdpUrlFor(b) : '',
-    liveViewUrl: withAccess ? (b.liveViewUrl ?? '') : '',
+    cdpUrl: access?.cdpUrl ?? '',
+    liveViewUrl: access?.liveViewUrl ?? '',
     profileId: b.profileId ?? undefined,
     sessionId: b.sessionId ?? undefined,
     runId: b.runId ?? undefined,
@@ -150,7 +152,12 @@ export function browserPoolHandlers(pool: BrowserPool, profiles: Profiles, route
     timeoutAt: b.timeoutAt,
     stoppedAt: b.stoppedAt ?? undefined,
     stopReason: b.stopReason ? REASONS[b.stopReason] : StopReason.STOP_REASON_UNSPECIFIED,
-  });
+  };
+}
+
+/** The BrowserPoolService handlers over the pool, the profiles and the routing to other replicas. */
+export function browserPoolHandlers(pool: BrowserPool, profiles: Profiles, router: OwnerRouter): Handlers<typeof BrowserPoolServiceService> {
+  const browserOut = (b: BrowserRow, withAccess = true): Browser => browserMessage(b, withAccess ? { cdpUrl: pool.cdpUrlFor(b), liveViewUrl: b.liveViewUrl ?? '' } : undefined);
   return {
     async createBrowser(req, call) {
       // A draining replica hands new browsers to a peer (a forwarded create is never passed on again).

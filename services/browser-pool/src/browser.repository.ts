@@ -70,13 +70,21 @@ function download(r: any): DownloadRow {
 }
 
 /** Queries of the browsers and browser_downloads tables. */
+/**
+ * Called inside the transaction that inserts a browser or marks it stopped, with the row as it now
+ * is: the webhook outbox records the event there, so the change and its event commit together.
+ */
+export type BrowserChangeHook = (trx: Knex, b: BrowserRow, change: 'browser.created' | 'browser.stopped') => Promise<void>;
+
 export class BrowserRepository {
   readonly #knex: Knex;
   readonly #lockForCap: boolean;
+  readonly #onChange: BrowserChangeHook | undefined;
   /** `driver` 'pg' takes an advisory lock around the cap check (several connections, maybe several replicas). */
-  constructor(knex: Knex, driver: 'pg' | 'pglite' = 'pg') {
+  constructor(knex: Knex, driver: 'pg' | 'pglite' = 'pg', onChange?: BrowserChangeHook) {
     this.#knex = knex;
     this.#lockForCap = driver === 'pg';
+    this.#onChange = onChange;
   }
 
   /**
@@ -97,11 +105,13 @@ export class BrowserRepository {
     ];
     const insert = async (k: Knex | Knex.Transaction) => {
       const r = await k.raw(sql, bindings);
-      return r.rows[0] ? browser(r.rows[0]) : undefined;
+      const row = r.rows[0] ? browser(r.rows[0]) : undefined;
+      if (row && this.#onChange) await this.#onChange(k, row, 'browser.created');
+      return row;
     };
-    if (!this.#lockForCap) return insert(this.#knex);
+    if (!this.#lockForCap && !this.#onChange) return insert(this.#knex);
     return this.#knex.transaction(async (trx) => {
-      await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`browsers:${b.projectId}`]);
+      if (this.#lockForCap) await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`browsers:${b.projectId}`]);
       return insert(trx);
     });
   }
@@ -195,8 +205,12 @@ export class BrowserRepository {
 
   /** Marks an active browser stopped; undefined when it already was (someone else stopped it). */
   async markStopped(id: string, reason: StopReason, at: Date): Promise<BrowserRow | undefined> {
-    const [r] = await this.#knex('browsers').where({ id, status: 'active' }).update({ status: 'stopped', stopped_at: at, stop_reason: reason }).returning('*');
-    return r ? browser(r) : undefined;
+    return this.#knex.transaction(async (trx) => {
+      const [r] = await trx('browsers').where({ id, status: 'active' }).update({ status: 'stopped', stopped_at: at, stop_reason: reason }).returning('*');
+      const row = r ? browser(r) : undefined;
+      if (row && this.#onChange) await this.#onChange(trx, row, 'browser.stopped');
+      return row;
+    });
   }
 
   /** Which of these browsers are recorded stopped (one query for every browser a process runs). */

@@ -17,6 +17,10 @@ import { BrowserPool } from './browser-pool.js';
 import { BrowserRepository } from './browser.repository.js';
 import { CdpProxy } from './cdp-proxy.js';
 import { loadBrowserPoolConfig } from './config.js';
+import { browserMessage } from './browser-pool.handlers.js';
+import { recordOutboxEvent } from '../../common/src/outbox.js';
+import { browserResource } from '../../common/src/resources.js';
+import { startWebhookRelay } from '../../webhooks/src/client/outbox-sink.js';
 import { Downloads } from './downloads.js';
 import { fileStorageDownloadStore } from './file-storage.client.js';
 import { liveViewMinter } from './live-view.client.js';
@@ -40,7 +44,10 @@ runMain('browser-pool', async () => {
   const home = path.join(config.dataDir, 'browser-pool');
   const db = await openDatabase({ service: 'browser-pool', dataDir: config.dataDir, databaseUrl: config.databaseUrl, migrations, logger });
   const bus = await connectBus(config.natsUrl, 'browser-pool', logger, { token: config.natsToken });
-  const browsers = new BrowserRepository(db.knex, db.driver);
+  const browsers = new BrowserRepository(db.knex, db.driver, (trx, b, change) =>
+    recordOutboxEvent(trx, { projectId: b.projectId, type: change, orderingKey: b.id, data: browserResource(browserMessage(b)) }),
+  );
+  const relay = startWebhookRelay({ service: 'browser-pool', knex: db.knex, webhooksAddr: config.webhooksAddr, outboxPollMs: config.outboxPollMs, grpcDeadlineMs: config.grpcDeadlineMs, token, logger });
   const profiles = new Profiles({ repo: new ProfileRepository(db.knex), maxStateBytes: config.profileStateMaxBytes, logger });
   const store = fileStorageDownloadStore(config.fileStorageAddr, config.grpcDeadlineMs, token);
   const liveView = liveViewMinter(config.liveViewAddr, config.grpcDeadlineMs, token);
@@ -121,6 +128,7 @@ runMain('browser-pool', async () => {
       { name: 'browsers', stop: () => pool.stopAll() },
       { name: 'instance', stop: () => instances.stop() },
       { name: 'clients', stop: () => (store.close(), liveView.close()) },
+      { name: 'webhook-relay', stop: () => relay.stop() },
       { name: 'nats', stop: () => bus.stop() },
       { name: 'database', stop: () => db.stop() },
     ],

@@ -1,4 +1,5 @@
 /** The browser-pool tables: browsers, what they downloaded, browser profiles, and the pool instances that own browsers. */
+import { outboxMigration } from '../../common/src/outbox.js';
 import type { Migration } from '../../common/src/db.js';
 
 /** Migrations of the browser-pool schema, oldest first. */
@@ -88,4 +89,6 @@ export const migrations: Migration[] = [
       });
     },
   },
+  // Webhook events, written in the transaction of the browser row's change (see BrowserChangeHook).
+  outboxMigration('20261202000000_webhook_outbox'),
 ];

@@ -243,6 +243,7 @@ export const DEFAULT_PORTS = {
   browserPool: 50052,
   fileStorage: 50053,
   liveView: 50054,
+  webhooks: 50055,
 } as const;
 
 export const addressFields = {
@@ -250,6 +251,13 @@ export const addressFields = {
   browserPoolAddr: address('BROWSER_POOL_SERVICE_ADDR', { default: `127.0.0.1:${DEFAULT_PORTS.browserPool}` }),
   fileStorageAddr: address('FILE_STORAGE_SERVICE_ADDR', { default: `127.0.0.1:${DEFAULT_PORTS.fileStorage}` }),
   liveViewAddr: address('LIVE_VIEW_SERVICE_ADDR', { default: `127.0.0.1:${DEFAULT_PORTS.liveView}` }),
+  webhooksAddr: address('WEBHOOKS_SERVICE_ADDR', { default: `127.0.0.1:${DEFAULT_PORTS.webhooks}` }),
+} as const;
+
+/** How a service that records webhook events hands them to the webhooks service (its outbox relay). */
+export const outboxFields = {
+  webhooksAddr: addressFields.webhooksAddr,
+  outboxPollMs: int('WEBHOOK_OUTBOX_POLL_MS', { default: 1000, min: 20, max: 60000, describe: 'Fallback poll of the webhook outbox (a commit wakes the relay first); also the pause after the webhooks service failed' }),
 } as const;
 
 export const natsFields = {

@@ -1,11 +1,12 @@
 import path from 'node:path';
-import { bool, commonFields, ConfigError, grpcClientFields, grpcFields, instanceId, instanceIdProblem, int, loadConfig, oneOf, optionalStr, optionalUrl, port, str, DEFAULT_PORTS } from '../../common/src/config.js';
+import { bool, commonFields, outboxFields, ConfigError, grpcClientFields, grpcFields, instanceId, instanceIdProblem, int, loadConfig, oneOf, optionalStr, optionalUrl, port, str, DEFAULT_PORTS } from '../../common/src/config.js';
 import type { S3Settings } from './s3-blob-store.js';
 
 export const fileStorageConfigSpec = {
   ...commonFields,
   ...grpcFields(DEFAULT_PORTS.fileStorage),
   ...grpcClientFields,
+  ...outboxFields,
   httpHost: str('FILES_HTTP_HOST', { default: '0.0.0.0', describe: 'Interface of the blob HTTP endpoint' }),
   httpPort: port('FILES_HTTP_PORT', { default: 8081, describe: 'Port of the blob HTTP endpoint (presigned links)' }),
   publicUrl: optionalUrl('FILES_PUBLIC_URL', ['http', 'https'], { describe: 'Base URL of presigned links as clients reach them' }),

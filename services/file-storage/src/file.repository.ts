@@ -4,6 +4,7 @@
  * Blobs are immutable; rows point at them, so overwriting a path never changes bytes another
  * row (an earlier run's output, an attached input) still refers to.
  */
+import { outboxMigration } from '../../common/src/outbox.js';
 import type { AgentName } from '../../common/src/agent-name.js';
 import type { Knex, Migration } from '../../common/src/db.js';
 import { keysetPage, newestFirst, type Page } from '../../common/src/keyset.js';
@@ -84,6 +85,8 @@ export const migrations: Migration[] = [
       });
     },
   },
+  // Webhook events (file.created), written in the transaction that records the output file.
+  outboxMigration('20261202000000_webhook_outbox'),
 ];
 
 
@@ -136,6 +139,12 @@ export interface RunFileRow {
   createdAt: string;
 }
 
+/**
+ * Called inside the transaction that records a run's output file, with its row: the webhook
+ * outbox records `file.created` there, so the file and its event commit together.
+ */
+export type OutputFileHook = (trx: Knex, f: RunFileRow) => Promise<void>;
+
 export interface WorkspaceRow {
   id: string;
   projectId: string;
@@ -174,8 +183,10 @@ function workspace(r: any): WorkspaceRow {
 
 export class FileRepository {
   readonly #knex: Knex;
-  constructor(knex: Knex) {
+  readonly #onOutputFile: OutputFileHook | undefined;
+  constructor(knex: Knex, onOutputFile?: OutputFileHook) {
     this.#knex = knex;
+    this.#onOutputFile = onOutputFile;
   }
 
   async insertFiles(rows: { id: string; projectId: string; agent: AgentName | null; workspaceId: string | null; name: string; contentType: string }[]): Promise<void> {
@@ -263,6 +274,9 @@ export class FileRepository {
           .insert({ run_id: e.runId, kind: run.kind, name: e.path, file_id: e.fileId, project_id: run.projectId, agent: run.agent, blob_id: e.blobId, size_bytes: e.sizeBytes, sha256: e.sha256, content_type: e.contentType })
           .onConflict(['run_id', 'kind', 'name'])
           .merge();
+        if (run.kind === 'output' && this.#onOutputFile) {
+          await this.#onOutputFile(trx, runFile(await trx('run_files').where({ run_id: e.runId, kind: 'output', name: e.path }).first()));
+        }
       }
     });
     return (await this.entry(e.diskId, e.path))!;

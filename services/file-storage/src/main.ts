@@ -1,5 +1,10 @@
 /** Composition root of the file-storage service: config → database → blob store → HTTP + gRPC → signals. */
+import { FileKind } from '../../../gen/ats/filestorage/v1/file_storage.js';
+import { agentEnum } from '../../common/src/agent-name.js';
 import { openDatabase } from '../../common/src/db.js';
+import { recordOutboxEvent } from '../../common/src/outbox.js';
+import { fileResource } from '../../common/src/resources.js';
+import { startWebhookRelay } from '../../webhooks/src/client/outbox-sink.js';
 import { loadInternalToken } from '../../common/src/internal-token.js';
 import { createLogger } from '../../common/src/logger.js';
 import { serveGrpc } from '../../common/src/service-host.js';
@@ -22,8 +27,18 @@ runMain('file-storage', async () => {
     throw err;
   });
   const { store } = blobs;
-  const files = new FileStorage({
-    repo: new FileRepository(db.knex),
+  // The hook runs only once a file is written, after `files` exists (it signs the download link).
+  const repo = new FileRepository(db.knex, (trx, f) =>
+    recordOutboxEvent(trx, {
+      projectId: f.projectId,
+      type: 'file.created',
+      orderingKey: f.runId,
+      data: fileResource({ ...f, id: f.fileId, kind: FileKind.FILE_KIND_OUTPUT, agent: agentEnum(f.agent), downloadUrl: files.fileDownloadUrl(f), uploaded: true, workspaceId: undefined }),
+    }),
+  );
+  const relay = startWebhookRelay({ service: 'file-storage', knex: db.knex, webhooksAddr: config.webhooksAddr, outboxPollMs: config.outboxPollMs, grpcDeadlineMs: config.grpcDeadlineMs, token, logger });
+  const files: FileStorage = new FileStorage({
+    repo,
     store,
     signer: new Signer(loadSigningSecret(config.signingSecret, config.dataDir, 'file-storage')),
     logger,
@@ -62,6 +77,7 @@ runMain('file-storage', async () => {
           }),
       },
       { name: 'blob-store', stop: () => blobs.stop() },
+      { name: 'webhook-relay', stop: () => relay.stop() },
       { name: 'database', stop: () => db.stop() },
     ],
   });

@@ -1,4 +1,4 @@
-import { addressFields, commonFields, grpcClientFields, grpcFields, int, loadConfig, natsFields, oneOf, optionalStr, optionalUrl, FieldProblem, type Field, DEFAULT_PORTS } from '../../common/src/config.js';
+import { addressFields, commonFields, outboxFields, grpcClientFields, grpcFields, int, loadConfig, natsFields, oneOf, optionalStr, optionalUrl, FieldProblem, type Field, DEFAULT_PORTS } from '../../common/src/config.js';
 import type { PriceTable } from './agents/models.js';
 
 const list = (env: string, describe: string): Field<string[]> => ({
@@ -30,6 +30,7 @@ export const runConfigSpec = {
   ...grpcFields(DEFAULT_PORTS.run),
   ...natsFields,
   ...grpcClientFields,
+  ...outboxFields,
   browserPoolAddr: addressFields.browserPoolAddr,
   fileStorageAddr: addressFields.fileStorageAddr,
   maxRunningPerProject: int('MAX_RUNNING_RUNS_PER_PROJECT', { default: 5, min: 1, max: 1000, describe: 'Runs of one project running at once; more wait queued' }),

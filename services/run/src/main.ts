@@ -7,6 +7,9 @@ import { loadInternalToken } from '../../common/src/internal-token.js';
 import { createLogger } from '../../common/src/logger.js';
 import { serveGrpc } from '../../common/src/service-host.js';
 import { runMain } from '../../common/src/shutdown.js';
+import { recordOutboxEvent } from '../../common/src/outbox.js';
+import { runResource } from '../../common/src/resources.js';
+import { startWebhookRelay } from '../../webhooks/src/client/outbox-sink.js';
 import { createModelRegistry } from './agents/models.js';
 import { canSandbox, prepareWorkDir, shellUser, type ShellCaps } from './agents/shell.js';
 import { ShellTenancy } from './agents/shell-tenancy.js';
@@ -16,6 +19,7 @@ import { withPoolRetries } from './pool-retry.js';
 import { loadRunConfig } from './config.js';
 import { RunEvents } from './run-events.js';
 import { RunRepository, migrations } from './run.repository.js';
+import { runOut } from './run.handlers.js';
 import { RunWorker } from './run-worker.js';
 import { Runs } from './runs.js';
 import { RunScheduler } from './scheduler.js';
@@ -27,7 +31,10 @@ runMain('run', async () => {
   const token = loadInternalToken(config);
   const db = await openDatabase({ service: 'run', dataDir: config.dataDir, databaseUrl: config.databaseUrl, migrations, logger });
   const bus = await connectBus(config.natsUrl, 'run', logger, { token: config.natsToken });
-  const repo = new RunRepository(db.knex);
+  const repo = new RunRepository(db.knex, {
+    onChange: (trx, run, change) => recordOutboxEvent(trx, { projectId: run.projectId, type: change, orderingKey: run.id, data: runResource(runOut(run)) }),
+  });
+  const relay = startWebhookRelay({ service: 'run', knex: db.knex, webhooksAddr: config.webhooksAddr, outboxPollMs: config.outboxPollMs, grpcDeadlineMs: config.grpcDeadlineMs, token, logger });
   const events = new RunEvents(repo, bus.nc, logger);
   const clients = createRunClients(config, token);
   const models = createModelRegistry({
@@ -117,6 +124,7 @@ runMain('run', async () => {
       { name: 'scheduler', stop: () => scheduler.stop(Math.floor(config.shutdownTimeoutMs / 4)) },
       { name: 'browser-stops', stop: () => browserStops.unsubscribe() },
       { name: 'grpc-clients', stop: () => closeRunClients(clients) },
+      { name: 'webhook-relay', stop: () => relay.stop() },
       { name: 'nats', stop: () => bus.stop() },
       { name: 'database', stop: () => db.stop() },
     ],

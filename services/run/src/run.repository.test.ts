@@ -4,6 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { drivers, tempDir, testSchema } from '../../../test/support/infra.js';
 import { openDatabase, type Database } from '../../common/src/db.js';
 import { InvalidCursorError } from '../../common/src/errors.js';
+import { recordOutboxEvent } from '../../common/src/outbox.js';
 import { RunRepository, migrations } from './run.repository.js';
 
 for (const driver of await drivers()) {
@@ -32,6 +33,31 @@ for (const driver of await drivers()) {
       await repo.insertRun({ id, projectId, agent: 'browser-agent', sessionId, task: 't', model: 'builtin', browser: {}, missingFileIds: [], workspaceId: null, diskId: null });
       return id;
     }
+
+    test('when a run changes status, then its webhook event is written in the same transaction: a failing outbox write leaves the status as it was', async () => {
+      const changes: string[] = [];
+      let fail = false;
+      const hooked = new RunRepository(db.knex, {
+        now,
+        onChange: async (trx, run, change) => {
+          await recordOutboxEvent(trx, { projectId: run.projectId, type: change, orderingKey: run.id, data: { id: run.id, status: run.status } });
+          changes.push(`${change}:${run.status}`);
+          if (fail) throw new Error('outbox unavailable');
+        },
+      });
+      await db.knex('webhook_outbox').del();
+      const id = `run_hook_${++n}`;
+      await hooked.insertSession({ id: `ses_hook_${n}`, projectId: 'prj_hook', agent: 'browser-agent', diskId: null, workspaceId: null });
+      await hooked.insertRun({ id, projectId: 'prj_hook', agent: 'browser-agent', sessionId: `ses_hook_${n}`, task: 't', model: 'builtin', browser: {}, missingFileIds: [], workspaceId: null, diskId: null });
+      fail = true;
+      await assert.rejects(hooked.finish(id, ['queued'], 'stopped'), /outbox unavailable/);
+      assert.equal((await hooked.run(id))!.status, 'queued', 'the status change rolled back with its event');
+      fail = false;
+      assert.equal(await hooked.finish(id, ['queued'], 'stopped'), true);
+      assert.deepEqual(changes, ['run.queued:queued', 'run.stopped:stopped', 'run.stopped:stopped']);
+      const rows = await db.knex('webhook_outbox').orderBy('seq');
+      assert.deepEqual(rows.map((r) => [r.type, JSON.parse(r.data).status]), [['run.queued', 'queued'], ['run.stopped', 'stopped']]);
+    });
 
     test('when runs are claimed, then oldest first, never over the project limit, one per session', async () => {
       const a1 = await queue('prj_a');

@@ -15,6 +15,7 @@ export function storable<T extends string | null>(s: T): T {
 }
 import { toCount } from '../../common/src/db.js';
 import { keysetPage, newestFirst } from '../../common/src/keyset.js';
+import { outboxMigration } from '../../common/src/outbox.js';
 
 export const migrations: Migration[] = [
   {
@@ -102,7 +103,18 @@ export const migrations: Migration[] = [
       });
     },
   },
+  // Webhook events, written in the transaction of the run's status change (see RunChangeHook).
+  outboxMigration('20261202000000_webhook_outbox'),
 ];
+
+/** The run events a webhook endpoint can receive. */
+export type RunChange = 'run.queued' | 'run.started' | 'run.completed' | 'run.failed' | 'run.stopped';
+
+/**
+ * Called inside the transaction that changes a run's status, with the run as it is now: the
+ * webhook outbox records the event there, so the change and its event commit together or not at all.
+ */
+export type RunChangeHook = (trx: Knex, run: RunRow, change: RunChange) => Promise<void>;
 
 export type RunStatus = 'queued' | 'running' | 'completed' | 'stopped' | 'failed';
 export const TERMINAL: readonly RunStatus[] = ['completed', 'stopped', 'failed'];
@@ -239,9 +251,15 @@ export class RunRepository {
   readonly knex: Knex;
   /** The time leases, waits and timestamps are reckoned by; tests move it instead of sleeping. */
   readonly #now: () => Date;
-  constructor(knex: Knex, options: { now?: () => Date } = {}) {
+  readonly #onChange: RunChangeHook | undefined;
+  constructor(knex: Knex, options: { now?: () => Date; onChange?: RunChangeHook } = {}) {
     this.knex = knex;
     this.#now = options.now ?? (() => new Date());
+    this.#onChange = options.onChange;
+  }
+
+  async #changed(trx: Knex, id: string, change: RunChange): Promise<void> {
+    if (this.#onChange) await this.#onChange(trx, (await this.run(id, trx))!, change);
   }
 
   #iso(offsetMs = 0): string {
@@ -305,6 +323,7 @@ export class RunRepository {
       disk_id: r.diskId,
       request_id: r.requestId ?? null,
     });
+    await this.#changed(trx, r.id, 'run.queued');
   }
 
   async run(id: string, trx: Knex = this.knex): Promise<RunRow | undefined> {
@@ -391,11 +410,13 @@ export class RunRepository {
   /** Fails running runs whose lease ran out (their worker died); returns them. */
   async failExpired(error: string): Promise<RunRow[]> {
     const now = this.#iso();
-    const rows = await this.knex('runs').where('status', 'running').andWhere('lease_expires_at', '<', now).update({ status: 'failed', error, finished_at: now, updated_at: now, lease_owner: null }, ['*']);
-    return rows.map(run);
+    return this.knex.transaction(async (trx) => {
+      const rows = await trx('runs').where('status', 'running').andWhere('lease_expires_at', '<', now).update({ status: 'failed', error, finished_at: now, updated_at: now, lease_owner: null }, ['*']);
+      for (const r of rows) await this.#changed(trx, r.id, 'run.failed');
+      return rows.map(run);
+    });
   }
 
-  /** Moves a run to a terminal status if it is still in one of `from`; false when it was not. */
   /**
    * Moves a run to a terminal status if it is still in one of `from`; false when it was not.
    * `keepLease` (a stop from outside): the worker still holds the run until it has wound down
@@ -404,11 +425,14 @@ export class RunRepository {
   async finish(id: string, from: RunStatus[], to: RunStatus, fields: { result?: string | null; error?: string | null } = {}, opts: { keepLease?: boolean } = {}): Promise<boolean> {
     const now = this.#iso();
     const text = { ...(fields.result !== undefined ? { result: storable(fields.result) } : {}), ...(fields.error !== undefined ? { error: storable(fields.error) } : {}) };
-    const n = await this.knex('runs')
-      .where({ id })
-      .whereIn('status', from)
-      .update({ status: to, ...text, finished_at: now, updated_at: now, ...(opts.keepLease ? {} : { lease_owner: null }) });
-    return n > 0;
+    return this.knex.transaction(async (trx) => {
+      const n = await trx('runs')
+        .where({ id })
+        .whereIn('status', from)
+        .update({ status: to, ...text, finished_at: now, updated_at: now, ...(opts.keepLease ? {} : { lease_owner: null }) });
+      if (n > 0 && to !== 'queued' && to !== 'running') await this.#changed(trx, id, `run.${to}`);
+      return n > 0;
+    });
   }
 
   /**
@@ -483,6 +507,8 @@ export class RunRepository {
         [runId, runId, ts, type, JSON.stringify(data), ...TERMINAL_EVENT_TYPES, terminal, runId],
       );
       const row = r.rows[0];
+      // A run starts (for webhooks) when its worker records so, not at a claim it may hand back.
+      if (row && type === 'run.started') await this.#changed(trx, runId, 'run.started');
       return row ? { runId, id: Number(row.id), ts, type, data } : undefined;
     });
   }
