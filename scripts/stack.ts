@@ -100,7 +100,9 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: n
  * a port it could not bind fails the start here, not a test later.
  */
 function listening(what: string, ports: number[], child: ChildProcess): Promise<void> {
-  return waitFor(what, async () => (await Promise.all(ports.map((p) => canConnect('127.0.0.1', p)))).every(Boolean), 60000, child);
+  // Generous: a process that died fails at once (waitFor watches it); one still starting on a
+  // loaded machine (two stacks of six processes starting at once on two cores) took over 60 s.
+  return waitFor(what, async () => (await Promise.all(ports.map((p) => canConnect('127.0.0.1', p)))).every(Boolean), 180_000, child);
 }
 
 /** Kills a process group; ignores groups already gone. */
