@@ -61,7 +61,8 @@ function readJunit(xml: string): Case[] {
 }
 
 before(async () => {
-  harness = await startClientHarness();
+  // Loopback receivers: the webhook tests listen on 127.0.0.1.
+  harness = await startClientHarness({ env: { WEBHOOK_ALLOW_LOOPBACK: 'true' } });
   work = tempDir('python-sdk');
 });
 

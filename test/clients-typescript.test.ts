@@ -31,6 +31,7 @@ import {
   RateLimitError,
   RunTimeoutError,
   UnprocessableEntityError,
+  verifyWebhook,
   type BrowserHandle,
   type ClientOptions,
   type Event,
@@ -42,6 +43,7 @@ import { parseSse } from '../clients/typescript/src/sse.js';
 import { startClientHarness, type ClientHarness } from './support/client-harness.js';
 import { findAny } from './support/public-types.js';
 import { until } from './support/until.js';
+import { startWebhookReceiver } from './support/webhook-receiver.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const PKG = path.join(ROOT, 'clients/typescript');
@@ -73,7 +75,8 @@ function newest(dir: string): number {
 before(async () => {
   // The tests import the package as its users do: its built dist/.
   assert.ok(fs.existsSync(path.join(PKG, 'dist/index.js')) && newest(path.join(PKG, 'dist')) >= newest(path.join(PKG, 'src')), 'clients/typescript/dist is missing or older than src: run make build');
-  h = await startClientHarness({ env: { DEFAULT_MODEL: 'builtin', MAX_ACTIVE_BROWSERS_PER_PROJECT: String(BROWSER_LIMIT) } });
+  // Loopback receivers: the webhook test listens on 127.0.0.1.
+  h = await startClientHarness({ env: { DEFAULT_MODEL: 'builtin', MAX_ACTIVE_BROWSERS_PER_PROJECT: String(BROWSER_LIMIT), WEBHOOK_ALLOW_LOOPBACK: 'true' } });
   site = h.env.ATS_TEST_SITE;
 });
 after(async () => {
@@ -246,6 +249,48 @@ describe('the TypeScript SDK against the stack', () => {
     assert.equal(await files.find((f) => f.name === 'b.txt')!.text(), 'content of b.txt');
     for (const w of workspaces) await c.workspaces.delete(w.id);
     await rejectsWith(c.workspaces.get(workspaces[0]!.id), NotFoundError);
+  });
+
+  test('when a webhook is created, pinged, redelivered, rotated, listed, updated and deleted, then the receiver verifies each ping with the secret the SDK returned', async () => {
+    const c = client();
+    const receiver = await startWebhookReceiver();
+    try {
+      const hook = await c.webhooks.create({ url: receiver.url, eventTypes: ['run.failed'], description: 'ts sdk' });
+      assert.ok(hook.secret.startsWith('whsec_'));
+      assert.deepEqual([hook.eventTypes, hook.enabled, hook.description], [['run.failed'], true, 'ts sdk']);
+      // The examples' runs send their own events to other webhooks of the project: pick ours by event id.
+      const received = (eventId: string) => receiver.seen((r) => r.headers['webhook-id'] === eventId);
+
+      const ping = await c.webhooks.test(hook.id);
+      const got = await received(ping.eventId);
+      const event = await verifyWebhook<{ type: string; data: { webhookId: string } }>(hook.secret, got.body, got.headers);
+      assert.deepEqual([event.type, event.data.webhookId, ping.webhookId], ['webhook.test', hook.id, hook.id]);
+
+      const redelivered = receiver.next((r) => r.headers['webhook-id'] === ping.eventId); // listening before it is triggered
+      const again = await c.webhooks.redeliver(hook.id, ping.id);
+      assert.deepEqual([again.eventId, again.id !== ping.id], [ping.eventId, true]);
+      const second = await redelivered;
+      assert.equal((await verifyWebhook(hook.secret, second.body, second.headers)).id, ping.eventId);
+      const deliveries = await c.webhooks.deliveries(hook.id, { limit: 1 }).toArray();
+      assert.deepEqual(deliveries.map((d) => d.id).filter((id) => id === ping.id || id === again.id).sort(), [ping.id, again.id].sort());
+
+      const rotated = await c.webhooks.rotateSecret(hook.id, { overlapSeconds: 600 });
+      assert.ok(rotated.secret !== hook.secret && rotated.previousSecretExpiresAt !== null);
+      const later = await received((await c.webhooks.test(hook.id)).eventId);
+      // During the overlap both secrets sign: a receiver holding either accepts the delivery.
+      for (const secret of [rotated.secret, hook.secret]) assert.equal((await verifyWebhook(secret, later.body, later.headers)).type, 'webhook.test');
+
+      const other = await c.webhooks.create({ url: receiver.url, enabled: false });
+      const listed = await c.webhooks.list({ limit: 1 }).toArray();
+      assert.ok([hook.id, other.id].every((id) => listed.some((w) => w.id === id)));
+      const changed = await c.webhooks.update(hook.id, { enabled: false, eventTypes: ['run.completed', 'run.stopped'] });
+      assert.deepEqual([changed.enabled, changed.eventTypes], [false, ['run.completed', 'run.stopped']]);
+      assert.equal((await c.webhooks.get(hook.id)).enabled, false);
+      for (const id of [hook.id, other.id]) await c.webhooks.delete(id);
+      await rejectsWith(c.webhooks.get(hook.id), NotFoundError);
+    } finally {
+      await receiver.close();
+    }
   });
 
   test('when a browser is declared with await using, then it is stopped when the scope ends; its live view link and downloads are there', async () => {

@@ -44,6 +44,11 @@ from ._models import (
     ApiKey,
     ApiKeyCreated,
     ApiKeyList,
+    Webhook,
+    WebhookDelivery,
+    WebhookDeliveryList,
+    WebhookList,
+    WebhookWithSecret,
     AgentList,
     ModelList,
     AsyncBrowser,
@@ -100,6 +105,7 @@ class AsyncAgentTaskService:
     browsers: "AsyncBrowsers"
     profiles: "AsyncProfiles"
     api_keys: "AsyncApiKeys"
+    webhooks: "AsyncWebhooks"
 
     def __init__(
         self,
@@ -126,6 +132,7 @@ class AsyncAgentTaskService:
         self.browsers = AsyncBrowsers(self)
         self.profiles = AsyncProfiles(self)
         self.api_keys = AsyncApiKeys(self)
+        self.webhooks = AsyncWebhooks(self)
 
     def __repr__(self) -> str:
         return f"AsyncAgentTaskService(base_url={self.base_url!r})"
@@ -599,6 +606,61 @@ class AsyncApiKeys(_AsyncResource):
     async def revoke(self, api_key_id: str) -> None:
         """Revokes a key: it fails from the next request on."""
         await self._client._send("DELETE", api_path("api-keys", api_key_id))
+
+
+class AsyncWebhooks(_AsyncResource):
+    """Endpoints that receive the project's events, signed with their secret (Standard Webhooks)."""
+
+    async def create(self, url: str, *, event_types: Optional[List[str]] = None, description: Optional[str] = None, enabled: Optional[bool] = None) -> WebhookWithSecret:
+        """Registers an endpoint for `event_types` (none: every type). Its `secret` is in this reply only."""
+        body = compact(url=url, event_types=event_types, description=description, enabled=enabled)
+        return await self._client._call(WebhookWithSecret, "POST", api_path("webhooks"), json=body)
+
+    def list(self, *, limit: Optional[int] = None) -> AsyncPager[Webhook, WebhookList]:
+        """The project's webhooks, newest first."""
+
+        async def fetch(cursor: Optional[str]) -> WebhookList:
+            return await self._client._call(WebhookList, "GET", api_path("webhooks"), params=compact(limit=limit, cursor=cursor))
+
+        return AsyncPager(fetch, lambda p: p.items, next_cursor)
+
+    async def get(self, webhook_id: str) -> Webhook:
+        """A webhook (never its secret)."""
+        return await self._client._call(Webhook, "GET", api_path("webhooks", webhook_id))
+
+    async def update(
+        self, webhook_id: str, *, url: Optional[str] = None, event_types: Optional[List[str]] = None, description: Optional[str] = None, enabled: Optional[bool] = None
+    ) -> Webhook:
+        """Changes what is given; `enabled=True` re-enables a webhook the service disabled."""
+        # Setting the same values twice gives the same webhook, so a retry after a lost answer is safe.
+        body = compact(url=url, event_types=event_types, description=description, enabled=enabled)
+        return await self._client._call(Webhook, "PATCH", api_path("webhooks", webhook_id), json=body, retry=True)
+
+    async def delete(self, webhook_id: str) -> None:
+        """Deletes a webhook and its pending deliveries (idempotent)."""
+        await self._client._send("DELETE", api_path("webhooks", webhook_id))
+
+    async def rotate_secret(self, webhook_id: str, *, overlap_seconds: Optional[int] = None) -> WebhookWithSecret:
+        """A new secret (in this reply only); the previous one still signs for `overlap_seconds` (default a day)."""
+        body = compact(overlap_seconds=overlap_seconds)
+        return await self._client._call(WebhookWithSecret, "POST", api_path("webhooks", webhook_id, "rotate-secret"), json=body)
+
+    def deliveries(self, webhook_id: str, *, limit: Optional[int] = None) -> AsyncPager[WebhookDelivery, WebhookDeliveryList]:
+        """A webhook's deliveries, newest first: status, attempts, last status code, latency, error, next retry."""
+
+        async def fetch(cursor: Optional[str]) -> WebhookDeliveryList:
+            path = api_path("webhooks", webhook_id, "deliveries")
+            return await self._client._call(WebhookDeliveryList, "GET", path, params=compact(limit=limit, cursor=cursor))
+
+        return AsyncPager(fetch, lambda p: p.items, next_cursor)
+
+    async def redeliver(self, webhook_id: str, delivery_id: str) -> WebhookDelivery:
+        """Sends a delivery's event again: a new delivery of the same event id."""
+        return await self._client._call(WebhookDelivery, "POST", api_path("webhooks", webhook_id, "deliveries", delivery_id, "redeliver"))
+
+    async def test(self, webhook_id: str) -> WebhookDelivery:
+        """Sends a webhook.test event to the endpoint; its delivery is in `deliveries(webhook_id)`."""
+        return await self._client._call(WebhookDelivery, "POST", api_path("webhooks", webhook_id, "test"))
 
 
 class _BrowserCreation:

@@ -44,6 +44,11 @@ from ._models import (
     ApiKey,
     ApiKeyCreated,
     ApiKeyList,
+    Webhook,
+    WebhookDelivery,
+    WebhookDeliveryList,
+    WebhookList,
+    WebhookWithSecret,
     AgentList,
     ModelList,
     AsyncFile,
@@ -99,6 +104,7 @@ class AgentTaskService:
     browsers: "Browsers"
     profiles: "Profiles"
     api_keys: "ApiKeys"
+    webhooks: "Webhooks"
 
     def __init__(
         self,
@@ -125,6 +131,7 @@ class AgentTaskService:
         self.browsers = Browsers(self)
         self.profiles = Profiles(self)
         self.api_keys = ApiKeys(self)
+        self.webhooks = Webhooks(self)
 
     def __repr__(self) -> str:
         return f"AgentTaskService(base_url={self.base_url!r})"
@@ -597,3 +604,58 @@ class ApiKeys(_Resource):
     def revoke(self, api_key_id: str) -> None:
         """Revokes a key: it fails from the next request on."""
         self._client._send("DELETE", api_path("api-keys", api_key_id))
+
+
+class Webhooks(_Resource):
+    """Endpoints that receive the project's events, signed with their secret (Standard Webhooks)."""
+
+    def create(self, url: str, *, event_types: Optional[List[str]] = None, description: Optional[str] = None, enabled: Optional[bool] = None) -> WebhookWithSecret:
+        """Registers an endpoint for `event_types` (none: every type). Its `secret` is in this reply only."""
+        body = compact(url=url, event_types=event_types, description=description, enabled=enabled)
+        return self._client._call(WebhookWithSecret, "POST", api_path("webhooks"), json=body)
+
+    def list(self, *, limit: Optional[int] = None) -> Pager[Webhook, WebhookList]:
+        """The project's webhooks, newest first."""
+
+        def fetch(cursor: Optional[str]) -> WebhookList:
+            return self._client._call(WebhookList, "GET", api_path("webhooks"), params=compact(limit=limit, cursor=cursor))
+
+        return Pager(fetch, lambda p: p.items, next_cursor)
+
+    def get(self, webhook_id: str) -> Webhook:
+        """A webhook (never its secret)."""
+        return self._client._call(Webhook, "GET", api_path("webhooks", webhook_id))
+
+    def update(
+        self, webhook_id: str, *, url: Optional[str] = None, event_types: Optional[List[str]] = None, description: Optional[str] = None, enabled: Optional[bool] = None
+    ) -> Webhook:
+        """Changes what is given; `enabled=True` re-enables a webhook the service disabled."""
+        # Setting the same values twice gives the same webhook, so a retry after a lost answer is safe.
+        body = compact(url=url, event_types=event_types, description=description, enabled=enabled)
+        return self._client._call(Webhook, "PATCH", api_path("webhooks", webhook_id), json=body, retry=True)
+
+    def delete(self, webhook_id: str) -> None:
+        """Deletes a webhook and its pending deliveries (idempotent)."""
+        self._client._send("DELETE", api_path("webhooks", webhook_id))
+
+    def rotate_secret(self, webhook_id: str, *, overlap_seconds: Optional[int] = None) -> WebhookWithSecret:
+        """A new secret (in this reply only); the previous one still signs for `overlap_seconds` (default a day)."""
+        body = compact(overlap_seconds=overlap_seconds)
+        return self._client._call(WebhookWithSecret, "POST", api_path("webhooks", webhook_id, "rotate-secret"), json=body)
+
+    def deliveries(self, webhook_id: str, *, limit: Optional[int] = None) -> Pager[WebhookDelivery, WebhookDeliveryList]:
+        """A webhook's deliveries, newest first: status, attempts, last status code, latency, error, next retry."""
+
+        def fetch(cursor: Optional[str]) -> WebhookDeliveryList:
+            path = api_path("webhooks", webhook_id, "deliveries")
+            return self._client._call(WebhookDeliveryList, "GET", path, params=compact(limit=limit, cursor=cursor))
+
+        return Pager(fetch, lambda p: p.items, next_cursor)
+
+    def redeliver(self, webhook_id: str, delivery_id: str) -> WebhookDelivery:
+        """Sends a delivery's event again: a new delivery of the same event id."""
+        return self._client._call(WebhookDelivery, "POST", api_path("webhooks", webhook_id, "deliveries", delivery_id, "redeliver"))
+
+    def test(self, webhook_id: str) -> WebhookDelivery:
+        """Sends a webhook.test event to the endpoint; its delivery is in `deliveries(webhook_id)`."""
+        return self._client._call(WebhookDelivery, "POST", api_path("webhooks", webhook_id, "test"))

@@ -524,6 +524,120 @@ class ApiKeyList:
     items: List[ApiKey]
 
 
+# ---------- webhooks ----------
+
+
+@dataclass
+class Webhook:
+    """An endpoint that receives the project's events, signed (Standard Webhooks); never its secret."""
+
+    id: str
+    url: str
+    event_types: List[str]
+    enabled: bool
+    description: str
+    disabled_reason: Optional[str]
+    disabled_at: Optional[datetime]
+    previous_secret_expires_at: Optional[datetime]
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass
+class WebhookWithSecret(Webhook):
+    """A webhook just created or rotated: `secret` (whsec_…) is in this reply only, store it now."""
+
+    secret: str = field(repr=False)
+
+
+@dataclass
+class WebhookList:
+    """One page of webhooks, newest first."""
+
+    items: List[Webhook]
+    next_cursor: Optional[str]
+    has_more: bool
+
+
+@dataclass
+class WebhookDelivery:
+    """One event sent to a webhook: its status, attempts and the last attempt's code, latency and error."""
+
+    id: str
+    webhook_id: str
+    event_id: str
+    event_type: str
+    status: str
+    attempts: int
+    last_status_code: Optional[int]
+    last_error: Optional[str]
+    last_latency_ms: Optional[int]
+    last_attempt_at: Optional[datetime]
+    next_attempt_at: Optional[datetime]
+    created_at: datetime
+    delivered_at: Optional[datetime]
+
+
+@dataclass
+class WebhookDeliveryList:
+    """One page of a webhook's deliveries, newest first."""
+
+    items: List[WebhookDelivery]
+    next_cursor: Optional[str]
+    has_more: bool
+
+
+# The bodies a webhook endpoint receives: `data` is the resource as the REST API returns it.
+
+
+@dataclass
+class RunEventPayload:
+    """run.queued, run.started, run.completed, run.failed or run.stopped."""
+
+    id: str
+    type: str
+    created_at: datetime
+    data: Run
+
+
+@dataclass
+class BrowserEventPayload:
+    """browser.created, browser.stopped or recording.ready."""
+
+    id: str
+    type: str
+    created_at: datetime
+    data: Browser
+
+
+@dataclass
+class FileEventPayload:
+    """file.created: a run wrote an output file."""
+
+    id: str
+    type: str
+    created_at: datetime
+    data: File
+
+
+@dataclass
+class TestEventData:
+    """What a test ping carries."""
+
+    webhook_id: str
+    message: str
+
+
+@dataclass
+class TestEventPayload:
+    """webhook.test: sent by webhooks.test(webhook_id)."""
+
+    id: str
+    type: str
+    created_at: datetime
+    data: TestEventData
+
+
 # ---------- errors and health ----------
 
 

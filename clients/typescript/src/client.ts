@@ -8,6 +8,7 @@ import { Models } from './resources/models.js';
 import { Profiles } from './resources/profiles.js';
 import { Runs } from './resources/runs.js';
 import { Sessions } from './resources/sessions.js';
+import { Webhooks } from './resources/webhooks.js';
 import { Workspaces } from './resources/workspaces.js';
 
 /**
@@ -26,6 +27,7 @@ export class AgentTaskService {
   readonly browsers: Browsers;
   readonly profiles: Profiles;
   readonly apiKeys: ApiKeys;
+  readonly webhooks: Webhooks;
 
   constructor(options: ClientOptions = {}) {
     const core = new Core(options);
@@ -39,5 +41,6 @@ export class AgentTaskService {
     this.browsers = new Browsers(core);
     this.profiles = new Profiles(core);
     this.apiKeys = new ApiKeys(core);
+    this.webhooks = new Webhooks(core);
   }
 }

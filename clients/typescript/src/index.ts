@@ -32,6 +32,7 @@ export { Browsers, BrowserHandle } from './resources/browsers.js';
 export type { CreateBrowserOptions, ListBrowsersOptions, LiveViewLinkOptions } from './resources/browsers.js';
 export { Profiles } from './resources/profiles.js';
 export { ApiKeys } from './resources/api-keys.js';
+export { Webhooks } from './resources/webhooks.js';
 export { FileHandle } from './resources/shared.js';
 export type { AgentOption, DownloadOptions, Downloadable, UploadedFile } from './resources/shared.js';
 export type * from './models.js';

@@ -44,6 +44,15 @@ export type ProfileList = Schemas['ProfileList'];
 export type ApiKey = Schemas['ApiKey'];
 export type ApiKeyCreated = Schemas['ApiKeyCreated'];
 export type ApiKeyList = Schemas['ApiKeyList'];
+export type Webhook = Schemas['Webhook'];
+export type WebhookWithSecret = Schemas['WebhookWithSecret'];
+export type WebhookList = Schemas['WebhookList'];
+export type WebhookDelivery = Schemas['WebhookDelivery'];
+export type WebhookDeliveryList = Schemas['WebhookDeliveryList'];
+export type RunEventPayload = Schemas['RunEventPayload'];
+export type BrowserEventPayload = Schemas['BrowserEventPayload'];
+export type FileEventPayload = Schemas['FileEventPayload'];
+export type TestEventPayload = Schemas['TestEventPayload'];
 /** The body of an error reply (`{detail}`): the API's `Error` schema. */
 export type ErrorBody = Schemas['Error'];
 /** The body of a 422 reply: the API's `ValidationError` schema. */
@@ -62,6 +71,9 @@ export type CreateLiveViewLinkRequest = Schemas['CreateLiveViewLinkRequest'];
 export type CreateProfileRequest = Schemas['CreateProfileRequest'];
 export type UpdateProfileRequest = Schemas['UpdateProfileRequest'];
 export type CreateApiKeyRequest = Schemas['CreateApiKeyRequest'];
+export type CreateWebhookRequest = Schemas['CreateWebhookRequest'];
+export type UpdateWebhookRequest = Schemas['UpdateWebhookRequest'];
+export type RotateWebhookSecretRequest = Schemas['RotateWebhookSecretRequest'];
 
 export type ListRunsQuery = Query<'listRuns'>;
 export type ListBrowsersQuery = Query<'listBrowsers'>;
