@@ -16,6 +16,9 @@ import type { ServiceClient } from '../../../common/src/grpc.js';
 import type { DiskEntry, FileStorageServiceService } from '../../../../gen/ats/filestorage/v1/file_storage.js';
 import { checkDiskPath, safeTarget } from '../names.js';
 
+/** Where a file may be written under a disk root without following a link out of it (a worker writing onto a run's disk uses it too). */
+export { safeTarget };
+
 export type FileStorageClient = ServiceClient<typeof FileStorageServiceService>;
 
 /** What the disk held when it was materialised: path → sha256. */

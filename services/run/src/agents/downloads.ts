@@ -10,7 +10,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Browser, CDPSession, Page } from 'puppeteer-core';
-import { safeTarget } from '../../../file-storage/src/names.js';
+import { safeTarget } from '../../../file-storage/src/client/disk-sync.js';
 import { onNewTabs } from './dialogs.js';
 import { ActionError } from './page-tools.js';
 
