@@ -56,7 +56,7 @@ export function allRoutes(agentSource?: AgentSource): RouteDef[] {
 }
 
 /** The id parameters of the routes, with the resource each names (as the services' 404s say). */
-const PATH_IDS: Record<string, string> = { runId: 'Run', sessionId: 'Session', browserId: 'Browser', profileId: 'Profile', workspaceId: 'Workspace', apiKeyId: 'API key' };
+const PATH_IDS: Record<string, string> = { runId: 'Run', sessionId: 'Session', browserId: 'Browser', profileId: 'Profile', workspaceId: 'Workspace', apiKeyId: 'API key', webhookId: 'Webhook', deliveryId: 'Delivery' };
 
 function requestIds(req: Request, res: Response, next: NextFunction): void {
   const given = req.get(REQUEST_ID_HEADER);
