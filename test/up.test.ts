@@ -98,7 +98,7 @@ describe('the launcher with no NATS_URL', () => {
       assert.match(page.headers.get('content-security-policy') ?? '', /frame-src http:\/\/localhost:\d+/);
     }
 
-    assert.equal(groups().length, 6, 'five services and a nats-server');
+    assert.equal(groups().length, 7, 'six services (webhooks among them) and a nats-server');
     assert.ok(processesMentioning(dataDir).some((pid) => cmdline(pid).startsWith('nats-server')));
     // Every process shares one internal token, kept like the key; the nats-server has its own.
     const secrets = ['internal-token', 'nats/auth.conf'].map((f) => path.join(dataDir, f));
