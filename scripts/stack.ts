@@ -21,6 +21,11 @@ export const ROOT = path.resolve(HERE, HERE.split(path.sep).includes('dist') ? '
 
 export type ServiceName = 'file-storage' | 'live-view' | 'browser-pool' | 'webhooks' | 'run' | 'gateway';
 export const SERVICE_NAMES: ServiceName[] = ['file-storage', 'live-view', 'browser-pool', 'webhooks', 'run', 'gateway'];
+/**
+ * The order pins are counted in (`balancing: 'pinned'`): fixed, with services added later at the
+ * end, so that a new service does not move the pins tests rely on (gateway 1 → browser-pool 1).
+ */
+const PIN_ORDER: ServiceName[] = ['file-storage', 'live-view', 'browser-pool', 'run', 'gateway', 'webhooks'];
 
 const ENTRY: Record<ServiceName, string> = {
   'file-storage': 'services/file-storage/src/main',
@@ -294,7 +299,7 @@ export class Stack {
   /** The one replica of `service` that replica `n` (1, 2, …) of `caller` is pinned to (`balancing: 'pinned'`). */
   pinnedAddress(caller: ServiceName, n: number, service: ServiceName): string {
     const ports = [this.ports.get(service)!, ...this.replicas.filter((r) => r.service === service).map((r) => r.port)];
-    const i = (n - 1 + SERVICE_NAMES.indexOf(caller) + SERVICE_NAMES.indexOf(service)) % ports.length;
+    const i = (n - 1 + PIN_ORDER.indexOf(caller) + PIN_ORDER.indexOf(service)) % ports.length;
     return `127.0.0.1:${ports[i]}`;
   }
 

@@ -55,6 +55,15 @@ interface FileResult {
   file: string;
   ok: boolean;
   ms: number;
+  /** A failed file's summary of its failing tests (the runner's own), repeated at the end of the run where a log's tail shows it. */
+  failures?: string;
+}
+
+/** The runner's "failing tests" section of a file's output (or its last lines), at most 60 lines. */
+function failureSummary(output: string): string {
+  const at = output.lastIndexOf('✖ failing tests:');
+  const lines = (at >= 0 ? output.slice(at) : output).trimEnd().split('\n');
+  return (at >= 0 ? lines.slice(0, 60) : lines.slice(-60)).join('\n');
 }
 
 /** One integration file in its own runner; its output is printed whole when it ends, so files running side by side don't interleave. */
@@ -67,8 +76,10 @@ function runFile(file: string): Promise<FileResult> {
     child.stdout.on('data', (b: Buffer) => out.push(b));
     child.stderr.on('data', (b: Buffer) => out.push(b));
     child.on('close', (code) => {
-      const r = { file, ok: code === 0, ms: Date.now() - started };
-      process.stdout.write(`\n== ${file} ${r.ok ? 'passed' : 'FAILED'} in ${(r.ms / 1000).toFixed(1)} s\n${Buffer.concat(out).toString()}`);
+      const output = Buffer.concat(out).toString();
+      const r: FileResult = { file, ok: code === 0, ms: Date.now() - started };
+      if (!r.ok) r.failures = failureSummary(output);
+      process.stdout.write(`\n== ${file} ${r.ok ? 'passed' : 'FAILED'} in ${(r.ms / 1000).toFixed(1)} s\n${output}`);
       resolve(r);
     });
   });
@@ -91,6 +102,7 @@ async function runIntegration(): Promise<boolean> {
   results.sort((a, b) => b.ms - a.ms);
   process.stdout.write(`\n== integration files by time\n${results.map((r) => `${r.ok ? '  ' : '✖ '}${(r.ms / 1000).toFixed(1).padStart(7)} s  ${r.file}`).join('\n')}\n`);
   const failed = results.filter((r) => !r.ok);
+  for (const r of failed) process.stdout.write(`\n== why ${r.file} failed\n${r.failures}\n`);
   if (failed.length) process.stdout.write(`\n✖ failing integration files:\n${failed.map((r) => `  ${r.file}`).join('\n')}\n`);
   return !failed.length;
 }

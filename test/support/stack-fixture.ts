@@ -78,6 +78,8 @@ export async function startStackFixture(options: StackFixtureOptions = {}): Prom
     env: { RATE_LIMIT_PER_SECOND: '1000', RATE_LIMIT_BURST: '2000', RATE_LIMIT_CREATES_PER_MINUTE: '6000', ...env },
     blobStore,
     onLine: (service, line) => {
+      // ATS_STACK_LOG=<file>: every service line of every stack a test starts, to read after a failure.
+      if (process.env.ATS_STACK_LOG) fs.appendFileSync(process.env.ATS_STACK_LOG, `${service} | ${line}\n`);
       lines.push([service, line]);
       if (lines.length > 2000) lines.shift();
     },

@@ -4,7 +4,8 @@ import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { drivers, tempDir, testSchema } from '../../../test/support/infra.js';
 import { openDatabase, type Database } from '../../common/src/db.js';
-import { BrowserRepository, type NewBrowser } from './browser.repository.js';
+import { recordOutboxEvent } from '../../common/src/outbox.js';
+import { BrowserRepository, type BrowserChangeHook, type NewBrowser } from './browser.repository.js';
 import { InstanceRepository } from './instance.repository.js';
 import { migrations } from './migrations.js';
 
@@ -39,8 +40,10 @@ for (const driver of await drivers()) {
     before(async () => {
       dir = tempDir('bp-instances');
       db = await openDatabase({ service: 'browser-pool', dataDir: dir, databaseUrl: driver.databaseUrl, schema: testSchema(), migrations });
-      instances = new InstanceRepository(db.knex);
-      browsers = new BrowserRepository(db.knex, db.driver);
+      // As the pool wires it: a browser's stop is recorded in the webhook outbox in the same transaction.
+      const outbox: BrowserChangeHook = (trx, b, change) => recordOutboxEvent(trx, { projectId: b.projectId, type: change, orderingKey: b.id, data: { id: b.id, status: b.status } });
+      instances = new InstanceRepository(db.knex, outbox);
+      browsers = new BrowserRepository(db.knex, db.driver, outbox);
     });
     after(async () => {
       if (db.schema) await db.knex.raw(`drop schema "${db.schema}" cascade`);
@@ -79,6 +82,8 @@ for (const driver of await drivers()) {
       const stopped = [...b.browsers, ...c.browsers];
       assert.deepEqual(stopped.map((r) => r.id).sort(), ['brw_dead1', 'brw_dead2', 'brw_dead3'], 'each browser once');
       assert.ok(stopped.every((r) => r.status === 'stopped' && r.stopReason === 'owner_lost' && r.stoppedAt === at(135).toISOString()));
+      const told = await db.knex('webhook_outbox').where({ type: 'browser.stopped' }).whereIn('ordering_key', ['brw_dead1', 'brw_dead2', 'brw_dead3']).pluck('ordering_key');
+      assert.deepEqual(told.sort(), ['brw_dead1', 'brw_dead2', 'brw_dead3'], 'each reaped browser has one browser.stopped webhook event');
       assert.equal((await browsers.byId('brw_dead_stopped'))!.stopReason, 'user', 'a browser stopped before keeps its reason');
       assert.equal((await browsers.byId('brw_alive_b'))!.status, 'active');
       assert.deepEqual((await instances.all()).map((i) => i.id), ['pool-b', 'pool-c']);

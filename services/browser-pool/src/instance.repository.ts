@@ -4,7 +4,7 @@
  * transaction, so that two replicas reaping at once stop each browser once.
  */
 import type { Knex } from '../../common/src/db.js';
-import { browser, type BrowserRow } from './browser.repository.js';
+import { browser, type BrowserChangeHook, type BrowserRow } from './browser.repository.js';
 
 /** A live (or not yet reaped) pool instance. */
 export interface InstanceRow {
@@ -48,9 +48,12 @@ function instance(r: any): InstanceRow {
 /** Queries of the instances table. */
 export class InstanceRepository {
   readonly #knex: Knex;
+  readonly #onChange: BrowserChangeHook | undefined;
 
-  constructor(knex: Knex) {
+  /** `onChange` records each reaped browser's `browser.stopped` in the reaping transaction (the webhook outbox). */
+  constructor(knex: Knex, onChange?: BrowserChangeHook) {
     this.#knex = knex;
+    this.#onChange = onChange;
   }
 
   /** Registers an instance, or takes its row over again after a restart under the same id (heartbeat renewed, not draining). */
@@ -102,7 +105,9 @@ export class InstanceRepository {
         })
         .update({ status: 'stopped', stopped_at: at, stop_reason: 'owner_lost' })
         .returning('*');
-      return { instances: gone, browsers: rows.map(browser) };
+      const browsers = rows.map(browser);
+      if (this.#onChange) for (const b of browsers) await this.#onChange(trx, b, 'browser.stopped');
+      return { instances: gone, browsers };
     });
   }
 }

@@ -14,7 +14,7 @@ import { onShutdownSignals, runMain } from '../../common/src/shutdown.js';
 import { Signer, loadSigningSecret } from '../../common/src/signing.js';
 import { natsBrowserEvents } from './browser-events.js';
 import { BrowserPool } from './browser-pool.js';
-import { BrowserRepository } from './browser.repository.js';
+import { BrowserRepository, type BrowserChangeHook } from './browser.repository.js';
 import { CdpProxy } from './cdp-proxy.js';
 import { loadBrowserPoolConfig } from './config.js';
 import { browserMessage } from './browser-pool.handlers.js';
@@ -44,16 +44,16 @@ runMain('browser-pool', async () => {
   const home = path.join(config.dataDir, 'browser-pool');
   const db = await openDatabase({ service: 'browser-pool', dataDir: config.dataDir, databaseUrl: config.databaseUrl, migrations, logger });
   const bus = await connectBus(config.natsUrl, 'browser-pool', logger, { token: config.natsToken });
-  const browsers = new BrowserRepository(db.knex, db.driver, (trx, b, change) =>
-    recordOutboxEvent(trx, { projectId: b.projectId, type: change, orderingKey: b.id, data: browserResource(browserMessage(b)) }),
-  );
+  const outbox: BrowserChangeHook = (trx, b, change) =>
+    recordOutboxEvent(trx, { projectId: b.projectId, type: change, orderingKey: b.id, data: browserResource(browserMessage(b)) });
+  const browsers = new BrowserRepository(db.knex, db.driver, outbox);
   const relay = startWebhookRelay({ service: 'browser-pool', knex: db.knex, webhooksAddr: config.webhooksAddr, outboxPollMs: config.outboxPollMs, grpcDeadlineMs: config.grpcDeadlineMs, token, logger });
   const profiles = new Profiles({ repo: new ProfileRepository(db.knex), maxStateBytes: config.profileStateMaxBytes, logger });
   const store = fileStorageDownloadStore(config.fileStorageAddr, config.grpcDeadlineMs, token);
   const liveView = liveViewMinter(config.liveViewAddr, config.grpcDeadlineMs, token);
   const signer = new Signer(loadSigningSecret(config.signingSecret, config.dataDir, 'browser-pool'));
   const instances = new Instances({
-    repo: new InstanceRepository(db.knex),
+    repo: new InstanceRepository(db.knex, outbox),
     id: config.instanceId,
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     heartbeatTimeoutMs: config.heartbeatTimeoutMs,
