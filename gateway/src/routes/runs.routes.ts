@@ -94,7 +94,8 @@ export function runRoutes(): RouteDef[] {
             attachedFileIds: b.attached_file_ids ?? [],
             workspaceId: b.workspace_id,
           },
-          opts(ctx),
+          // A create that commits must not read as a timeout (a retry would start a second run): it may take long under a burst.
+          { ...opts(ctx), deadlineMs: 30000 },
         );
         return presentRunCreated(required(res.run, 'run'), ctx.params.agent);
       },

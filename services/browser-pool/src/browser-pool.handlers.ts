@@ -179,11 +179,16 @@ export function browserPoolHandlers(pool: BrowserPool, profiles: Profiles, route
       return { browser: browserOut(row) };
     },
     async getBrowser(req) {
-      return { browser: browserOut(await pool.get(req.projectId, req.browserId)) };
+      const row = await pool.get(req.projectId, req.browserId);
+      // Active on a replica that is gone: reaped now, and read again (stopped, owner_lost).
+      return { browser: browserOut((await router.ownerLost(row)) ? await pool.get(req.projectId, req.browserId) : row) };
     },
     async listBrowsers(req) {
       const status = req.status === BrowserStatus.BROWSER_STATUS_ACTIVE ? 'active' : req.status === BrowserStatus.BROWSER_STATUS_STOPPED ? 'stopped' : undefined;
-      const page = await pool.list(req.projectId, { ...(status ? { status } : {}), sessionId: req.sessionId, limit: req.limit, cursor: req.cursor });
+      const list = () => pool.list(req.projectId, { ...(status ? { status } : {}), sessionId: req.sessionId, limit: req.limit, cursor: req.cursor });
+      let page = await list();
+      const owners = new Map(page.items.filter((b) => b.status === 'active').map((b) => [b.instanceId, b]));
+      if ((await Promise.all([...owners.values()].map((b) => router.ownerLost(b)))).some(Boolean)) page = await list();
       return { items: page.items.map((b) => browserOut(b)), nextCursor: page.nextCursor, hasMore: page.hasMore };
     },
     async listRecordableBrowsers(req) {

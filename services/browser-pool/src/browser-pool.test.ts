@@ -753,3 +753,33 @@ describe('what a browser may reach', () => {
     }
   });
 });
+
+describe('a live view URL minted again on read', () => {
+  test('when live-view was down at create and is slow now, then a GET and a list answer without the URL rather than wait for it, and the next read has it', async () => {
+    let release!: () => void;
+    const slow = new Promise<void>((r) => (release = r));
+    let mints = 0;
+    const h = await harness({
+      warmSize: 0,
+      liveView: {
+        async mint(projectId, browserId) {
+          mints++;
+          if (mints === 1) throw new Error('live-view unavailable'); // at create
+          await slow; // a live-view stalled by a burst of starts
+          return `http://live.test/browsers/${browserId}?project=${projectId}`;
+        },
+      },
+    });
+    const b = await h.pool.create({ projectId: P });
+    assert.equal(b.liveViewUrl, null, 'created without a link while live-view was down');
+    // Both reads answer while the mint they started is still waiting on live-view.
+    assert.equal((await h.pool.get(P, b.id)).liveViewUrl, null);
+    const listed = await h.pool.list(P, { status: 'active', limit: 50, cursor: '' });
+    assert.equal(listed.items.find((r) => r.id === b.id)?.liveViewUrl, null);
+    assert.equal(mints, 2, 'one mint for both reads, not one each');
+    release();
+    const url = `http://live.test/browsers/${b.id}?project=${P}`;
+    assert.equal((await h.pool.get(P, b.id)).liveViewUrl, url, 'the URL minted meanwhile is stored');
+    await h.pool.stop(P, b.id, 'user');
+  });
+});

@@ -29,6 +29,9 @@ import type { Frame, ScreencastOptions } from './screencast.js';
 import { WarmPool } from './warm-pool.js';
 
 /** Mints the signed live view page URL of a browser (the live-view service in production). */
+
+/** How long a read waits for a live view URL to be minted again before it answers without one. */
+const READ_REMINT_WAIT_MS = 1000;
 export interface LiveViewMinter {
   mint(projectId: string, browserId: string, ttlSeconds: number): Promise<string>;
 }
@@ -112,6 +115,8 @@ export class BrowserPool implements CdpProxyBackend {
   readonly #logger: Logger;
   readonly #now: () => number;
   readonly #active = new Map<string, LiveBrowser>();
+  /** Live view URLs being minted again for reads (browser id → the row with its URL). */
+  readonly #reminting = new Map<string, Promise<BrowserRow>>();
   readonly #ending = new Map<string, Promise<BrowserRow | undefined>>();
   /** Directory removals still running in the background (awaited on shutdown). */
   readonly #removals = new Set<Promise<void>>();
@@ -314,7 +319,7 @@ export class BrowserPool implements CdpProxyBackend {
         throw new UnavailableError('Could not load the profile into the browser; try again', { cause: err });
       }
     }
-    if (!row.liveViewUrl) void this.#remintLiveView(row).catch((err) => this.#logger.warn({ err, browserId: id }, 'live view URL not stored'));
+    if (!row.liveViewUrl) void this.#remintOnce(row);
     this.#o.events.publish('started', row);
     this.#logger.info({ browserId: id, projectId: row.projectId, warm, sessionId: row.sessionId, runId: row.runId }, 'browser started');
     return row;
@@ -367,6 +372,21 @@ export class BrowserPool implements CdpProxyBackend {
     }
   }
 
+  /** Mints a URL again for a browser created without one: one mint per browser at a time, however many reads come while live-view is slow. Never rejects. */
+  #remintOnce(row: BrowserRow): Promise<BrowserRow> {
+    let minted = this.#reminting.get(row.id);
+    if (!minted) {
+      minted = this.#remintLiveView(row)
+        .catch((err) => {
+          this.#logger.warn({ err, browserId: row.id }, 'live view URL not stored');
+          return row;
+        })
+        .finally(() => this.#reminting.delete(row.id));
+      this.#reminting.set(row.id, minted);
+    }
+    return minted;
+  }
+
   /** Mints and stores a live view URL for a browser created without one. */
   async #remintLiveView(row: BrowserRow): Promise<BrowserRow> {
     const url = await this.#mintLiveView(row.projectId, row.id, row.timeoutAt);
@@ -395,15 +415,27 @@ export class BrowserPool implements CdpProxyBackend {
 
   async get(projectId: string, id: string): Promise<BrowserRow> {
     const row = await this.#require(projectId, id);
-    if (row.status === 'active' && !row.liveViewUrl && this.#active.has(id)) return this.#remintLiveView(row);
+    if (row.status === 'active' && !row.liveViewUrl && this.#active.has(id)) return this.#remintOnRead(row);
     return row;
+  }
+
+  /**
+   * A read of a browser created without a live view URL asks live-view again, but waits at most
+   * READ_REMINT_WAIT_MS: a live-view that is slow (a burst of starts) must not make a GET or a list
+   * time out. The minting goes on, and the URL is stored for the next read.
+   */
+  #remintOnRead(row: BrowserRow): Promise<BrowserRow> {
+    const minted = this.#remintOnce(row);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<BrowserRow>((r) => (timer = setTimeout(() => r(row), READ_REMINT_WAIT_MS)));
+    return Promise.race([minted, late]).finally(() => clearTimeout(timer));
   }
 
   async list(projectId: string, f: { status?: BrowserStatus; sessionId?: string; limit: number; cursor: string }): Promise<{ items: BrowserRow[]; nextCursor: string; hasMore: boolean }> {
     const limit = Math.min(Math.max(f.limit || 50, 1), 200);
     const page = await this.#o.browsers.list(projectId, { ...(f.status ? { status: f.status } : {}), ...(f.sessionId ? { sessionId: f.sessionId } : {}), limit, ...(f.cursor ? { cursor: f.cursor } : {}) });
     // A browser created while live-view was down gets its live view URL as soon as it is read.
-    const items = await Promise.all(page.items.map((row) => (row.status === 'active' && !row.liveViewUrl && this.#active.has(row.id) ? this.#remintLiveView(row) : row)));
+    const items = await Promise.all(page.items.map((row) => (row.status === 'active' && !row.liveViewUrl && this.#active.has(row.id) ? this.#remintOnRead(row) : row)));
     return { ...page, items };
   }
 

@@ -130,6 +130,8 @@ export interface CdpProxyBackend {
    * meant for (a relayed request is never relayed again). Unset: browsers of this process only.
    */
   owner?(browserId: string, forwardedTo: string | undefined): Promise<{ id: string; cdpUrl: string } | undefined>;
+  /** A relay to an owner failed or was cut: the backend judges whether the owner's process is gone. */
+  ownerUnreachable?(ownerId: string): void;
 }
 
 export interface CdpProxyOptions {
@@ -317,8 +319,10 @@ export class CdpProxy {
     // An owner whose node went silent (no RST) or that never answers: refused, not waited on for minutes.
     upstream.setTimeout(RELAY_CONNECT_TIMEOUT_MS, () => upstream.destroy(new Error('the owner did not answer in time')));
     this.#relays.add(upstream);
-    upstream.once('close', () => {
+    upstream.once('close', (hadError) => {
       this.#relays.delete(upstream);
+      // Refused, or cut from the owner's side: maybe its process died (then the browser is recorded stopped at once).
+      if (hadError || !socket.destroyed) this.#o.backend.ownerUnreachable?.(owner.id);
       if (answered) socket.destroy();
       else if (!socket.destroyed) refuseSocket(socket, 502, 'The browser did not answer');
     });
@@ -353,7 +357,10 @@ export class CdpProxy {
         answer.once('error', reject);
       });
       out.once('timeout', () => out.destroy(new Error('the owner did not answer in time')));
-      out.once('error', reject);
+      out.once('error', (err) => {
+        this.#o.backend.ownerUnreachable?.(owner.id);
+        reject(err);
+      });
       res.once('close', () => out.destroy()); // the client went away: so does the request to the owner
       out.end();
     });

@@ -90,6 +90,21 @@ for (const driver of await drivers()) {
       assert.ok(await browsers.insertUnderCap(newBrowser('brw_after', 'pool-b'), 3, at(136)), 'the reaped browsers no longer count against the cap');
     });
 
+    test('when a peer is found dead before its heartbeat expired, then it is reaped with its browsers only if it did not beat again since it was judged', async () => {
+      await instances.register({ id: 'pool-gone', grpcAddr: 'g:1', cdpUrl: 'ws://g:2' }, at(500));
+      await instances.register({ id: 'pool-back', grpcAddr: 'k:1', cdpUrl: 'ws://k:2' }, at(500));
+      await browsers.insertUnderCap(newBrowser('brw_gone1', 'pool-gone', 'prj_d'), 10, at(501));
+      await browsers.insertUnderCap(newBrowser('brw_back1', 'pool-back', 'prj_d'), 10, at(501));
+      await instances.heartbeat('pool-back', at(503)); // beat again after it was judged at 500
+      assert.deepEqual(await instances.reapDead('pool-back', at(500), at(504)), { instances: [], browsers: [] });
+      assert.equal((await browsers.byId('brw_back1'))!.status, 'active');
+      const reaped = await instances.reapDead('pool-gone', at(500), at(504));
+      assert.deepEqual([reaped.instances, reaped.browsers.map((b) => [b.id, b.stopReason])], [['pool-gone'], [['brw_gone1', 'owner_lost']]]);
+      assert.deepEqual(await instances.reapDead('pool-gone', at(500), at(505)), { instances: [], browsers: [] }, 'once');
+      assert.deepEqual(await db.knex('webhook_outbox').where({ type: 'browser.stopped', ordering_key: 'brw_gone1' }).count('* as n').then((r) => Number(r[0]!.n)), 1);
+      await instances.deregister('pool-back');
+    });
+
     test('when an active browser names an instance that has no row, then it is reaped once older than the timeout, never before', async () => {
       // Only this project's browsers are looked at: the instances of the test before expire here too.
       const ours = (r: { browsers: { projectId: string; id: string; stopReason: string | null }[] }) => r.browsers.filter((b) => b.projectId === 'prj_o');

@@ -86,6 +86,23 @@ export class InstanceRepository {
   }
 
   /**
+   * Reaps one instance found dead before its heartbeat expired (its address refuses connections),
+   * if its row still holds the heartbeat `seenAt` it was judged by: one that beat again meanwhile
+   * (alive after all, or restarted under its id) is left alone. Its active browsers are marked
+   * stopped (`owner_lost`) in the same transaction, once, as `reapExpired` does.
+   */
+  async reapDead(id: string, seenAt: Date, at: Date): Promise<Reaped> {
+    return this.#knex.transaction(async (trx) => {
+      const gone = (await trx('instances').where({ id, heartbeat_at: seenAt }).delete().returning('id')).map((r: { id: string }) => r.id);
+      if (!gone.length) return { instances: [], browsers: [] };
+      const rows = await trx('browsers').where({ status: 'active', instance_id: id }).update({ status: 'stopped', stopped_at: at, stop_reason: 'owner_lost' }).returning('*');
+      const browsers = rows.map(browser);
+      if (this.#onChange) for (const b of browsers) await this.#onChange(trx, b, 'browser.stopped');
+      return { instances: gone, browsers };
+    });
+  }
+
+  /**
    * Reaps every instance other than `self` whose heartbeat is older than `expiredBefore`, and in the
    * same transaction marks stopped (`owner_lost`, at `at`) the active browsers they owned, plus
    * active browsers older than `expiredBefore` whose owner has no row at all (it was reaped, or

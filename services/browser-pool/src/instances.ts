@@ -6,10 +6,35 @@
  * Liveness is judged by heartbeat age alone, with the clocks of the replicas (kept in step by NTP;
  * they must agree to well within the timeout).
  */
+import net from 'node:net';
 import { createServiceClient, type InternalToken, type ServiceClient } from '../../common/src/grpc.js';
 import type { Logger } from '../../common/src/logger.js';
 import { BrowserPoolServiceService } from '../../../gen/ats/browserpool/v1/browser_pool.js';
 import type { InstanceAddress, InstanceRepository, InstanceRow, Reaped } from './instance.repository.js';
+
+/** How long a probe of a peer's address waits for the connection to be accepted or refused. */
+const PROBE_TIMEOUT_MS = 1000;
+
+/**
+ * True when a TCP connection to `address` (host:port) is refused: nothing listens there. Accepted,
+ * timed out or any other failure (unreachable network, DNS): false, not proof of death.
+ */
+export function refuses(address: string, timeoutMs: number): Promise<boolean> {
+  const at = address.lastIndexOf(':');
+  const host = address.slice(0, at).replace(/^\[|\]$/g, '');
+  const port = Number(address.slice(at + 1));
+  if (at < 0 || !Number.isInteger(port)) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port });
+    const done = (refused: boolean) => {
+      socket.destroy();
+      resolve(refused);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once('connect', () => done(false));
+    socket.once('error', (err: NodeJS.ErrnoException) => done(err.code === 'ECONNREFUSED'));
+  });
+}
 
 /** A client of a peer's gRPC server. */
 export type PeerClient = ServiceClient<typeof BrowserPoolServiceService>;
@@ -52,11 +77,16 @@ export class Instances {
   #ticking: Promise<void> | undefined;
   #stopped = false;
   #draining = false;
+  readonly #probing = new Map<string, Promise<boolean>>();
 
   constructor(o: InstancesOptions) {
     this.id = o.id;
     this.#o = o;
     this.#now = o.now ?? Date.now;
+  }
+
+  get heartbeatIntervalMs(): number {
+    return this.#o.heartbeatIntervalMs;
   }
 
   get heartbeatTimeoutMs(): number {
@@ -79,6 +109,7 @@ export class Instances {
         await this.#beat();
         await this.reap();
         await this.#read(true); // peers that left or were reaped elsewhere: their clients are closed
+        await this.#probeLate();
       } catch (err) {
         this.#o.logger.warn({ err }, 'pool heartbeat or reaping failed');
       } finally {
@@ -109,6 +140,47 @@ export class Instances {
       this.#o.onReaped(reaped);
     }
     return reaped;
+  }
+
+  /**
+   * Judges a peer dead before its heartbeat expires when its address refuses connections (nothing
+   * listens there: the process is gone), and reaps it now, so its browsers read `stopped
+   * (owner_lost)` at once instead of `active` until the timeout. A peer that does not answer at
+   * all (a silent node, no RST) is left to the heartbeat timeout: silence is no proof. Concurrent
+   * asks about one peer share one probe. Resolves true when the peer is gone (reaped now or before).
+   */
+  confirmDead(id: string): Promise<boolean> {
+    if (id === this.id || this.#stopped) return Promise.resolve(false);
+    let p = this.#probing.get(id);
+    if (!p) {
+      p = this.#confirmDead(id)
+        .catch((err) => {
+          this.#o.logger.warn({ err, instanceId: id }, 'could not judge whether a pool instance is dead');
+          return false;
+        })
+        .finally(() => this.#probing.delete(id));
+      this.#probing.set(id, p);
+    }
+    return p;
+  }
+
+  async #confirmDead(id: string): Promise<boolean> {
+    const peer = await this.lookup(id, { fresh: true });
+    if (!peer) return true;
+    if (!(await refuses(peer.grpcAddr, PROBE_TIMEOUT_MS))) return false;
+    const reaped = await this.#o.repo.reapDead(id, new Date(peer.heartbeatAt), new Date(this.#now()));
+    if (!reaped.instances.length) return false; // it beat again meanwhile
+    this.#o.logger.warn({ instanceId: id, browsers: reaped.browsers.length }, 'a pool instance refuses connections: reaped before its heartbeat expired; its browsers are recorded stopped');
+    this.#directory.delete(id);
+    this.#closeGone();
+    this.#o.onReaped(reaped);
+    return true;
+  }
+
+  /** Peers that missed a heartbeat (older than one and a half intervals) are probed at each tick. */
+  async #probeLate(): Promise<void> {
+    const late = [...this.#directory.values()].filter((i) => i.id !== this.id && this.#now() - Date.parse(i.heartbeatAt) > 1.5 * this.#o.heartbeatIntervalMs);
+    await Promise.all(late.map((i) => this.confirmDead(i.id)));
   }
 
   /** True while the instance's heartbeat is within the timeout. */

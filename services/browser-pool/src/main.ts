@@ -99,7 +99,7 @@ runMain('browser-pool', async () => {
   const router = new OwnerRouter({ runsHere: (id) => pool.runsHere(id), browsers, instances, logger });
   await pool.start();
   const proxy = new CdpProxy({
-    backend: { live: (id) => pool.live(id), publicUrl: (b) => pool.publicUrl(b), owner: (id, to) => router.cdpOwner(id, to) },
+    backend: { live: (id) => pool.live(id), publicUrl: (b) => pool.publicUrl(b), owner: (id, to) => router.cdpOwner(id, to), ownerUnreachable: (id) => router.ownerUnreachable(id) },
     signer,
     logger,
   });

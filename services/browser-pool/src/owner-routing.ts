@@ -145,7 +145,8 @@ export class OwnerRouter {
   /** After an owner did not answer: local when it is dead (reaped now), the owner at its current address otherwise. */
   async #afterUnreachable(owner: InstanceRow, browserId: string): Promise<Route> {
     const now = await this.#o.instances.lookup(owner.id, { fresh: true });
-    if (now && this.#o.instances.alive(now)) return this.#peer(now);
+    // Alive by its heartbeat: unless its address refuses connections (the process is gone, reaped now).
+    if (now && this.#o.instances.alive(now) && !(await this.#o.instances.confirmDead(now.id))) return this.#peer(now);
     this.#owners.delete(browserId);
     await this.#o.instances.reap();
     return LOCAL;
@@ -179,6 +180,25 @@ export class OwnerRouter {
         this.#afterUnreachable(route.owner, req.browserId).then(() => resolve(), () => resolve());
       });
     });
+  }
+
+  /**
+   * The owner of a browser could not be reached (the CDP edge's relay failed or was cut): when its
+   * process is gone, it is reaped now, so the browser reads stopped rather than active with a 502.
+   */
+  ownerUnreachable(ownerId: string): void {
+    void this.#o.instances.confirmDead(ownerId);
+  }
+
+  /**
+   * Whether a record that says `active` on another replica is stale: its owner missed a heartbeat
+   * and refuses connections (reaped now). The caller reads the record again.
+   */
+  async ownerLost(row: BrowserRow): Promise<boolean> {
+    if (row.status !== 'active' || row.instanceId === this.#o.instances.id || this.#o.runsHere(row.id)) return false;
+    const owner = await this.#o.instances.lookup(row.instanceId);
+    if (owner && this.#now() - Date.parse(owner.heartbeatAt) <= 1.5 * this.#o.instances.heartbeatIntervalMs) return false;
+    return this.#o.instances.confirmDead(row.instanceId);
   }
 
   /**
