@@ -225,6 +225,13 @@ export const browser = reply({
   createdAt: ts,
   timeoutAt: nullable(ts),
   stoppedAt: nullable(ts),
+  // The values are listed in the description: an `enum` next to the null type would refuse the null.
+  stopReason: nullable(
+    str({
+      description:
+        'Why it stopped; null while active. One of: user (a stop call), run_ended, run_stopped, session_closed, timeout, idle, shutdown (the service stopped), reclaimed (an idle session browser gave its slot to a newer one), owner_lost (the pool replica running it died), crashed (Chromium exited on its own)',
+    }),
+  ),
   recordingUrl: nullable(str()),
 });
 export const browserList = pageOf(browser);

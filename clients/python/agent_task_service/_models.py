@@ -380,6 +380,7 @@ class _BrowserFields:
     created_at: datetime
     timeout_at: Optional[datetime]
     stopped_at: Optional[datetime]
+    stop_reason: Optional[str]
     recording_url: Optional[str] = field(repr=False)
 
 

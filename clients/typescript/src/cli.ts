@@ -617,7 +617,7 @@ function browserFields(b: Browser, style: Style): string {
       ['screen', `${b.screenWidth}x${b.screenHeight}`],
       ['created', when(b.createdAt)],
       ['times out', when(b.timeoutAt)],
-      ['stopped', when(b.stoppedAt)],
+      ['stopped', `${when(b.stoppedAt)}${b.stopReason ? ` (${b.stopReason.replace(/_/g, ' ')})` : ''}`],
       ['recording', b.recordingUrl],
     ],
     style,

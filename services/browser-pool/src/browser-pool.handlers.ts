@@ -35,12 +35,12 @@ const REASONS: Record<StopReasonName, StopReason> = {
   shutdown: StopReason.STOP_REASON_SHUTDOWN,
   reclaimed: StopReason.STOP_REASON_RECLAIMED,
   owner_lost: StopReason.STOP_REASON_OWNER_LOST,
-  // The contract has no value for a browser that died on its own.
-  crashed: StopReason.STOP_REASON_UNSPECIFIED,
+  crashed: StopReason.STOP_REASON_CRASHED,
 };
 
 function reasonName(r: StopReason): StopReasonName {
-  const found = (Object.entries(REASONS) as [StopReasonName, StopReason][]).find(([name, v]) => v === r && name !== 'crashed');
+  // A client asks for a stop: it never says crashed (or owner_lost) of its own.
+  const found = (Object.entries(REASONS) as [StopReasonName, StopReason][]).find(([name, v]) => v === r && name !== 'crashed' && name !== 'owner_lost');
   return found ? found[0] : 'user';
 }
 

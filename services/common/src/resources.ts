@@ -4,7 +4,7 @@
  * same objects in their webhook outboxes, so an event's `data` is what the REST API returns.
  */
 import { RunStatus, type Run } from '../../../gen/ats/run/v1/run.js';
-import { BrowserStatus, type Browser } from '../../../gen/ats/browserpool/v1/browser_pool.js';
+import { BrowserStatus, StopReason, type Browser } from '../../../gen/ats/browserpool/v1/browser_pool.js';
 import { FileKind, type FileInfo } from '../../../gen/ats/filestorage/v1/file_storage.js';
 import { agentName, type AgentName } from './agent-name.js';
 import { InternalError } from './errors.js';
@@ -114,8 +114,25 @@ export interface BrowserResource {
   createdAt: string;
   timeoutAt: string | null;
   stoppedAt: string | null;
+  stopReason: BrowserStopReason | null;
   recordingUrl: string | null;
 }
+
+/** Why a browser stopped, as the API names it. */
+export const BROWSER_STOP_REASONS = ['user', 'run_ended', 'run_stopped', 'session_closed', 'timeout', 'idle', 'shutdown', 'reclaimed', 'owner_lost', 'crashed'] as const;
+export type BrowserStopReason = (typeof BROWSER_STOP_REASONS)[number];
+const STOP_REASON_NAMES: Partial<Record<StopReason, BrowserStopReason>> = {
+  [StopReason.STOP_REASON_USER]: 'user',
+  [StopReason.STOP_REASON_RUN_ENDED]: 'run_ended',
+  [StopReason.STOP_REASON_RUN_STOPPED]: 'run_stopped',
+  [StopReason.STOP_REASON_SESSION_CLOSED]: 'session_closed',
+  [StopReason.STOP_REASON_TIMEOUT]: 'timeout',
+  [StopReason.STOP_REASON_IDLE]: 'idle',
+  [StopReason.STOP_REASON_SHUTDOWN]: 'shutdown',
+  [StopReason.STOP_REASON_RECLAIMED]: 'reclaimed',
+  [StopReason.STOP_REASON_OWNER_LOST]: 'owner_lost',
+  [StopReason.STOP_REASON_CRASHED]: 'crashed',
+};
 
 export function browserResource(b: Browser, recordingUrl: string | null = null): BrowserResource {
   return {
@@ -132,6 +149,7 @@ export function browserResource(b: Browser, recordingUrl: string | null = null):
     createdAt: b.createdAt,
     timeoutAt: orNull(b.timeoutAt),
     stoppedAt: orNull(b.stoppedAt),
+    stopReason: b.status === BrowserStatus.BROWSER_STATUS_STOPPED ? (STOP_REASON_NAMES[b.stopReason] ?? null) : null,
     recordingUrl,
   };
 }

@@ -1012,6 +1012,8 @@ export interface components {
              * @description ISO-8601 UTC
              */
             stoppedAt: string | null;
+            /** @description Why it stopped; null while active. One of: user (a stop call), run_ended, run_stopped, session_closed, timeout, idle, shutdown (the service stopped), reclaimed (an idle session browser gave its slot to a newer one), owner_lost (the pool replica running it died), crashed (Chromium exited on its own) */
+            stopReason: string | null;
             recordingUrl: string | null;
         };
         BrowserList: {

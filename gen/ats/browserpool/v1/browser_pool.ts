@@ -91,6 +91,8 @@ export enum StopReason {
   STOP_REASON_RECLAIMED = 8,
   /** STOP_REASON_OWNER_LOST - The pool replica running it died (its heartbeat expired); another replica recorded the stop. */
   STOP_REASON_OWNER_LOST = 9,
+  /** STOP_REASON_CRASHED - Its Chromium exited on its own (crashed or was killed). */
+  STOP_REASON_CRASHED = 10,
   UNRECOGNIZED = -1,
 }
 
@@ -126,6 +128,9 @@ export function stopReasonFromJSON(object: any): StopReason {
     case 9:
     case "STOP_REASON_OWNER_LOST":
       return StopReason.STOP_REASON_OWNER_LOST;
+    case 10:
+    case "STOP_REASON_CRASHED":
+      return StopReason.STOP_REASON_CRASHED;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -155,6 +160,8 @@ export function stopReasonToJSON(object: StopReason): string {
       return "STOP_REASON_RECLAIMED";
     case StopReason.STOP_REASON_OWNER_LOST:
       return "STOP_REASON_OWNER_LOST";
+    case StopReason.STOP_REASON_CRASHED:
+      return "STOP_REASON_CRASHED";
     case StopReason.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
