@@ -11,7 +11,8 @@ import { recordOutboxEvent } from '../../common/src/outbox.js';
 import { runResource } from '../../common/src/resources.js';
 import { startWebhookRelay } from '../../webhooks/src/client/outbox-sink.js';
 import { createModelRegistry } from './agents/models.js';
-import { canSandbox, prepareWorkDir, shellUser, type ShellCaps } from './agents/shell.js';
+import { deniedCalls, seccompFilter } from './agents/seccomp.js';
+import { canSandbox, prepareWorkDir, shellUser, SHOWN_TREES, type Sandbox, type ShellCaps } from './agents/shell.js';
 import { ShellTenancy } from './agents/shell-tenancy.js';
 import { BrowserCapacity } from './browser-capacity.js';
 import { closeRunClients, createRunClients } from './clients.js';
@@ -66,13 +67,25 @@ runMain('run', async () => {
   });
   // The service's data, every run's disk and the directories listed are covered in each command.
   const hide = [config.dataDir, workDir, ...config.shellHidePaths];
-  const sandbox = config.shellSandbox === 'off' ? undefined : { network: config.shellNetwork === 'host', hide };
-  const sandboxWorks = !sandbox || (await canSandbox(shellUser(), sandbox));
+  const sandbox: Sandbox | undefined = config.shellSandbox === 'off' ? undefined : { network: config.shellNetwork === 'host', hide };
+  let sandboxWorks = !sandbox || (await canSandbox(shellUser(), sandbox));
+  if (sandbox && !sandboxWorks) {
+    // A kernel or container that refuses seccomp filters: the rest of the sandbox still holds.
+    sandbox.seccomp = false;
+    sandboxWorks = await canSandbox(shellUser(), sandbox);
+    if (sandboxWorks) logger.warn('browsercode commands run without a seccomp filter here (loading one is refused); namespaces, the chroot, no_new_privs and the dropped capabilities still confine them');
+  }
   if (!sandboxWorks) logger.warn('browsercode commands cannot be sandboxed here (unshare or mount is refused), so they are refused; allow user namespaces (or run as root), or set SHELL_SANDBOX=off to run them unsandboxed');
   else if (!sandbox) logger.warn('SHELL_SANDBOX=off: browsercode commands run without namespaces, as this service’s user or nobody, with no private /tmp and with host sockets visible');
   else {
     logger.info(
-      { ...tenancy.describe(), network: sandbox.network ? 'host (abstract Unix sockets of the host are reachable)' : 'none', hidden: 'tmpfs over /run, /tmp, /var/tmp, /dev/shm, DATA_DIR, RUN_WORK_DIR and socket directories; /dev/null over other host sockets' },
+      {
+        ...tenancy.describe(),
+        network: sandbox.network ? 'host (abstract Unix sockets of the host are reachable)' : 'none',
+        root: `a chroot of ${SHOWN_TREES.join(', ')} (read-only), the run's disk, private /tmp, /var/tmp and /dev/shm, a /dev of null, zero, full, random, urandom and tty, and /proc of its own PIDs`,
+        seccomp: sandbox.seccomp === false ? 'off (refused here)' : seccompFilter() ? `refuses ${deniedCalls().join(', ')}` : `none for ${process.arch}`,
+        noNewPrivs: true,
+      },
       'browsercode terminal confinement',
     );
   }

@@ -7,6 +7,7 @@ import net from 'node:net';
 import { createLogger } from '../../../common/src/logger.js';
 import { canSandbox, giveTo, insideDisk, listDisk, runShell, shellUser, type ShellOptions } from './shell.js';
 import { ShellTenancy, type Tenant } from './shell-tenancy.js';
+import { seccompFilter } from './seccomp.js';
 
 let dir: string;
 before(() => {
@@ -310,5 +311,52 @@ describe('the confinement of a run', () => {
     assert.equal(fs.existsSync(path.join(work, 'run_dead1')), false);
     assert.equal(fs.existsSync(live.dir), true);
     await live.release();
+  });
+
+  test('when a command tries what a sandbox escape needs, then no_new_privs and the seccomp filter are on and each attempt is refused', async () => {
+    const t = await tenancy.acquire('run_harden1');
+    try {
+      const status = await run(t, 'grep -E "^(NoNewPrivs|Seccomp):" /proc/self/status');
+      assert.match(status.output, /NoNewPrivs:\s+1/);
+      if (seccompFilter()) assert.match(status.output, /Seccomp:\s+2/, 'a filter is loaded');
+      // Each probe prints what the kernel answered; every one must be refused.
+      const probes: [string, string][] = [
+        ['a user namespace (unshare -r)', 'unshare -r true'],
+        ['a user namespace (the raw call)', `perl -e 'exit(syscall(272, 0x10000000) == 0 ? 0 : 1)'`],
+        ['a clone into new namespaces', `perl -e 'exit(syscall(56, 0x10000000 | 17, 0, 0, 0, 0) >= 0 ? 0 : 1)'`],
+        ['mount', 'mount -t tmpfs x /tmp'],
+        ['ptrace of its own child', `perl -e 'my $p = fork // die; if (!$p) { sleep 5; exit } exit(syscall(101, 16, $p, 0, 0) == 0 ? 0 : 1)'`],
+        ['the kernel keyring', `perl -e 'exit(syscall(250, 0, -3, 0) >= 0 ? 0 : 1)'`],
+        ['bpf', `perl -e 'exit(syscall(321, 0, 0, 0) >= 0 ? 0 : 1)'`],
+      ];
+      for (const [what, probe] of probes) {
+        const r = await run(t, probe);
+        assert.notEqual(r.exitCode, 0, `${what} is refused: ${r.output}`);
+      }
+      // What a command needs still works: forking, threads, a program that execs another.
+      const fine = await run(t, `perl -e 'my $p = fork // die "fork: $!"; if (!$p) { exit 7 } waitpid($p, 0); print $? >> 8, "\\n"'; python3 -c "import threading; t = threading.Thread(target=print, args=('thread',)); t.start(); t.join()" 2>/dev/null || echo thread; echo done`);
+      assert.deepEqual(fine.output.trim().split('\n'), ['7', 'thread', 'done']);
+    } finally {
+      await t.release();
+    }
+  });
+
+  test('when a command looks around the host, then it sees only the system folders, read-only, and its own disk: no project checkout, home, service data, cgroups or host PIDs', async () => {
+    const t = await tenancy.acquire('run_view1');
+    try {
+      const checkout = path.resolve(import.meta.dirname, '../../../..');
+      const r = await run(t, `ls -A /; echo ---; ls ${checkout} /root /home/* /sys/fs/cgroup /var/lib 2>&1 | head -5; echo ---; touch /usr/x /etc/x 2>&1; echo ---; ls /proc | grep -cE "^[0-9]+$"; pwd`);
+      const [top, hidden, writes, tail] = r.output.split('---\n');
+      const names = top!.trim().split('\n');
+      assert.deepEqual(names.filter((n) => !['bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32', 'usr', 'etc', 'dev', 'proc', 'tmp', 'var', 'run', 'home'].includes(n)), [], `only the system folders at / (${names.join(' ')})`);
+      assert.ok(names.includes(t.dir.split('/')[1]!) || t.dir.startsWith('/tmp/'), 'the disk is there at its own path');
+      assert.doesNotMatch(hidden!, /package\.json|Makefile|cgroup\.procs/, `nothing of the host: ${hidden}`);
+      assert.match(writes!, /Read-only file system.*\n.*Read-only file system/s);
+      const [count, cwd] = tail!.trim().split('\n');
+      assert.ok(Number(count) <= 4, `only its own processes (${count})`);
+      assert.equal(cwd, t.dir);
+    } finally {
+      await t.release();
+    }
   });
 });

@@ -6,10 +6,13 @@
  *  - PID and mount, with a fresh /proc: it sees no other process, and when it ends everything it
  *    started ends with it, even what tried to escape with setsid; the chain from the service down
  *    carries a parent-death signal, so a crash of the service ends it too;
- *  - an empty tmpfs over /run, /tmp, /var/tmp, /dev/shm, the service's data, the other runs' disks
- *    and every directory known to hold sockets, and /dev/null over any other host socket: it
- *    reaches no host Unix socket (Postgres trusting local connections, Docker, D-Bus …), and its
- *    /tmp and /dev/shm are private, size-capped and gone when it ends;
+ *  - a root of its own (a chroot on a tmpfs): /usr and /etc read-only, its disk at its own path,
+ *    private size-capped /tmp, /var/tmp and /dev/shm gone when it ends, a /dev of the harmless
+ *    devices and a /proc of its own PIDs; nothing else of the host (no home folders, no checkout,
+ *    no service data or other runs' disks, no /sys with the host's cgroups, no host Unix socket:
+ *    Postgres trusting local connections, Docker, D-Bus …);
+ *  - no_new_privs and a seccomp filter (seccomp.ts): no user namespaces, mounts, ptrace, keyring,
+ *    bpf or perf, whatever user it runs as;
  *  - network (unless the host network is allowed): it cannot reach the services' unauthenticated
  *    internal ports, Chromium's DevTools ports or anything else.
  * As root it runs as the run's own uid (see shell-tenancy.ts), in the run's cgroups when there are
@@ -21,6 +24,7 @@ import fs from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
 import os from 'node:os';
 import path from 'node:path';
+import { SECCOMP_LOADER, seccompFilter } from './seccomp.js';
 
 export interface ShellLimits {
   /** Wall-clock limit of one command. */
@@ -73,6 +77,8 @@ export interface ShellOptions extends ShellLimits {
 
 export interface Sandbox {
   network: boolean;
+  /** Load the seccomp filter (seccomp.ts); false where the kernel refuses it. Default true. */
+  seccomp?: boolean | undefined;
   /** Directories covered with an empty tmpfs (besides the fixed ones). */
   hide?: string[] | undefined;
 }
@@ -119,34 +125,46 @@ export async function giveTo(dir: string, user: { uid: number; gid: number } | u
   }
 }
 
-/** Directories that hold host sockets or private state on common systems; covered in every sandbox. */
+/**
+ * Directories that hold host sockets or private state on common systems. The sandbox's root shows
+ * only the system trees below (read-only) and the run's disk, so these matter only where they lie
+ * inside a shown tree; they are covered there too.
+ */
 export const HIDDEN_DIRS = ['/run', '/var/run', '/tmp', '/var/tmp', '/dev/shm', '/dev/mqueue', '/var/lib/postgresql', '/var/lib/mysql', '/var/spool/postfix'];
+
+/**
+ * What a command sees of the host: the programs, libraries and settings a command needs, read-only.
+ * Nothing else of the host is in its root: no home folders, no checkout of this project, no
+ * service data, no other run's disk, no /sys (host cgroups and PIDs), no host sockets.
+ */
+export const SHOWN_TREES = ['/usr', '/etc'];
+/** Top-level names that are symlinks into /usr on a merged-/usr system, bound read-only where they are directories. */
+const USR_LINKS = ['bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32'];
 
 /** `p` is `dir` or below it. */
 const under = (p: string, dir: string) => p === dir || p.startsWith(dir.endsWith('/') ? dir : dir + '/');
 
 /**
- * The sandbox's mount table (fstab lines): an empty tmpfs over each hidden directory that exists
- * here (symlinks resolved, nested ones dropped), and /dev/null over every other socket this host
- * has bound (from /proc/net/unix, so sockets in unusual places are covered too).
+ * The sandbox's mount table (fstab lines, relative to the new root `R`, mounted after the shown
+ * trees): an empty tmpfs over each hidden directory that lies inside a shown tree (symlinks
+ * resolved, nested ones dropped), /dev/null over every host socket bound inside one (from
+ * /proc/net/unix), and last the run's disk at its own path.
  */
 export function sandboxMounts(hide: string[], tmpMb: number, cwd: string): string {
+  void tmpMb; // the private /tmp and /dev/shm are made by the setup
+  const shown = (p: string) => SHOWN_TREES.some((t) => under(p, t));
   const dirs: string[] = [];
   for (const d of hide) {
     try {
       const real = realpathSync(d);
-      if (real !== '/' && lstatSync(real).isDirectory()) dirs.push(real);
+      if (real !== '/' && shown(real) && lstatSync(real).isDirectory()) dirs.push(real);
     } catch {
       /* not on this host */
     }
   }
   const tops = [...new Set(dirs)].sort().filter((d, i, all) => !all.slice(0, i).some((p) => under(d, p)));
   const esc = (p: string) => p.replace(/[\s\\]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, '0')}`);
-  const lines = tops.map((d) => {
-    const scratch = d === '/tmp' || d === '/var/tmp' || d === '/dev/shm';
-    // A source name of its own: `mount -a` skips an entry that looks mounted already (a host tmpfs named tmpfs).
-    return `ats-sandbox ${esc(d)} tmpfs ${scratch ? `size=${tmpMb}m,mode=1777` : 'size=1m,mode=755'},nosuid,nodev 0 0`;
-  });
+  const lines = tops.map((d) => `ats-sandbox R${esc(d)} tmpfs size=1m,mode=755,nosuid,nodev 0 0`);
   let unix = '';
   try {
     unix = readFileSync('/proc/net/unix', 'utf8');
@@ -160,33 +178,58 @@ export function sandboxMounts(hide: string[], tmpMb: number, cwd: string): strin
     try {
       // Through symlinked directories (/var/run → /run) to where the mount would land.
       const p = path.join(realpathSync(path.dirname(named)), path.basename(named));
-      if (!tops.some((d) => under(p, d)) && lstatSync(p).isSocket()) sockets.add(p);
+      if (shown(p) && !tops.some((d) => under(p, d)) && lstatSync(p).isSocket()) sockets.add(p);
     } catch {
       /* gone, or in another mount namespace */
     }
   }
-  for (const p of sockets) lines.push(`/dev/null ${esc(p)} none bind 0 0`);
-  // Last, the working directory (held open as fd 3 by the setup) back at its place, over whatever covered it.
-  lines.push(`/proc/self/fd/3 ${esc(cwd)} none bind,X-mount.mkdir 0 0`);
+  for (const p of sockets) lines.push(`/dev/null R${esc(p)} none bind 0 0`);
+  // Last, the working directory (held open as fd 3 by the setup) at its own path.
+  lines.push(`/proc/self/fd/3 R${esc(cwd)} none bind,X-mount.mkdir 0 0`);
   return lines.join('\n') + '\n';
 }
 
 /**
  * Runs inside the namespaces, as root there, before the command: joins the run's cgroups, holds
- * the working directory open, mounts the table (one `mount`: it covers and binds the directory
- * back; not canonicalised, so fd 3 is bound and not the path it had), sets the
- * rlimits and drops to the run's user (or, in a user namespace, drops every capability, so the
- * covers cannot be unmounted). Exit 125 = the sandbox could not be made.
+ * the working directory and the mount table open, builds a new root on a tmpfs (mounted over /tmp,
+ * which the command gets back as a private tmpfs): the shown trees read-only, a /dev of the
+ * harmless devices, a fresh /proc of its PID namespace, private /tmp, /var/tmp and /dev/shm, then
+ * the table (covers and the disk); sets the rlimits, chroots there (inside a chroot the kernel
+ * refuses new user namespaces, so `unshare -r` fails) and drops to the run's user with
+ * no_new_privs (or, in a user namespace, drops every capability, so nothing can be unmounted).
+ * Exit 125 = the sandbox could not be made.
  */
 const SETUP = `set -u
-W=$1 TABLE=$2 CG=$3 LIMITS=$4 DROP=$5; shift 5
+W=$1 TABLE=$2 CG=$3 LIMITS=$4 DROP=$5 TMP=$6 SHOWN=$7 FILTER=$8 LOADER=$9; shift 9
 for c in $CG; do echo 0 > "$c/cgroup.procs" || exit 125; done
-exec 3< "$W" || exit 125
-mount -n --no-canonicalize -a -T "$TABLE" || exit 125
-exec 3<&-
-cd "$W" || exit 125
+exec 3< "$W" 4< "$TABLE" || exit 125
+R=/tmp
+mount -n -t tmpfs -o size=1m,mode=755,nosuid,nodev ats-root "$R" || exit 125
+cd "$R" || exit 125
+for t in $SHOWN; do
+  mkdir -p ".$t" && mount -n --rbind "$t" ".$t" && mount -n -o remount,bind,ro ".$t" || exit 125
+done
+for l in ${USR_LINKS.join(' ')}; do
+  if [ -L "/$l" ]; then ln -s "$(readlink "/$l")" "$l" || exit 125
+  elif [ -d "/$l" ]; then mkdir "$l" && mount -n --rbind "/$l" "$l" && mount -n -o remount,bind,ro "$l" || exit 125; fi
+done
+mkdir -p proc dev tmp var/tmp run home || exit 125
+mount -n -t proc -o nosuid,nodev,noexec proc proc || exit 125
+mount -n -t tmpfs -o size=64k,mode=755,nosuid ats-dev dev || exit 125
+for d in null zero full random urandom tty; do
+  [ -e "/dev/$d" ] || continue
+  : > "dev/$d" && mount -n --bind "/dev/$d" "dev/$d" || exit 125
+done
+ln -s /proc/self/fd dev/fd && ln -s /proc/self/fd/0 dev/stdin && ln -s /proc/self/fd/1 dev/stdout && ln -s /proc/self/fd/2 dev/stderr || exit 125
+mkdir dev/shm || exit 125
+for d in tmp var/tmp dev/shm; do mount -n -t tmpfs -o "size=\${TMP}m,mode=1777,nosuid,nodev" ats-sandbox "$d" || exit 125; done
+sed "s# R/# $R/#" /proc/self/fd/4 > "$R/.table" && mount -n --no-canonicalize -a -T "$R/.table" || exit 125
+rm -f "$R/.table"
+exec 3<&- 4<&-
 if [ -n "$LIMITS" ]; then ulimit -S -H $LIMITS || exit 125; fi
-exec setpriv $DROP --pdeathsig KILL -- /bin/bash -c "$1"`;
+exec /usr/sbin/chroot "$R" /bin/bash -c 'cd -- "$1" || exit 125; DROP=$2 FILTER=$3; shift 3
+if [ -n "$FILTER" ]; then exec setpriv $DROP --pdeathsig KILL -- /usr/bin/perl -e "$2" "$FILTER" "$1"; fi
+exec setpriv $DROP --pdeathsig KILL -- /bin/bash -c "$1"' chroot "$W" "$DROP" "$FILTER" "$1" "$LOADER"`;
 
 /**
  * The program and arguments that run `command`: bash, behind `unshare` in the sandbox (with the
@@ -202,7 +245,7 @@ export function shellArgv(
   if (!o.sandbox) return { file: bash[0]!, args: bash.slice(1), user: o.user };
   const root = process.getuid?.() === 0;
   const ns = ['--pid', '--fork', '--kill-child', '--mount', '--mount-proc', '--propagation', 'private', ...(o.sandbox.network ? [] : ['--net'])];
-  const drop = root && o.user ? `--reuid=${o.user.uid} --regid=${o.user.gid} --clear-groups` : '--inh-caps=-all --bounding-set=-all --no-new-privs';
+  const drop = root && o.user ? `--reuid=${o.user.uid} --regid=${o.user.gid} --clear-groups --no-new-privs` : '--inh-caps=-all --bounding-set=-all --no-new-privs';
   const cgroups = o.cgroups ?? [];
   const limits: string[] = [];
   if (o.caps) {
@@ -214,7 +257,9 @@ export function shellArgv(
     if (!cgroups.some((c) => c.includes('/memory/'))) limits.push(`-v ${o.caps.maxMemoryMb * 1024}`);
     if (!cgroups.some((c) => c.includes('/cpu/'))) limits.push(`-t ${Math.max(1, Math.ceil(((o.timeoutMs / 1000) * o.caps.maxCpuPercent) / 100))}`);
   }
-  const inner = [...ns, '--', '/bin/bash', '-c', SETUP, 'sandbox', o.cwd, table ?? '/dev/null', cgroups.join(' '), limits.join(' '), drop, command];
+  const tmpMb = o.caps?.tmpMb ?? 64;
+  const filter = o.sandbox.seccomp === false ? '' : (seccompFilter()?.toString('hex') ?? '');
+  const inner = [...ns, '--', '/bin/bash', '-c', SETUP, 'sandbox', o.cwd, table ?? '/dev/null', cgroups.join(' '), limits.join(' '), drop, String(tmpMb), SHOWN_TREES.join(' '), filter, SECCOMP_LOADER, command];
   const userns = root ? [] : ['--user', '--map-root-user'];
   // setpriv first: unshare (and through --kill-child the command) dies with this process.
   return { file: 'setpriv', args: ['--pdeathsig', 'KILL', '--', 'unshare', ...userns, ...inner] };
