@@ -110,6 +110,7 @@ runMain('browser-pool', async () => {
   pool.useCdpInternalBase(cdpUrl);
   const server = createBrowserPoolServer({ logger, pool, profiles, token, router });
   const port = await server.listen(config.grpcHost, config.grpcPort);
+  bus.reportTo(server.health);
   logger.info({ host: config.grpcHost, port }, 'listening');
   await instances.start({ grpcAddr: config.advertiseGrpcAddr ?? `${reachable(config.grpcHost)}:${port}`, cdpUrl });
   onShutdownSignals(

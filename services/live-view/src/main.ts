@@ -74,6 +74,7 @@ runMain('live-view', async () => {
   logger.info({ host: config.httpHost, port: config.httpPort }, 'live view page listening');
 
   await serveGrpc({
+    bus,
     logger,
     server: createLiveViewServer({
       logger,
