@@ -27,7 +27,7 @@ export async function checkHealth(clients: Clients, deadlineMs: number): Promise
         }
       }),
     ),
-    Promise.all(ON_NATS.map((k) => clients[k].checkHealth(NATS_HEALTH, deadlineMs).catch(() => undefined))),
+    Promise.all(ON_NATS.map((k) => Promise.resolve().then(() => clients[k].checkHealth(NATS_HEALTH, deadlineMs)).catch(() => undefined))),
   ]);
   // NATS is SERVING when every service that uses it and answers is connected to it (one that does not answer is UNREACHABLE above).
   entries.push(['nats', nats.every((st) => st === undefined || st === ServingStatus.SERVING) ? 'SERVING' : 'NOT_SERVING']);
