@@ -1,6 +1,6 @@
 /**
  * `make bench`: runs each benchmark and prints its figures; JSON goes to bench/results/.
- * BENCH_ONLY=name[,name] runs some: gateway, guards, files, s3, runs, queue (part of runs), browsercode, pool, pool-replicas, live-view, live-view-idle (the idle recording part alone), observe, requests, webhooks
+ * BENCH_ONLY=name[,name] runs some: gateway, guards, files, s3, runs, queue (part of runs), browsercode, pool, pool-replicas, live-view, live-view-idle (the idle recording part alone), live-view-burst, observe, requests, webhooks
  * (BENCH_BASELINE=rev: the commit `requests` compares with).
  */
 import fs from 'node:fs';
@@ -11,6 +11,7 @@ import { poolReplicasBench } from './browser-pool-replicas.bench.js';
 import { fileStorageBench } from './file-storage.bench.js';
 import { s3StorageBench } from './s3-storage.bench.js';
 import { idleRecordingBench, liveViewBench } from './live-view.bench.js';
+import { liveViewBurstBench } from './live-view-burst.bench.js';
 import { gatewayRoundtrip } from './gateway-roundtrip.bench.js';
 import { idempotencyBench } from './idempotency.bench.js';
 import { runQueueBench, runsBench } from './runs.bench.js';
@@ -37,6 +38,19 @@ if (want('gateway')) {
       `${String(r.concurrency).padStart(7)}  ${f(r.grpc.rps, 0).padStart(7)}   ${f(r.local.rps, 0).padStart(7)}   ${f(r.rpsRatio).padStart(9)}  ${f(r.grpc.p50Ms).padStart(8)}  ${f(r.local.p50Ms).padStart(8)}  ${f(r.grpc.p99Ms).padStart(8)}  ${f(r.local.p99Ms).padStart(8)}  ${r.grpc.errors + r.local.errors}\n`,
     );
   }
+}
+if (want('live-view-burst')) {
+  const browsers = Number(process.env.BENCH_BURST_BROWSERS ?? 10);
+  process.stdout.write(`\nlive view under a burst: ${browsers} browsers started at once, live-view asked all along (gRPC mint + GetRecording, gateway GET …/recording); ffmpeg started on the event loop (before) vs from a worker thread (after), one stack each\n`);
+  const lb = await liveViewBurstBench({ browsers });
+  results.liveViewBurst = lb;
+  process.stdout.write('mode                     answers  p50 ms   p99 ms   max ms  failed  links at create  rec. start max ms (after creation / after reply)  burst ms\n');
+  for (const r of lb.rounds) {
+    process.stdout.write(
+      `${r.mode.padEnd(23)}  ${String(r.calls).padStart(7)}  ${f(r.p50Ms, 1).padStart(6)}  ${f(r.p99Ms, 1).padStart(7)}  ${f(r.maxMs, 1).padStart(7)}  ${String(r.failed).padStart(6)}  ${`${r.withLinkAtCreate}/${r.browsers}`.padStart(15)}  ${`${r.recordingLateMaxMs} / ${r.recordingAfterReplyMaxMs}`.padStart(48)}  ${String(r.burstMs).padStart(8)}\n`,
+    );
+  }
+  process.stdout.write(`  p99 before/after ${f(lb.p99Ratio)}x, max before/after ${f(lb.maxRatio)}x\n`);
 }
 if (want('guards')) {
   process.stdout.write(`\ngateway guards in the database: POST …/runs (stub run service) with and without Idempotency-Key, and with the rate limiter; ${rounds} alternating rounds of ${roundMs} ms\n`);

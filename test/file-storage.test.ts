@@ -262,12 +262,42 @@ for (const backend of BACKENDS) {
           assert.deepEqual(synced.deleted, ['drop.txt']);
 
           // The run is made up here, so its files are read over gRPC (the public route asks the run service first).
-          const listRun = async (kind: FileKind) => (await storage.api.listRunFiles({ projectId: p, agent: Agent.AGENT_BROWSERCODE, runId, kind })).items;
+          const listRun = async (kind: FileKind) => (await storage.api.listRunFiles({ projectId: p, agent: Agent.AGENT_BROWSERCODE, runId, kind, limit: 0, cursor: '' })).items;
           const out = await listRun(FileKind.FILE_KIND_OUTPUT);
           assert.deepEqual(out.map((o) => [o.name, o.kind]), [['edit.txt', FileKind.FILE_KIND_OUTPUT], ['out/result.json', FileKind.FILE_KIND_OUTPUT]]);
           assert.equal(await (await fetch(out[0]!.downloadUrl)).text(), 'original 1\nchanged\n');
           assert.deepEqual((await listRun(FileKind.FILE_KIND_INPUT)).map((i) => i.name), ['drop.txt', 'edit.txt', 'keep.txt']);
-          assert.equal((await listRun(FileKind.FILE_KIND_UNSPECIFIED)).length, 5);
+          const all = await listRun(FileKind.FILE_KIND_UNSPECIFIED);
+          assert.equal(all.length, 5);
+          // Paged like every list: two at a time, the same files in the same order (inputs first, then by name).
+          const paged: string[] = [];
+          let cursor = '';
+          let pages = 0;
+          do {
+            const page = await storage.api.listRunFiles({ projectId: p, agent: Agent.AGENT_BROWSERCODE, runId, kind: FileKind.FILE_KIND_UNSPECIFIED, limit: 2, cursor });
+            assert.ok(page.items.length <= 2);
+            assert.equal(page.hasMore, page.nextCursor !== '');
+            paged.push(...page.items.map((f) => `${f.kind}:${f.name}`));
+            cursor = page.nextCursor;
+            pages++;
+          } while (cursor);
+          assert.equal(pages, 3);
+          assert.deepEqual(paged, all.map((f) => `${f.kind}:${f.name}`));
+
+          // Over a run's cap on output files, new files are skipped (a file it stored before is still stored again).
+          for (const e of synced.written) manifest.set(e.path, e.sha256);
+          manifest.delete('drop.txt');
+          fs.writeFileSync(path.join(dir, 'edit.txt'), 'changed again\n');
+          for (const n of ['n1.txt', 'n2.txt', 'n3.txt']) fs.writeFileSync(path.join(dir, n), n);
+          const capped = await syncDisk(storage, p, disk!.id, runId, dir, manifest, {}, { max: 3, stored: new Set(['edit.txt', 'out/result.json']) });
+          assert.deepEqual(capped.written.map((e) => e.path), ['edit.txt', 'n1.txt']);
+          assert.deepEqual(capped.overCap.map((e) => e.path), ['n2.txt', 'n3.txt']);
+          assert.match(capped.overCap[0]!.reason, /limit of 3 output files/);
+          assert.equal((await listRun(FileKind.FILE_KIND_OUTPUT)).length, 3);
+          for (const n of ['n1.txt', 'n2.txt', 'n3.txt']) fs.rmSync(path.join(dir, n));
+          for (const e of capped.written) manifest.set(e.path, e.sha256);
+          assert.deepEqual((await syncDisk(storage, p, disk!.id, runId, dir, manifest)).deleted, ['n1.txt']);
+          manifest.delete('n1.txt');
 
           const { entries } = await storage.api.listDiskEntries({ projectId: p, diskId: disk!.id });
           assert.deepEqual(entries.map((e) => e.path), ['edit.txt', 'keep.txt', 'out/result.json'], 'no symlink reached the disk');

@@ -168,7 +168,7 @@ describe('health and failure of a service', () => {
     assert.equal(res.status, 200);
     assert.deepEqual(await res.json(), {
       status: 'ok',
-      services: { run: 'SERVING', 'browser-pool': 'SERVING', 'file-storage': 'SERVING', 'live-view': 'SERVING', webhooks: 'SERVING' },
+      services: { run: 'SERVING', 'browser-pool': 'SERVING', 'file-storage': 'SERVING', 'live-view': 'SERVING', webhooks: 'SERVING', nats: 'SERVING' },
     });
   });
 

@@ -14,6 +14,7 @@ import { tempDir } from './support/infra.js';
 import { until } from './support/until.js';
 
 const STOP_GRACE_MS = 2000;
+const MAX_OUTPUT_FILES = 5;
 const WORK_DIR = tempDir('hygiene-work');
 let f: StackFixture;
 let site: TestSite;
@@ -28,6 +29,7 @@ before(async () => {
       FILE_SIZE_LIMIT_BYTES: String(1024 * 1024),
       RUN_WORK_DIR: WORK_DIR,
       SHELL_MAX_DISK_MB: '32',
+      RUN_MAX_OUTPUT_FILES: String(MAX_OUTPUT_FILES),
     },
   });
 });
@@ -74,6 +76,32 @@ describe('runs that cannot hang', () => {
     const { run: after } = await follow('browsercode', next);
     assert.equal(after.status, 'completed', after.error);
     assert.equal(after.result, 'next');
+  });
+
+  test("when a command writes more files than a run's output file limit, then only that many are stored, one file.skipped says how many were not, and the run's files come a page at a time", async () => {
+    const id = await start('browsercode', 'Run `for i in 1 2 3 4 5 6 7 8; do echo $i > f$i.txt; done`.');
+    const { run, events } = await follow('browsercode', id);
+    assert.equal(run.status, 'completed', run.error);
+    assert.deepEqual(ofType(events, 'file.written').map((w) => w.path), ['f1.txt', 'f2.txt', 'f3.txt', 'f4.txt', 'f5.txt']);
+    assert.deepEqual(ofType(events, 'file.skipped'), [{ path: 'f6.txt', reason: `the run reached its limit of ${MAX_OUTPUT_FILES} output files: 3 more files were not stored`, count: 3 }]);
+
+    // Paged like every list: limit 2 gives 2, 2, 1, each page pointing at the next.
+    const names: string[] = [];
+    const sizes: number[] = [];
+    let cursor: string | null = null;
+    do {
+      const res = await f.api(`${base('browsercode')}/${id}/files?kind=output&limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      assert.equal(res.status, 200);
+      const page = (await res.json()) as { items: { name: string }[]; nextCursor: string | null; hasMore: boolean };
+      assert.equal(page.hasMore, page.nextCursor !== null);
+      names.push(...page.items.map((i) => i.name));
+      sizes.push(page.items.length);
+      cursor = page.nextCursor;
+    } while (cursor);
+    assert.deepEqual(sizes, [2, 2, 1]);
+    assert.deepEqual(names, ['f1.txt', 'f2.txt', 'f3.txt', 'f4.txt', 'f5.txt']);
+    const bad = await f.api(`${base('browsercode')}/${id}/files?limit=0`);
+    assert.equal(bad.status, 422);
   });
 
   test('when a run is stopped while its step hangs on a frozen browser pool, then it is stopped and the next run starts within the grace', async () => {

@@ -1,8 +1,9 @@
 /**
  * The gateway's health endpoints: `/healthz` asks every downstream service's gRPC health service,
- * in parallel, with a short deadline; `/readyz` depends on the gateway alone (see Readiness).
+ * in parallel, with a short deadline, and the services that use NATS whether they are connected to
+ * it (`nats`); `/readyz` depends on the gateway alone (see Readiness).
  */
-import { ServingStatus } from '../../services/common/src/grpc.js';
+import { NATS_HEALTH, ServingStatus } from '../../services/common/src/grpc.js';
 import { SERVICE_NAMES, type Clients } from './clients.js';
 
 export interface HealthReport {
@@ -11,18 +12,25 @@ export interface HealthReport {
 }
 
 const NAMES: Record<keyof Clients, string> = { run: 'run', browserPool: 'browser-pool', fileStorage: 'file-storage', liveView: 'live-view', webhooks: 'webhooks' };
+/** The services connected to NATS (the others do not use it). */
+const ON_NATS: (keyof Clients)[] = ['run', 'browserPool', 'liveView'];
 
 export async function checkHealth(clients: Clients, deadlineMs: number): Promise<HealthReport> {
-  const entries = await Promise.all(
-    (Object.keys(clients) as (keyof Clients)[]).map(async (k) => {
-      try {
-        const st = await clients[k].checkHealth(SERVICE_NAMES[k], deadlineMs);
-        return [NAMES[k], st === ServingStatus.SERVING ? 'SERVING' : 'NOT_SERVING'] as const;
-      } catch {
-        return [NAMES[k], 'UNREACHABLE'] as const;
-      }
-    }),
-  );
+  const [entries, nats] = await Promise.all([
+    Promise.all(
+      (Object.keys(clients) as (keyof Clients)[]).map(async (k): Promise<[string, string]> => {
+        try {
+          const st = await clients[k].checkHealth(SERVICE_NAMES[k], deadlineMs);
+          return [NAMES[k], st === ServingStatus.SERVING ? 'SERVING' : 'NOT_SERVING'];
+        } catch {
+          return [NAMES[k], 'UNREACHABLE'];
+        }
+      }),
+    ),
+    Promise.all(ON_NATS.map((k) => Promise.resolve().then(() => clients[k].checkHealth(NATS_HEALTH, deadlineMs)).catch(() => undefined))),
+  ]);
+  // NATS is SERVING when every service that uses it and answers is connected to it (one that does not answer is UNREACHABLE above).
+  entries.push(['nats', nats.every((st) => st === undefined || st === ServingStatus.SERVING) ? 'SERVING' : 'NOT_SERVING']);
   const services = Object.fromEntries(entries);
   return { status: entries.every(([, v]) => v === 'SERVING') ? 'ok' : 'degraded', services };
 }

@@ -99,7 +99,7 @@ export const listRunsQuery = obj({ ...paging, session_id: id('ses'), status: str
 export const listBrowsersQuery = obj({ ...paging, status: str({ enum: ['active', 'stopped'] }), session_id: id('ses') });
 export const stepsQuery = obj({ after: int({ minimum: 0, maximum: 2147483647 }), limit: int({ minimum: 1, maximum: 200, default: 50 }) });
 export const eventsQuery = stepsQuery;
-export const filesQuery = obj({ kind: str({ enum: ['input', 'output'] }) });
+export const filesQuery = obj({ ...paging, kind: str({ enum: ['input', 'output'] }) });
 
 // ---------- path parameters ----------
 
@@ -205,7 +205,7 @@ export const sessionList = pageOf(session);
 export const fileUpload = reply({ id: str(), name: str(), upload_url: str({ description: 'Presigned PUT URL' }) });
 export const uploadItems = reply({ items: list(fileUpload) });
 export const fileItem = reply({ id: str(), name: str(), kind: str({ enum: ['input', 'output'] }), downloadUrl: str(), sizeBytes: int(), contentType: str(), createdAt: ts });
-export const fileList = reply({ items: list(fileItem) });
+export const fileList = pageOf(fileItem);
 export const workspaceFileList = pageOf(fileItem);
 
 export const workspace = reply({ id: str(), name: str(), createdAt: ts, updatedAt: ts });

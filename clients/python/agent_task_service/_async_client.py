@@ -393,11 +393,17 @@ class AsyncRuns(_AsyncResource):
                 await asyncio.sleep(delay)
             delay = min(delay * 2, poll_interval)
 
-    async def files(self, run: RunRef, *, agent: Optional[str] = None, kind: Optional[str] = None) -> List[AsyncFile]:
-        """A run's files: `input` (attached), `output` (written by the agent), or both; each can `download()`."""
+    async def files(self, run: RunRef, *, agent: Optional[str] = None, kind: Optional[str] = None, limit: Optional[int] = None) -> List[AsyncFile]:
+        """A run's files: `input` (attached), `output` (written by the agent), or both; each can `download()`. Every page of them (`limit`: files per request)."""
         run_id, agent = run_ref(run, agent)
-        page = await self._client._call(FileList, "GET", api_path("agents", agent, "runs", run_id, "files"), params=compact(kind=kind))
-        return cast(List[AsyncFile], page.items)
+        out: List[AsyncFile] = []
+        cursor: Optional[str] = None
+        while True:
+            page = await self._client._call(FileList, "GET", api_path("agents", agent, "runs", run_id, "files"), params=compact(kind=kind, limit=limit, cursor=cursor))
+            out.extend(cast(List[AsyncFile], page.items))
+            cursor = next_cursor(page)
+            if cursor is None:
+                return out
 
 
 class AsyncSessions(_AsyncResource):

@@ -392,10 +392,15 @@ class Runs(_Resource):
                 time.sleep(delay)
             delay = min(delay * 2, poll_interval)
 
-    def files(self, run: RunRef, *, agent: Optional[str] = None, kind: Optional[str] = None) -> List[File]:
-        """A run's files: `input` (attached), `output` (written by the agent), or both; each can `download()`."""
+    def files(self, run: RunRef, *, agent: Optional[str] = None, kind: Optional[str] = None, limit: Optional[int] = None) -> List[File]:
+        """A run's files: `input` (attached), `output` (written by the agent), or both; each can `download()`. Every page of them (`limit`: files per request)."""
         run_id, agent = run_ref(run, agent)
-        return self._client._call(FileList, "GET", api_path("agents", agent, "runs", run_id, "files"), params=compact(kind=kind)).items
+
+        def fetch(cursor: Optional[str]) -> FileList:
+            params = compact(kind=kind, limit=limit, cursor=cursor)
+            return self._client._call(FileList, "GET", api_path("agents", agent, "runs", run_id, "files"), params=params)
+
+        return list(Pager(fetch, lambda p: p.items, next_cursor))
 
 
 class Sessions(_Resource):

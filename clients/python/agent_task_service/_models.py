@@ -329,9 +329,11 @@ class AsyncFile(_FileFields):
 
 @dataclass
 class FileList:
-    """A run's files."""
+    """One page of a run's files."""
 
     items: List[File]
+    next_cursor: Optional[str]
+    has_more: bool
 
 
 @dataclass

@@ -94,7 +94,7 @@ OPERATIONS: Dict[str, Operation] = {
     "listEvents": Operation("runs", "events", RUN, **AGENT),
     # A stream has no pages: `limit` is the events list's.
     "streamEvents": Operation("runs", "stream", RUN, ignored=("limit",), **AGENT),
-    "listRunFiles": Operation("runs", "files", RUN, **AGENT),
+    "listRunFiles": Operation("runs", "files", RUN, **PAGED, **AGENT),
     "listSessions": Operation("sessions", "list", **PAGED, **AGENT),
     "getSession": Operation("sessions", "get", **AGENT),
     "addFiles": Operation("files", "create", {"files": "names"}, **AGENT),

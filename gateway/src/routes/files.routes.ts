@@ -31,21 +31,21 @@ export function fileRoutes(): RouteDef[] {
       method: 'get',
       path: '/agents/:agent/runs/:runId/files',
       operationId: 'listRunFiles',
-      summary: "A run's input (attached) and output (agent-written) files with fresh download links",
+      summary: "A run's input (attached) and output (agent-written) files with fresh download links, a page at a time (inputs first, then by name)",
       tag: 'files',
       query: s.filesQuery,
       success: { status: 200, schema: s.fileList },
       errors: [404],
       handler: async (ctx) => {
-        const kind = ctx.query.kind;
+        const { kind, limit, cursor } = ctx.query;
         const agent = agentEnum(ctx.params.agent);
         // An unknown run (or another project's, or another agent's) is 404, not an empty list.
         required((await ctx.clients.run.api.getRun({ projectId: ctx.projectId, agent, runId: ctx.params.runId }, opts(ctx))).run, 'run');
         const res = await ctx.clients.fileStorage.api.listRunFiles(
-          { projectId: ctx.projectId, agent, runId: ctx.params.runId, kind: kind ? KIND[kind] : FileKind.FILE_KIND_UNSPECIFIED },
+          { projectId: ctx.projectId, agent, runId: ctx.params.runId, kind: kind ? KIND[kind] : FileKind.FILE_KIND_UNSPECIFIED, limit: limit ?? 50, cursor: cursor ?? '' },
           opts(ctx),
         );
-        return { items: res.items.map(presentFile) };
+        return page(res, presentFile);
       },
     }),
     route({

@@ -265,6 +265,25 @@ describe('warm pool, CDP proxy and stop', () => {
     await assert.rejects(h.pool.cdpEndpoint(P, row.id), FailedPreconditionError);
   });
 
+  test('when live-view cannot mint a link at create, then the browser is created without one and gets it as soon as live-view answers', async () => {
+    let refusals = 2;
+    const h = await harness({
+      remintFirstMs: 50,
+      liveView: {
+        mint: async (_p, browserId) => {
+          if (refusals-- > 0) throw new Error('live-view unreachable');
+          return `http://live.test/browsers/${browserId}`;
+        },
+      },
+    });
+    const created = await h.pool.create({ projectId: P });
+    assert.equal(created.liveViewUrl, null);
+    const stored = await until(async () => (await h.browsers.get(P, created.id))?.liveViewUrl, { timeoutMs: 10000, what: 'the link minted later' });
+    assert.equal(stored, `http://live.test/browsers/${created.id}`);
+    assert.equal(refusals, -1, 'minted on the second try after the create, and not again');
+    await h.pool.stop(P, created.id, 'user');
+  });
+
   test('when a project is at its cap, then one more is refused with a retry hint and the warm browser stays warm', async () => {
     const capped = await harness({ warmSize: 1, maxActivePerProject: 2 });
     await capped.pool.whenWarm();

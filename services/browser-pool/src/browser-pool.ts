@@ -42,6 +42,8 @@ export interface BrowserPoolOptions {
   profiles: Profiles;
   downloads: Downloads;
   liveView: LiveViewMinter;
+  /** First pause before a live view URL that could not be minted at create is tried again (doubling after). */
+  remintFirstMs?: number;
   events: BrowserEvents;
   proxies: Proxies;
   /** Signs CDP tokens. */
@@ -319,7 +321,7 @@ export class BrowserPool implements CdpProxyBackend {
         throw new UnavailableError('Could not load the profile into the browser; try again', { cause: err });
       }
     }
-    if (!row.liveViewUrl) void this.#remintOnce(row);
+    if (!row.liveViewUrl) this.#remintUntilMinted(row);
     this.#o.events.publish('started', row);
     this.#logger.info({ browserId: id, projectId: row.projectId, warm, sessionId: row.sessionId, runId: row.runId }, 'browser started');
     return row;
@@ -395,6 +397,25 @@ export class BrowserPool implements CdpProxyBackend {
     const b = this.#active.get(row.id);
     if (b?.row) b.row = { ...b.row, liveViewUrl: url };
     return { ...row, liveViewUrl: url };
+  }
+
+  /**
+   * A browser created without a live view URL (live-view slow or down) gets one as soon as
+   * live-view answers: tried again after `remintFirstMs`, then twice as long each time (at most
+   * 30 s apart) while the browser is active here. Reads mint one too when it is still missing.
+   */
+  #remintUntilMinted(row: BrowserRow): void {
+    let wait = this.#o.remintFirstMs ?? 500;
+    const attempt = async () => {
+      const b = this.#active.get(row.id);
+      if (this.#stopped || !b || this.#ending.has(row.id) || b.row?.liveViewUrl) return;
+      const minted = !!(await this.#remintOnce(b.row ?? row)).liveViewUrl; // shared with reads asking meanwhile
+      if (minted) return this.#logger.info({ browserId: row.id }, 'live view URL minted late');
+      const timer = setTimeout(() => void attempt(), wait);
+      timer.unref();
+      wait = Math.min(wait * 2, 30_000);
+    };
+    void attempt();
   }
 
   // ---- read ----

@@ -45,6 +45,8 @@ test("when a client sets files on an input, then only files in the browser's dow
     for (const bad of [['/etc/passwd'], [path.join(downloads, '..', 'secret')], [path.join(downloads, 'escape')], ['report.pdf'], [42]]) {
       const v = set(bad);
       assert.ok('refuse' in v && /only files in the browser's downloads folder/.test(v.refuse), JSON.stringify(bad));
+      // The refusal names no host path (neither the browser's folder nor any part of it).
+      assert.ok(!v.refuse.includes(dir) && !/\/(tmp|home|var|data|work|run)\b/.test(v.refuse), v.refuse);
     }
     const drag = guardCommand({ id: 2, method: 'Input.dispatchDragEvent', params: { type: 'drop', x: 1, y: 1, data: { items: [], files: ['/etc/shadow'], dragOperationsMask: 1 } } }, downloads);
     assert.ok('refuse' in drag);

@@ -105,7 +105,8 @@ export function guardCommand(msg: CdpMessage, downloadsDir: string): GuardVerdic
   if (method === 'DOM.setFileInputFiles' || method === 'Input.dispatchDragEvent') {
     const files: unknown[] = method === 'DOM.setFileInputFiles' ? params.files ?? [] : params.data?.files ?? [];
     if (!Array.isArray(files) || !files.every((f) => insideDir(downloadsDir, f))) {
-      return { refuse: `${method}: only files in the browser's downloads folder may be set (${downloadsDir})` };
+      // The folder is a host path: the message does not name it.
+      return { refuse: `${method}: only files in the browser's downloads folder may be set` };
     }
   }
   if (method === 'Target.createBrowserContext' && ('proxyServer' in params || 'proxyBypassList' in params || 'proxyBypassRules' in params)) {

@@ -50,7 +50,8 @@ runMain('browser-pool', async () => {
   const relay = startWebhookRelay({ service: 'browser-pool', knex: db.knex, webhooksAddr: config.webhooksAddr, outboxPollMs: config.outboxPollMs, grpcDeadlineMs: config.grpcDeadlineMs, token, logger });
   const profiles = new Profiles({ repo: new ProfileRepository(db.knex), maxStateBytes: config.profileStateMaxBytes, logger });
   const store = fileStorageDownloadStore(config.fileStorageAddr, config.grpcDeadlineMs, token);
-  const liveView = liveViewMinter(config.liveViewAddr, config.grpcDeadlineMs, token);
+  // A create does not wait long for its live view link: one not minted in time is minted right after (see remintUntilMinted).
+  const liveView = liveViewMinter(config.liveViewAddr, Math.min(config.grpcDeadlineMs, 2000), token);
   const signer = new Signer(loadSigningSecret(config.signingSecret, config.dataDir, 'browser-pool'));
   const instances = new Instances({
     repo: new InstanceRepository(db.knex, outbox),
@@ -110,6 +111,7 @@ runMain('browser-pool', async () => {
   pool.useCdpInternalBase(cdpUrl);
   const server = createBrowserPoolServer({ logger, pool, profiles, token, router });
   const port = await server.listen(config.grpcHost, config.grpcPort);
+  bus.reportTo(server.health);
   logger.info({ host: config.grpcHost, port }, 'listening');
   await instances.start({ grpcAddr: config.advertiseGrpcAddr ?? `${reachable(config.grpcHost)}:${port}`, cdpUrl });
   onShutdownSignals(

@@ -107,6 +107,9 @@ export function implement<D extends ServiceDef>(definition: D, handlers: Handler
   return impl;
 }
 
+/** The health entry (grpc.health.v1 service name) through which a service reports its NATS connection (never part of '' : a NATS outage does not take a replica out of service). */
+export const NATS_HEALTH = 'ats.nats';
+
 /** Serving state reported through grpc.health.v1; '' is the whole server. */
 export class HealthReporter {
   readonly #status = new Map<string, ServingStatus>();

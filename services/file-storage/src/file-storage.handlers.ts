@@ -106,8 +106,8 @@ export function fileStorageHandlers(files: FileStorage): Handlers<typeof FileSto
     },
     async listRunFiles(req) {
       const kind = req.kind === FileKind.FILE_KIND_INPUT ? 'input' : req.kind === FileKind.FILE_KIND_OUTPUT ? 'output' : null;
-      const items = await files.runFiles(req.projectId, agentName(req.agent), req.runId, kind);
-      return { items: items.map((f) => listedOut(req.projectId, req.agent, f)) };
+      const page = await files.runFiles(req.projectId, agentName(req.agent), req.runId, kind, req.limit, req.cursor);
+      return { items: page.items.map((f) => listedOut(req.projectId, req.agent, f)), nextCursor: page.nextCursor, hasMore: page.hasMore };
     },
     async listDiskEntries(req) {
       return { entries: (await files.entries(req.projectId, req.diskId)).map(entryOut) };

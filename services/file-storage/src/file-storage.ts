@@ -219,9 +219,9 @@ export class FileStorage {
     return this.#o.repo.deleteEntry(diskId, checkDiskPath(path));
   }
 
-  async runFiles(projectId: string, agent: AgentName | null, runId: string, kind: 'input' | 'output' | null): Promise<ListedFile[]> {
-    const rows = await this.#o.repo.runFiles(projectId, agent, runId, kind);
-    return rows.map((r: RunFileRow) => ({
+  async runFiles(projectId: string, agent: AgentName | null, runId: string, kind: 'input' | 'output' | null, limit: number, cursor: string): Promise<Page<ListedFile>> {
+    const page = await this.#o.repo.runFiles(projectId, agent, runId, kind, Math.min(Math.max(limit || 50, 1), 200), cursor || undefined);
+    return { ...page, items: page.items.map((r: RunFileRow) => ({
       id: r.fileId,
       name: r.name,
       kind: r.kind,
@@ -231,7 +231,7 @@ export class FileStorage {
       downloadUrl: this.fileDownloadUrl(r),
       runId: r.runId,
       workspaceId: null,
-    }));
+    })) };
   }
 
   // ---- workspaces ----

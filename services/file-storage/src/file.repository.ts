@@ -287,11 +287,12 @@ export class FileRepository {
     return (await this.#knex('disk_entries').where({ disk_id: diskId, path }).delete(['path'])).length > 0;
   }
 
-  async runFiles(projectId: string, agent: AgentName | null, runId: string, kind: 'input' | 'output' | null): Promise<RunFileRow[]> {
-    const q = this.#knex('run_files').where({ project_id: projectId, run_id: runId });
+  /** A page of a run's files, inputs first, then by name (keyset after `cursor`). */
+  async runFiles(projectId: string, agent: AgentName | null, runId: string, kind: 'input' | 'output' | null, limit: number, cursor: string | undefined): Promise<Page<RunFileRow>> {
+    const q = this.#knex('run_files').select('run_files.*').where({ project_id: projectId, run_id: runId });
     if (agent) q.where({ agent });
     if (kind) q.where({ kind });
-    return (await q.orderBy([{ column: 'kind' }, { column: 'name' }])).map(runFile);
+    return keysetPage(this.#knex, q, { key: [{ column: 'kind' }, { column: 'name' }], order: 'asc', limit, cursor, map: runFile });
   }
 
   // ---- workspaces ----

@@ -111,6 +111,10 @@ export class BrowserRecording {
     return Math.max(this.#lastFrameMs, this.#timeline.endMs);
   }
 
+  get projectId(): string {
+    return this.#o.projectId;
+  }
+
   get framesWritten(): number {
     return this.#timeline.frames;
   }

@@ -46,6 +46,8 @@ export const liveViewConfigSpec = {
   recordingReconcileSeconds: int('RECORDING_RECONCILE_SECONDS', { default: 5, min: 0, max: 3600, describe: 'How often the browser pool is asked for browsers to record that no event told of (0: only at start)' }),
   recordingLookbackHours: int('RECORDING_LOOKBACK_HOURS', { default: 24, min: 0, max: 24 * 30, describe: 'At start, browsers stopped this recently that nobody recorded get a recording (a still picture)' }),
   recordingUrlTtlSeconds: int('RECORDING_URL_TTL_SECONDS', { default: 3600, min: 60, max: 7 * 86400, describe: 'Lifetime of a recording download link' }),
+  recordingStartConcurrency: int('RECORDING_START_CONCURRENCY', { default: 4, min: 1, max: 256, describe: 'Recordings started at once; a burst of browsers waits its turn (their videos still begin at each browser\'s creation)' }),
+  spawnOnLoop: bool('LIVE_VIEW_SPAWN_ON_LOOP', { default: false, describe: 'Start ffmpeg on the event loop instead of its worker thread (the pre-worker baseline, for benchmarks only: it stalls gRPC answers under bursts)' }),
   recordingFinalizeConcurrency: int('RECORDING_FINALIZE_CONCURRENCY', { default: 2, min: 1, max: 64, describe: 'Recordings finalised (concatenated and uploaded) at once' }),
   ffmpegPath: str('FFMPEG_PATH', { default: 'ffmpeg', describe: 'ffmpeg executable' }),
   ffprobePath: str('FFPROBE_PATH', { default: 'ffprobe', describe: 'ffprobe executable' }),

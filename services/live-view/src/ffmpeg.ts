@@ -2,8 +2,8 @@
  * Short ffmpeg and ffprobe jobs (probe a part, pull its last frame, join parts into the MP4),
  * each bounded in time. `stop()` kills whatever is still running.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
+import { childHost, type HostedChild } from './child-host.js';
 
 export interface FfmpegPaths {
   ffmpegPath: string;
@@ -19,36 +19,28 @@ export class FfmpegError extends Error {
 
 export class Ffmpeg {
   readonly paths: FfmpegPaths;
-  readonly #children = new Set<ChildProcess>();
+  readonly #children = new Set<HostedChild>();
   #stopped = false;
 
   constructor(paths: FfmpegPaths) {
     this.paths = paths;
   }
 
-  /** Runs a tool to completion; rejects on a non-zero exit, a timeout or stop(). */
-  run(bin: string, args: string[], timeoutMs: number): Promise<Buffer> {
-    if (this.#stopped) return Promise.reject(new FfmpegError('stopped'));
-    return new Promise((resolve, reject) => {
-      const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-      this.#children.add(child);
-      const out: Buffer[] = [];
-      let err = '';
-      child.stdout!.on('data', (c: Buffer) => out.push(c));
-      child.stderr!.on('data', (c: Buffer) => (err = (err + c.toString()).slice(-2000)));
-      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-      child.once('error', (e) => {
-        clearTimeout(timer);
-        this.#children.delete(child);
-        reject(new FfmpegError(`${bin} could not start: ${e.message}`, { cause: e }));
-      });
-      child.once('close', (code, signal) => {
-        clearTimeout(timer);
-        this.#children.delete(child);
-        if (code === 0) resolve(Buffer.concat(out));
-        else reject(new FfmpegError(`${bin} ${signal ? `was killed (${signal})` : `exited with ${code}`}: ${err.trim().split('\n').slice(-3).join(' | ')}`));
-      });
-    });
+  /** Runs a tool to completion (started off the event loop); rejects on a non-zero exit, a timeout or stop(). */
+  async run(bin: string, args: string[], timeoutMs: number): Promise<Buffer> {
+    if (this.#stopped) throw new FfmpegError('stopped');
+    const child = childHost.spawn(bin, args, { stdout: true });
+    this.#children.add(child);
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    try {
+      const { code, signal, error, stderr, stdout } = await child.exited;
+      if (error) throw new FfmpegError(`${bin} could not start: ${error}`);
+      if (code !== 0) throw new FfmpegError(`${bin} ${signal ? `was killed (${signal})` : `exited with ${code}`}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`);
+      return stdout ?? Buffer.alloc(0);
+    } finally {
+      clearTimeout(timer);
+      this.#children.delete(child);
+    }
   }
 
   /** Video packets (frames) in a file; 0 when it has none or cannot be read. */

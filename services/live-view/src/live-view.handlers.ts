@@ -4,13 +4,13 @@ import type { Handlers } from '../../common/src/grpc.js';
 import type { Signer } from '../../common/src/signing.js';
 import { LiveViewMode, RecordingState, type LiveViewServiceService } from '../../../gen/ats/liveview/v1/live_view.js';
 import { liveViewUrl, mintLiveViewToken } from './live-view-token.js';
-import type { RecordingRow, RecordingStateName } from './recording.repository.js';
+import type { RecordingStateName, RecordingStatus } from './recording.repository.js';
 import type { RecordingStore } from './recording-store.js';
 
 /** What GetRecording needs from the recorder. */
 export interface RecordingLookup {
   /** The browser's recording in this project, if it has one (`adopt`: start recording an active browser nobody told us of). */
-  status(projectId: string, browserId: string, adopt: boolean): Promise<RecordingRow | undefined>;
+  status(projectId: string, browserId: string, adopt: boolean): Promise<RecordingStatus | undefined>;
 }
 
 export interface LiveViewHandlerDeps {

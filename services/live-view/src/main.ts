@@ -7,6 +7,7 @@ import { serveGrpc } from '../../common/src/service-host.js';
 import { runMain } from '../../common/src/shutdown.js';
 import { Signer, loadSigningSecret } from '../../common/src/signing.js';
 import { loadLiveViewConfig } from './config.js';
+import { childHost } from './child-host.js';
 import { Ffmpeg } from './ffmpeg.js';
 import { createLiveViewHttp } from './live-view.http.js';
 import { loadPageAssets } from './page-assets.js';
@@ -29,6 +30,7 @@ runMain('live-view', async () => {
   const signer = new Signer(loadSigningSecret(config.signingSecret, config.dataDir, 'live-view'));
   const pool = createPoolClient(config.browserPoolAddr, config.grpcDeadlineMs, token);
   const store = createRecordingStore(config.fileStorageAddr, config.grpcDeadlineMs, token);
+  childHost.onLoop = config.spawnOnLoop;
   const ffmpeg = new Ffmpeg({ ffmpegPath: config.ffmpegPath, ffprobePath: config.ffprobePath });
   const repo = new RecordingRepository(db.knex);
   const settings = {
@@ -55,6 +57,7 @@ runMain('live-view', async () => {
     logger,
     reconcileMs: config.recordingReconcileSeconds * 1000,
     lookbackMs: config.recordingLookbackHours * 3600_000,
+    startConcurrency: config.recordingStartConcurrency,
   });
   // Without recording, finished recordings are still served and unfinished ones still finalised.
   await recorder.start(bus.nc, config.recordingEnabled);
@@ -74,6 +77,7 @@ runMain('live-view', async () => {
   logger.info({ host: config.httpHost, port: config.httpPort }, 'live view page listening');
 
   await serveGrpc({
+    bus,
     logger,
     server: createLiveViewServer({
       logger,
@@ -96,7 +100,7 @@ runMain('live-view', async () => {
       { name: 'finalizer', stop: () => finalizer.stop(Math.floor(config.shutdownTimeoutMs / 4)) },
       // Last of the recording steps: what is let go of is taken over by another replica at once.
       { name: 'leases', stop: () => leases.stop() },
-      { name: 'ffmpeg', stop: () => ffmpeg.stop() },
+      { name: 'ffmpeg', stop: () => (ffmpeg.stop(), childHost.close()) },
       { name: 'clients', stop: () => (pool.close(), store.close()) },
       { name: 'nats', stop: () => bus.stop() },
       { name: 'database', stop: () => db.stop() },

@@ -6,8 +6,8 @@
  * reaches the file at once (nothing waits in a lookahead).
  * The child's pid is kept beside the part so a successor process can reap an orphan.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import { childHost, type ChildHost, type HostedChild } from './child-host.js';
 import type { Logger } from '../../common/src/logger.js';
 import { jpegSize } from './jpeg-size.js';
 import { mkvFrameHead, mkvHeader } from './mjpeg-mkv.js';
@@ -26,6 +26,8 @@ export interface PartEncoderOptions extends EncoderSettings {
   logger: Logger;
   /** Bytes queued for ffmpeg beyond which the encoder counts as backlogged. */
   maxBacklogBytes?: number;
+  /** Where ffmpeg runs from (the process's shared host unless a test gives one). */
+  host?: ChildHost;
 }
 
 export function encoderArgs(o: { fps: number; crf: number; preset: string; width: number; height: number; file: string }): string[] {
@@ -44,7 +46,7 @@ export function encoderArgs(o: { fps: number; crf: number; preset: string; width
 
 export class PartEncoder {
   readonly file: string;
-  readonly #child: ChildProcess;
+  readonly #child: HostedChild;
   readonly #o: PartEncoderOptions;
   readonly #exited: Promise<void>;
   #finishing = false;
@@ -54,22 +56,14 @@ export class PartEncoder {
   constructor(o: PartEncoderOptions) {
     this.#o = o;
     this.file = o.file;
-    this.#child = spawn(o.ffmpegPath, encoderArgs(o), { stdio: ['pipe', 'ignore', 'pipe'] });
-    let stderr = '';
-    this.#child.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-2000)));
-    this.#child.stdin!.on('error', () => (this.#failed = true));
-    if (this.#child.pid) fs.writeFileSync(`${o.file}.pid`, String(this.#child.pid));
-    this.#exited = new Promise<void>((resolve) => {
-      const done = (error: string | undefined) => {
-        fs.rmSync(`${o.file}.pid`, { force: true });
-        if (error && !this.#finishing) {
-          this.#failed = true;
-          o.logger.error({ file: o.file, error }, 'ffmpeg stopped unexpectedly; the next frames go to a new part');
-        }
-        resolve();
-      };
-      this.#child.once('error', (e) => done(`ffmpeg could not start: ${e.message}`));
-      this.#child.once('close', (code, signal) => done(code === 0 && this.#finishing ? undefined : `exit ${code ?? signal}: ${stderr.trim().split('\n').slice(-2).join(' | ')}`));
+    // Started on the child host's thread: the event loop never waits for a fork and exec.
+    this.#child = (o.host ?? childHost).spawn(o.ffmpegPath, encoderArgs(o), { stdin: true, pidFile: `${o.file}.pid` });
+    this.#exited = this.#child.exited.then(({ code, signal, error, stderr }) => {
+      const why = error ? `ffmpeg could not start: ${error}` : code === 0 && this.#finishing ? undefined : `exit ${code ?? signal}: ${stderr.trim().split('\n').slice(-2).join(' | ')}`;
+      if (why && !this.#finishing) {
+        this.#failed = true;
+        o.logger.error({ file: o.file, error: why }, 'ffmpeg stopped unexpectedly; the next frames go to a new part');
+      }
     });
   }
 
@@ -79,22 +73,20 @@ export class PartEncoder {
   }
 
   get failed(): boolean {
-    return this.#failed;
+    return this.#failed || this.#child.stdinFailed;
   }
 
   /** True while ffmpeg is behind by more than the backlog bound. */
   get backlogged(): boolean {
-    return this.#child.stdin!.writableLength > (this.#o.maxBacklogBytes ?? 32 * 1024 * 1024);
+    return this.#child.pendingBytes > (this.#o.maxBacklogBytes ?? 32 * 1024 * 1024);
   }
 
   /** Queues a JPEG shown from `atMs` after the part's start (until the next one). */
   write(jpeg: Buffer, atMs: number): void {
-    if (this.#failed || this.#finishing) return;
-    const stdin = this.#child.stdin!;
+    if (this.failed || this.#finishing) return;
     // The track says the first frame's size: a mismatch there loses that frame in ffmpeg.
-    if (this.#framesQueued === 0) stdin.write(mkvHeader({ ...(jpegSize(jpeg) ?? this.#o), fps: this.#o.fps }));
-    stdin.write(mkvFrameHead(atMs, jpeg.length));
-    stdin.write(jpeg);
+    const head = this.#framesQueued === 0 ? [mkvHeader({ ...(jpegSize(jpeg) ?? this.#o), fps: this.#o.fps })] : [];
+    this.#child.write(Buffer.concat([...head, mkvFrameHead(atMs, jpeg.length), jpeg]));
     this.#framesQueued++;
   }
 
@@ -102,7 +94,7 @@ export class PartEncoder {
   async finish(timeoutMs: number): Promise<void> {
     if (!this.#finishing) {
       this.#finishing = true;
-      this.#child.stdin!.end();
+      this.#child.end();
     }
     const timer = setTimeout(() => this.#child.kill('SIGKILL'), timeoutMs);
     await this.#exited;
@@ -112,7 +104,6 @@ export class PartEncoder {
   /** Kills ffmpeg at once (what it wrote so far stays readable). Idempotent. */
   async kill(): Promise<void> {
     this.#finishing = true;
-    this.#child.stdin!.destroy();
     this.#child.kill('SIGKILL');
     await this.#exited;
   }

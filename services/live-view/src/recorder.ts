@@ -30,7 +30,7 @@ import { fitEven } from './jpeg-size.js';
 import { reapOrphanEncoders } from './part-encoder.js';
 import type { PartStore } from './part-store.js';
 import { isActive, type FrameSource } from './pool-client.js';
-import type { RecordingRepository, RecordingRow } from './recording.repository.js';
+import type { RecordingRepository, RecordingRow, RecordingStatus } from './recording.repository.js';
 import type { Finalizer } from './recording-finalizer.js';
 import type { RecordingLeases } from './recording-leases.js';
 
@@ -55,6 +55,27 @@ export interface RecorderOptions {
   reconcileMs?: number;
   /** How far back the first look at the pool takes on stopped browsers nobody recorded. */
   lookbackMs?: number;
+  /** Recordings started at once (default 4); more wait their turn. */
+  startConcurrency?: number;
+}
+
+/** At most `limit` tasks at once; the others wait in order. */
+export class Gate {
+  #running = 0;
+  readonly #waiting: (() => void)[] = [];
+  constructor(readonly limit: number) {}
+
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.#running >= this.limit) await new Promise<void>((r) => this.#waiting.push(r));
+    else this.#running++;
+    try {
+      return await task();
+    } finally {
+      const next = this.#waiting.shift();
+      if (next) next();
+      else this.#running--;
+    }
+  }
 }
 
 interface BrowserEvent {
@@ -76,6 +97,8 @@ export class Recorder {
   readonly #active = new Map<string, BrowserRecording>();
   readonly #lanes = new Map<string, Promise<void>>();
   readonly #resumeTimers = new Set<NodeJS.Timeout>();
+  /** Recordings being started at once: a burst of browsers queues here instead of crowding the database and the pool together. */
+  readonly #starts: Gate;
   #reconcileTimer: NodeJS.Timeout | undefined;
   /** Our clock when the last complete look at the pool began. */
   #reconciledAt: number | undefined;
@@ -85,6 +108,7 @@ export class Recorder {
   constructor(options: RecorderOptions) {
     this.#o = options;
     this.#now = options.now ?? Date.now;
+    this.#starts = new Gate(options.startConcurrency ?? 4);
   }
 
   /** Browsers being recorded by this process. */
@@ -151,7 +175,7 @@ export class Recorder {
       const unseen = page.items.filter((b) => !this.#active.has(b.id));
       const known = unseen.length ? await this.#o.repo.existing(unseen.map((b) => b.id)) : new Set<string>();
       for (const b of unseen) {
-        if (!known.has(b.id)) void this.#lane(b.id, () => this.#adopt(b));
+        if (!known.has(b.id)) void this.#lane(b.id, () => this.#starts.run(() => this.#adopt(b)));
       }
       cursor = page.nextCursor;
     } while (cursor && !this.#stopping);
@@ -190,7 +214,7 @@ export class Recorder {
   }
 
   onStarted(e: BrowserEvent): void {
-    this.#lane(e.browserId, () => this.#started(e));
+    this.#lane(e.browserId, () => this.#starts.run(() => this.#started(e)));
   }
 
   onStopped(e: BrowserEvent): void {
@@ -390,7 +414,10 @@ export class Recorder {
    * The recording of a browser as GetRecording reports it. A browser of the pool this service
    * has not taken on yet (between two looks at the pool) is taken on now.
    */
-  async status(projectId: string, browserId: string, adopt: boolean): Promise<RecordingRow | undefined> {
+  async status(projectId: string, browserId: string, adopt: boolean): Promise<RecordingStatus | undefined> {
+    // One this process records now is answered without the database (whose one connection a burst of recordings keeps busy).
+    const rec = this.#active.get(browserId);
+    if (rec) return rec.projectId === projectId ? { state: 'recording', projectId, objectKey: null } : undefined;
     const row = await this.#o.repo.get(browserId);
     if (row) return row.projectId === projectId ? row : undefined;
     if (!adopt || this.#stopping) return undefined;

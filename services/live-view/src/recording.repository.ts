@@ -105,6 +105,9 @@ export interface RecordingRow {
   error: string | null;
 }
 
+/** What GetRecording tells of a recording. */
+export type RecordingStatus = Pick<RecordingRow, 'state' | 'projectId' | 'objectKey'>;
+
 export interface PartRow {
   browserId: string;
   seq: number;

@@ -39,6 +39,7 @@ export const runConfigSpec = {
   pollMs: int('RUN_POLL_MS', { default: 2000, min: 100, max: 60000, describe: 'Fallback poll for queued runs (NATS wakes workers first)' }),
   maxSteps: int('RUN_MAX_STEPS', { default: 50, min: 1, max: 10000, describe: 'Steps before a run ends (with its best partial answer in result)' }),
   maxModelFailures: int('RUN_MAX_MODEL_FAILURES', { default: 3, min: 1, max: 100, describe: 'Unusable model replies in a row (malformed tool call, no tool call, provider error or timeout) before a run ends with its best partial answer' }),
+  maxOutputFiles: int('RUN_MAX_OUTPUT_FILES', { default: 1000, min: 1, max: 1_000_000, describe: 'Output files one run stores at most; further new files are not stored (one file.skipped event says how many)' }),
   maxRunMinutes: int('RUN_MAX_MINUTES', { default: 30, min: 1, max: 24 * 60, describe: 'Duration before a run fails' }),
   shellTimeoutMs: int('SHELL_TIMEOUT_MS', { default: 120000, min: 1000, max: 3600000, describe: 'Time limit of one browsercode shell command (its process group is killed)' }),
   shellMaxOutputBytes: int('SHELL_MAX_OUTPUT_BYTES', { default: 1024 * 1024, min: 1024, max: 64 * 1024 * 1024, describe: 'Output kept and streamed per shell command; the rest is dropped' }),

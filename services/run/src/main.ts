@@ -105,7 +105,7 @@ runMain('run', async () => {
     clients: workerClients,
     workDir,
     tenancy,
-    limits: { maxSteps: config.maxSteps, maxModelFailures: config.maxModelFailures, maxRunMs: config.maxRunMinutes * 60000, actionTimeoutMs: config.actionTimeoutMs, stopGraceMs: config.stopGraceMs },
+    limits: { maxSteps: config.maxSteps, maxModelFailures: config.maxModelFailures, maxRunMs: config.maxRunMinutes * 60000, actionTimeoutMs: config.actionTimeoutMs, stopGraceMs: config.stopGraceMs, maxOutputFiles: config.maxOutputFiles },
     terminal: {
       limits: { timeoutMs: config.shellTimeoutMs, maxOutputBytes: config.shellMaxOutputBytes },
       user: shellUser(),
@@ -128,6 +128,7 @@ runMain('run', async () => {
     pollMs: config.pollMs,
   });
   await serveGrpc({
+    bus,
     logger,
     server: createRunServer({ logger, runs, token }),
     host: config.grpcHost,

@@ -38,6 +38,8 @@ export interface RunLimits {
   actionTimeoutMs: number;
   /** How long a step may ignore an abort (time limit) before the run is failed anyway. */
   stopGraceMs: number;
+  /** Output files one run stores at most (default 1,000); further new files are skipped with a `file.skipped` event. */
+  maxOutputFiles?: number;
 }
 
 export interface RunWorkerDeps {
@@ -169,12 +171,21 @@ export class RunWorker {
   }
 
   /** Stores what changed in the run's directory as its output files; announces each. Returns why files were not stored. */
-  async #syncOutputs(run: RunRow, dir: string, manifest: DiskManifest, signal?: AbortSignal): Promise<string[]> {
+  async #syncOutputs(run: RunRow, dir: string, manifest: DiskManifest, stored: Set<string>, signal?: AbortSignal): Promise<string[]> {
     if (!run.diskId) return [];
-    const { written, deleted, skipped } = await syncDisk(this.#d.clients.fileStorage, run.projectId, run.diskId, run.id, dir, manifest, { signal });
+    const max = this.#d.limits.maxOutputFiles ?? 1000;
+    const { written, deleted, skipped, overCap } = await syncDisk(this.#d.clients.fileStorage, run.projectId, run.diskId, run.id, dir, manifest, { signal }, { max, stored });
     for (const s of skipped) {
       manifest.set(s.path, s.sha256); // not tried again until it changes
       await this.#d.events.append(run.id, 'file.skipped', { path: s.path, reason: s.reason });
+    }
+    const reasons = skipped.map((s) => `${s.reason}; it was not stored`);
+    if (overCap.length) {
+      // One event for all of them: a command that writes thousands of files does not flood the run's events.
+      for (const s of overCap) manifest.set(s.path, s.sha256);
+      const reason = `the run reached its limit of ${max} output files: ${overCap.length} more ${overCap.length === 1 ? 'file was' : 'files were'} not stored`;
+      await this.#d.events.append(run.id, 'file.skipped', { path: overCap[0]!.path, reason, count: overCap.length });
+      reasons.push(`${reason} (the first: ${overCap[0]!.path})`);
     }
     for (const e of written) {
       manifest.set(e.path, e.sha256);
@@ -184,7 +195,7 @@ export class RunWorker {
       manifest.delete(p);
       await this.#d.events.append(run.id, 'file.deleted', { path: p });
     }
-    return skipped.map((s) => `${s.reason}; it was not stored`);
+    return reasons;
   }
 
   /** Runs one claimed run to its end. Never throws. */
@@ -192,6 +203,8 @@ export class RunWorker {
     const { repo, events, clients, logger } = this.#d;
     const log = logger.child({ runId: run.id });
     let workDir = path.join(this.#d.workDir, run.id);
+    // The paths this run stored as output files (counted against its limit).
+    const stored = new Set<string>();
     const code = run.agent === 'browsercode';
     // The run's work ends when it is stopped, at its time limit (whatever a step is doing) or when its browser is lost.
     const deadline = this.#deadline(run);
@@ -240,15 +253,15 @@ export class RunWorker {
           terminal: tenant ? { ...this.#d.terminal, user: tenant.user ?? this.#d.terminal.user, cgroups: tenant.cgroups, scratchDir: tenant.scratchDir } : this.#d.terminal,
           openBrowser: () => this.#openBrowser(run, held, signal),
           emit: (type, data) => events.append(run.id, type, data).then(() => undefined),
-          syncOutputs: () => this.#syncOutputs(run, workDir, files, signal),
+          syncOutputs: () => this.#syncOutputs(run, workDir, files, stored, signal),
         });
-        await this.#syncOutputs(run, workDir, manifest);
+        await this.#syncOutputs(run, workDir, manifest, stored);
         await this.#endTurnBrowser(run, held, stop); // stopped before the run reads completed
       } else {
         const browser = await this.#openBrowser(run, held, signal);
         result = await runBrowserAgent({ ...loop, browser, diskFiles: [...manifest.keys()], maxModelFailures: this.#d.limits.maxModelFailures });
         // Extractions too long for the answer and the files the browser downloaded were saved on the disk: they are output files.
-        const notStored = await this.#syncOutputs(run, workDir, manifest);
+        const notStored = await this.#syncOutputs(run, workDir, manifest, stored);
         if (notStored.length) result = [result, ...notStored].join('\n');
         // Released before the run reads completed, so a follow-up sent at once finds the browser free.
         released = await this.#releaseKept(run, held);
@@ -256,7 +269,7 @@ export class RunWorker {
       if (await repo.finish(run.id, ['running'], 'completed', { result })) await events.append(run.id, 'run.completed', { result });
     } catch (err) {
       // browsercode keeps what a failed or stopped turn wrote: the session goes on.
-      if (code && manifest) await this.#syncOutputs(run, workDir, manifest).catch((e: Error) => log.warn({ err: e.message }, 'could not store the files of an unfinished run'));
+      if (code && manifest) await this.#syncOutputs(run, workDir, manifest, stored).catch((e: Error) => log.warn({ err: e.message }, 'could not store the files of an unfinished run'));
       // The service's own reason (time limit, lost browser) wins over what the interrupted step threw.
       const cut = guard.cutShort ?? (held.cdp && !held.cdp.connected ? new BrowserLost() : undefined);
       if (!cut && (signal.aborted || err instanceof RunStopped)) {

@@ -218,7 +218,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A run's input (attached) and output (agent-written) files with fresh download links */
+        /** A run's input (attached) and output (agent-written) files with fresh download links, a page at a time (inputs first, then by name) */
         get: operations["listRunFiles"];
         put?: never;
         post?: never;
@@ -960,6 +960,8 @@ export interface components {
         };
         FileList: {
             items: components["schemas"]["File"][];
+            nextCursor: string | null;
+            hasMore: boolean;
         };
         WorkspaceFileList: {
             items: components["schemas"]["File"][];
@@ -2714,6 +2716,8 @@ export interface operations {
     listRunFiles: {
         parameters: {
             query?: {
+                limit?: number;
+                cursor?: string;
                 kind?: "input" | "output";
             };
             header?: never;

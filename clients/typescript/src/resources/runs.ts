@@ -221,13 +221,19 @@ export class Runs {
     }
   }
 
-  /** The run's files (`kind`: `input`, `output`, or both), each able to download itself. */
+  /** The run's files (`kind`: `input`, `output`, or both), each able to download itself: every page of them (`limit`: files per request). */
   async files(runId: string, options: RunFilesOptions = {}): Promise<FileHandle[]> {
-    const list = await this.#core.request<FileList>('GET', `${agentPath(options)}/runs/${seg(runId)}/files`, {
-      ...requestOptions(options),
-      idempotent: true,
-      query: { kind: options.kind },
-    });
-    return list.items.map((f) => new FileHandle(this.#core, f));
+    const out: FileHandle[] = [];
+    let cursor: string | undefined;
+    do {
+      const page: FileList = await this.#core.request<FileList>('GET', `${agentPath(options)}/runs/${seg(runId)}/files`, {
+        ...requestOptions(options),
+        idempotent: true,
+        query: { kind: options.kind, limit: options.limit, cursor },
+      });
+      out.push(...page.items.map((f) => new FileHandle(this.#core, f)));
+      cursor = page.hasMore && page.nextCursor ? page.nextCursor : undefined;
+    } while (cursor);
+    return out;
   }
 }

@@ -271,12 +271,20 @@ export interface ListRunFilesRequest {
   runId: string;
   /** Input, output or unspecified for both. */
   kind: FileKind;
+  /** Page size (1..200; 0 means 50). */
+  limit: number;
+  /** Opaque cursor from a previous next_cursor; empty for the first page. */
+  cursor: string;
 }
 
 /** Response of ListRunFiles. */
 export interface ListRunFilesResponse {
-  /** Files, inputs first, then by creation time. */
+  /** Files of this page, inputs first, then by name. */
   items: FileInfo[];
+  /** Cursor of the next page; empty when there is none. */
+  nextCursor: string;
+  /** True when more items follow. */
+  hasMore: boolean;
 }
 
 /** Request of ListDiskEntries. */
@@ -2500,7 +2508,7 @@ export const GetDiskResponse: MessageFns<GetDiskResponse> = {
 };
 
 function createBaseListRunFilesRequest(): ListRunFilesRequest {
-  return { projectId: "", agent: 0, runId: "", kind: 0 };
+  return { projectId: "", agent: 0, runId: "", kind: 0, limit: 0, cursor: "" };
 }
 
 export const ListRunFilesRequest: MessageFns<ListRunFilesRequest> = {
@@ -2516,6 +2524,12 @@ export const ListRunFilesRequest: MessageFns<ListRunFilesRequest> = {
     }
     if (message.kind !== 0) {
       writer.uint32(32).int32(message.kind);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(40).int32(message.limit);
+    }
+    if (message.cursor !== "") {
+      writer.uint32(50).string(message.cursor);
     }
     return writer;
   },
@@ -2565,6 +2579,22 @@ export const ListRunFilesRequest: MessageFns<ListRunFilesRequest> = {
             message.kind = reader.int32() as any;
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2591,6 +2621,8 @@ export const ListRunFilesRequest: MessageFns<ListRunFilesRequest> = {
         ? globalThis.String(object.run_id)
         : "",
       kind: isSet(object.kind) ? fileKindFromJSON(object.kind) : 0,
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
     };
   },
 
@@ -2608,6 +2640,12 @@ export const ListRunFilesRequest: MessageFns<ListRunFilesRequest> = {
     if (message.kind !== 0) {
       obj.kind = fileKindToJSON(message.kind);
     }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.cursor !== "") {
+      obj.cursor = message.cursor;
+    }
     return obj;
   },
 
@@ -2620,18 +2658,26 @@ export const ListRunFilesRequest: MessageFns<ListRunFilesRequest> = {
     message.agent = object.agent ?? 0;
     message.runId = object.runId ?? "";
     message.kind = object.kind ?? 0;
+    message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? "";
     return message;
   },
 };
 
 function createBaseListRunFilesResponse(): ListRunFilesResponse {
-  return { items: [] };
+  return { items: [], nextCursor: "", hasMore: false };
 }
 
 export const ListRunFilesResponse: MessageFns<ListRunFilesResponse> = {
   encode(message: ListRunFilesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.items) {
       FileInfo.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextCursor !== "") {
+      writer.uint32(18).string(message.nextCursor);
+    }
+    if (message.hasMore !== false) {
+      writer.uint32(24).bool(message.hasMore);
     }
     return writer;
   },
@@ -2657,6 +2703,22 @@ export const ListRunFilesResponse: MessageFns<ListRunFilesResponse> = {
             message.items.push(FileInfo.decode(reader, reader.uint32()));
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.hasMore = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2670,13 +2732,31 @@ export const ListRunFilesResponse: MessageFns<ListRunFilesResponse> = {
   },
 
   fromJSON(object: any): ListRunFilesResponse {
-    return { items: globalThis.Array.isArray(object?.items) ? object.items.map((e: any) => FileInfo.fromJSON(e)) : [] };
+    return {
+      items: globalThis.Array.isArray(object?.items) ? object.items.map((e: any) => FileInfo.fromJSON(e)) : [],
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : "",
+      hasMore: isSet(object.hasMore)
+        ? globalThis.Boolean(object.hasMore)
+        : isSet(object.has_more)
+        ? globalThis.Boolean(object.has_more)
+        : false,
+    };
   },
 
   toJSON(message: ListRunFilesResponse): unknown {
     const obj: any = {};
     if (message.items?.length) {
       obj.items = message.items.map((e) => FileInfo.toJSON(e));
+    }
+    if (message.nextCursor !== "") {
+      obj.nextCursor = message.nextCursor;
+    }
+    if (message.hasMore !== false) {
+      obj.hasMore = message.hasMore;
     }
     return obj;
   },
@@ -2687,6 +2767,8 @@ export const ListRunFilesResponse: MessageFns<ListRunFilesResponse> = {
   fromPartial(object: DeepPartial<ListRunFilesResponse>): ListRunFilesResponse {
     const message = createBaseListRunFilesResponse();
     message.items = object.items?.map((e) => FileInfo.fromPartial(e)) || [];
+    message.nextCursor = object.nextCursor ?? "";
+    message.hasMore = object.hasMore ?? false;
     return message;
   },
 };

@@ -196,10 +196,18 @@ export interface SkippedFile {
   reason: string;
 }
 
+/** A bound on the output files of a run: `stored` are the paths it stored so far (added to as files are stored). */
+export interface OutputFileCap {
+  max: number;
+  stored: Set<string>;
+}
+
 /**
  * Stores what changed in `dir` since `manifest` back onto the disk: new and modified files are
  * written as the run's output files; files gone from `dir` are deleted from the disk. A file
- * over the size limit is skipped (and reported), the others are still stored.
+ * over the size limit is skipped (and reported), the others are still stored. With `cap`, a
+ * file the run has not stored before is skipped once the run stored `cap.max` files (listed in
+ * `overCap`, in path order); a file it stored before is still stored again when it changes.
  */
 export async function syncDisk(
   client: FileStorageClient,
@@ -209,15 +217,22 @@ export async function syncDisk(
   dir: string,
   manifest: DiskManifest,
   options: TransferOptions = {},
-): Promise<{ written: DiskEntry[]; deleted: string[]; skipped: SkippedFile[] }> {
-  const present = await walk(dir);
+  cap?: OutputFileCap,
+): Promise<{ written: DiskEntry[]; deleted: string[]; skipped: SkippedFile[]; overCap: SkippedFile[] }> {
+  const present = (await walk(dir)).sort((a, b) => (a.diskPath < b.diskPath ? -1 : a.diskPath > b.diskPath ? 1 : 0));
   const written: DiskEntry[] = [];
   const skipped: SkippedFile[] = [];
+  const overCap: SkippedFile[] = [];
   for (const f of present) {
     const sha = await sha256Of(f.abs);
     if (sha === undefined || manifest.get(f.diskPath) === sha) continue;
+    if (cap && !cap.stored.has(f.diskPath) && cap.stored.size >= cap.max) {
+      overCap.push({ path: f.diskPath, sha256: sha, reason: `the run reached its limit of ${cap.max} output files` });
+      continue;
+    }
     try {
       written.push(await upload(client, { projectId, diskId, path: f.diskPath, runId }, f.abs, options));
+      cap?.stored.add(f.diskPath);
     } catch (err) {
       if (!(err instanceof RemoteError && err.code === Status.RESOURCE_EXHAUSTED)) throw err;
       skipped.push({ path: f.diskPath, sha256: sha, reason: err.publicMessage ?? err.message });
@@ -230,5 +245,5 @@ export async function syncDisk(
     // Only what the disk held (a file skipped for its size never reached it).
     if ((await client.api.deleteDiskFile({ projectId, diskId, path: p, runId })).deleted) deleted.push(p);
   }
-  return { written: written.sort((a, b) => a.path.localeCompare(b.path)), deleted: deleted.sort(), skipped };
+  return { written: written.sort((a, b) => a.path.localeCompare(b.path)), deleted: deleted.sort(), skipped, overCap };
 }

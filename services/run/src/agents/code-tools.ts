@@ -81,6 +81,12 @@ export async function runShellTool(command: string, c: CodeToolContext): Promise
   return { output: (r.truncated ? `(output cut at ${limits.maxOutputBytes} bytes: only its first ${limits.maxOutputBytes} bytes follow; redirect it to a file to keep all of it)\n` : '') + r.output.trim(), data };
 }
 
+/** A system error's message with the disk's host folder taken out (paths read relative to the disk): a client never learns host paths. */
+export function withoutHostPath(message: string, dir: string): string {
+  const root = path.resolve(dir);
+  return message.split(root + path.sep).join('').split(root).join('.');
+}
+
 /** Writes a text file on the disk (replacing it), never through a link a command left there. */
 export async function writeDiskFile(dir: string, p: string, content: string): Promise<ToolOutcome> {
   let full: string;
@@ -93,7 +99,7 @@ export async function writeDiskFile(dir: string, p: string, content: string): Pr
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOTDIR' || code === 'EEXIST') return { error: `Cannot write ${p}: a part of its path is a file` };
-    return { error: (err as Error).message.replace(dir + path.sep, '') };
+    return { error: withoutHostPath((err as Error).message, dir) };
   }
   const sizeBytes = Buffer.byteLength(content);
   const rel = path.relative(dir, full).split(path.sep).join('/');
@@ -121,7 +127,7 @@ export async function readDiskFile(dir: string, p: string): Promise<ToolOutcome>
     }
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    return { error: code === 'ENOENT' ? `There is no file ${JSON.stringify(p)} on the run's disk` : code === 'ELOOP' ? `"${p}" is a link, not a file` : (err as Error).message };
+    return { error: code === 'ENOENT' ? `There is no file ${JSON.stringify(p)} on the run's disk` : code === 'ELOOP' ? `"${p}" is a link, not a file` : withoutHostPath((err as Error).message, dir) };
   }
 }
 
