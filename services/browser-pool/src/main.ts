@@ -47,7 +47,7 @@ runMain('browser-pool', async () => {
   const browsers = new BrowserRepository(db.knex, db.driver, (trx, b, change) =>
     recordOutboxEvent(trx, { projectId: b.projectId, type: change, orderingKey: b.id, data: browserResource(browserMessage(b)) }),
   );
-  const relay = startWebhookRelay({ service: 'browser-pool', knex: db.knex, webhooksAddr: config.webhooksAddr, outboxPollMs: config.outboxPollMs, grpcDeadlineMs: config.grpcDeadlineMs, token, logger });
+  const relay = startWebhookRelay({ service: 'browser-pool', knex: db.knex, driver: db.driver, webhooksAddr: config.webhooksAddr, outboxPollMs: config.outboxPollMs, grpcDeadlineMs: config.grpcDeadlineMs, token, logger });
   const profiles = new Profiles({ repo: new ProfileRepository(db.knex), maxStateBytes: config.profileStateMaxBytes, logger });
   const store = fileStorageDownloadStore(config.fileStorageAddr, config.grpcDeadlineMs, token);
   const liveView = liveViewMinter(config.liveViewAddr, config.grpcDeadlineMs, token);

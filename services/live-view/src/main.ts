@@ -45,7 +45,7 @@ runMain('live-view', async () => {
   };
   const leases = new RecordingLeases({ repo, instanceId: config.instanceId, leaseMs: config.recordingLeaseMs, renewMs: config.recordingRenewMs, logger });
   const parts = new PartStore({ repo, store, ffmpeg, holder: leases.holder, dir: scratchDir(config.recordingDir, config.instanceId), logger });
-  const relay = startWebhookRelay({ service: 'live-view', knex: db.knex, webhooksAddr: config.webhooksAddr, outboxPollMs: config.outboxPollMs, grpcDeadlineMs: config.grpcDeadlineMs, token, logger });
+  const relay = startWebhookRelay({ service: 'live-view', knex: db.knex, driver: db.driver, webhooksAddr: config.webhooksAddr, outboxPollMs: config.outboxPollMs, grpcDeadlineMs: config.grpcDeadlineMs, token, logger });
   const announceReady = recordingReadyAnnouncer({ pool, store, recordingUrlTtlSeconds: config.recordingUrlTtlSeconds, logger });
   const finalizer = new Finalizer({ repo, store, ffmpeg, parts, concurrency: config.recordingFinalizeConcurrency, logger, announceReady });
   const recorder = new Recorder({
