@@ -382,7 +382,7 @@ describe('the TypeScript SDK against the stack', () => {
     await rejectsWith(c.runs.stop(created.id), ConflictError);
   });
 
-  test('when nothing answers, then reads and keyed creates are retried max_retries times and fail as APIConnectionError or APITimeoutError; creates without a key are sent once', async () => {
+  test('when nothing answers, then reads and creates are retried max_retries times and fail as APIConnectionError or APITimeoutError; each try of a create carries one Idempotency-Key (its own unless given), reads none', async () => {
     const refused = await new Promise<number>((resolve) => {
       const s = net.createServer().listen(0, '127.0.0.1', () => {
         const { port } = s.address() as net.AddressInfo;
@@ -404,10 +404,16 @@ describe('the TypeScript SDK against the stack', () => {
       const timedOut = await rejectsWith(slow.runs.list().firstPage(), APITimeoutError);
       assert.match(timedOut.message, /timed out after 300 ms — GET \/api\/v1\/agents\/browser-agent\/runs/);
       assert.equal(requests, 3, 'the first try and two retries');
-      requests = 0;
+      assert.deepEqual(idempotencyKeys, [undefined, undefined, undefined], 'a read carries no key');
+      idempotencyKeys.length = 0;
       await rejectsWith(slow.runs.create({ task: 'x' }), APITimeoutError);
-      assert.equal(requests, 1, 'a create is not repeated');
-      requests = 0;
+      await rejectsWith(slow.browsers.create(), APITimeoutError);
+      const [run, browser] = [idempotencyKeys.slice(0, 3), idempotencyKeys.slice(3)];
+      assert.equal(idempotencyKeys.length, 6, 'each create: the first try and two retries');
+      assert.match(run[0] ?? '', /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, 'a UUID of its own');
+      assert.deepEqual(run, [run[0], run[0], run[0]], 'the same key on every try of one create');
+      assert.deepEqual(browser, [browser[0], browser[0], browser[0]]);
+      assert.notEqual(browser[0], run[0], 'another create, another key');
       idempotencyKeys.length = 0;
       await rejectsWith(slow.runs.create({ task: 'x', idempotencyKey: 'order-4711' }), APITimeoutError);
       assert.deepEqual(idempotencyKeys, ['order-4711', 'order-4711', 'order-4711'], 'with an Idempotency-Key a create is retried like a read, each try with the key');
@@ -417,12 +423,39 @@ describe('the TypeScript SDK against the stack', () => {
     }
   });
 
-  test('when the gateway dies and comes back, then a read rides over it (retried after the first connection error) and a create fails at once', async () => {
+  test('when the answer to a create is lost, then the SDK tries again with the same Idempotency-Key and gets the run the first try made; no second run is made', async () => {
+    const task = `Answer lost on the way ${Date.now()}`;
+    let first: { id?: string } | undefined;
+    let replayed: string | null = null;
+    const losing: Fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      if (init?.method !== 'POST') return res;
+      if (!first) {
+        first = (await res.json()) as { id?: string };
+        throw new TypeError('fetch failed: the connection was cut'); // the run was made; its answer never came
+      }
+      replayed = res.headers.get('idempotent-replayed');
+      return res;
+    };
+    const created = await client({ fetch: losing }).runs.create({ task, model: 'builtin' });
+    assert.ok(first?.id);
+    assert.equal(created.id, first.id);
+    assert.equal(replayed, 'true', 'the retry got the first answer back');
+    const c = client();
+    const same: string[] = [];
+    for await (const r of c.runs.list({ limit: 200 })) if (r.task === task) same.push(r.id);
+    assert.deepEqual(same, [first.id], 'one run');
+    await c.runs.wait(first.id, { timeoutMs: 60_000 }).catch(() => undefined); // ended before the next test kills the gateway
+  });
+
+  test('when the gateway dies and comes back, then a read rides over it (retried after the first connection error); a create meanwhile is retried under one key, then fails', async () => {
     await h.fixture.stack.kill('gateway');
-    let attempts = 0;
-    const counting: Fetch = (input, init) => (attempts++, fetch(input, init));
-    await rejectsWith(client({ fetch: counting }).runs.create({ task: 'x' }), APIConnectionError);
-    assert.equal(attempts, 1);
+    const keys: (string | null)[] = [];
+    const counting: Fetch = (input, init) => (keys.push(new Headers(init?.headers).get('idempotency-key')), fetch(input, init));
+    await rejectsWith(client({ fetch: counting, maxRetries: 1 }).runs.create({ task: 'x' }), APIConnectionError);
+    assert.equal(keys.length, 2);
+    assert.ok(keys[0]);
+    assert.equal(keys[1], keys[0]);
 
     let failures = 0;
     let restart: Promise<void> | undefined;

@@ -829,6 +829,22 @@ test('when file-storage runs on the object store, then it is a Deployment withou
   }
 });
 
+test('when the gateway is deployed, then its CORS allow-list and per-key rate limits are set explicitly in every build, parse as the gateway parses them, allow no wildcard (and only https in production), and keep every limit on', () => {
+  const VARS = ['corsAllowedOrigins', 'rateLimitPerSecond', 'rateLimitBurst', 'rateLimitCreatesPerMinute'] as const;
+  for (const [label, dir] of BUILDS) {
+    const objects = build(dir);
+    const [c] = podSpec(component(objects, 'gateway')).containers;
+    const raw = (k: (typeof VARS)[number]) => envValue(c, gatewayConfigSpec[k].env, objects);
+    for (const k of VARS) assert.notEqual(raw(k), undefined, `${label}: ${gatewayConfigSpec[k].env} is set, not left to the code's default`);
+    const origins = gatewayConfigSpec.corsAllowedOrigins.parse(raw('corsAllowedOrigins'));
+    const [perSecond, burst, createsPerMinute] = [gatewayConfigSpec.rateLimitPerSecond.parse(raw('rateLimitPerSecond')), gatewayConfigSpec.rateLimitBurst.parse(raw('rateLimitBurst')), gatewayConfigSpec.rateLimitCreatesPerMinute.parse(raw('rateLimitCreatesPerMinute'))];
+    assert.ok(perSecond > 0 && createsPerMinute > 0, `${label}: no limit turned off (${perSecond}/s, ${createsPerMinute} creates/min)`);
+    assert.ok(burst >= perSecond, `${label}: the burst (${burst}) is at least a second's worth (${perSecond})`);
+    if (label !== 'dev') assert.deepEqual(origins.filter((o) => !o.startsWith('https://')), [], `${label}: a page served over plain http cannot hold a key safely`);
+  }
+  assert.deepEqual(gatewayConfigSpec.corsAllowedOrigins.parse(envValue(podSpec(component(build(BASE_DIR), 'gateway')).containers[0], 'CORS_ALLOWED_ORIGINS', build(BASE_DIR))), [], 'base allows no origin');
+});
+
 test('when browser-pool and live-view run several replicas, then each pod is named by its pod name, rolls without stopping the others, and production runs two of each', () => {
   const fromPod = (c: Json, v: string) => (c.env ?? []).find((e: Json) => e.name === v)?.valueFrom?.fieldRef?.fieldPath;
   for (const [label, dir] of BUILDS) {

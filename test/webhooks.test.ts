@@ -19,7 +19,7 @@ const TIMEOUT_MS = 1500;
 before(async () => {
   site = await serveSite();
   f = await startStackFixture({
-    projects: ['order', 'retry', 'crash', 'misc', 'guard'],
+    projects: ['order', 'retry', 'crash', 'misc', 'guard', 'rec', 'files'],
     env: {
       DEFAULT_MODEL: 'builtin',
       MAX_ACTIVE_BROWSERS_PER_PROJECT: '10',
@@ -38,7 +38,7 @@ after(async () => {
   await site?.close();
 });
 
-type Project = 'order' | 'retry' | 'crash' | 'misc' | 'guard';
+type Project = 'order' | 'retry' | 'crash' | 'misc' | 'guard' | 'rec' | 'files';
 const json = (p: Project, method: string, url: string, body?: unknown) =>
   f.api(url, { method, key: f.projects[p]!.key, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
 
@@ -216,6 +216,58 @@ describe('webhooks', () => {
     // A CDP token or live view link does not leave the service in an event.
     assert.deepEqual(body(hooks[1]!).data, { ...read, cdpUrl: null, liveViewUrl: null, recordingUrl: null });
     assert.equal(body(hooks[0]!).data.status, 'active');
+  });
+
+  test('when a browser stops, then a recording.ready endpoint gets the browser as GET returns it once its recording can be fetched, with a recordingUrl that downloads the MP4, signed', { timeout: 90_000 }, async () => {
+    const r = await receiver();
+    const hook = await createWebhook('rec', { url: r.url, event_types: ['recording.ready'] });
+    const created = await json('rec', 'POST', '/api/v1/browsers', {});
+    assert.equal(created.status, 201, await created.clone().text());
+    const { id } = (await created.json()) as { id: string };
+    const ready = r.seen((h) => body(h).data.id === id);
+    assert.equal((await json('rec', 'POST', `/api/v1/browsers/${id}/stop`)).status, 200);
+    const got = await ready;
+    new Webhook(hook.secret).verify(got.body, got.headers);
+    const event = body(got);
+    assert.equal(event.type, 'recording.ready');
+    assert.equal(got.headers['webhook-id'], event.id);
+    // Sent only once the recording is there: the API already hands it out.
+    const recording = await json('rec', 'GET', `/api/v1/browsers/${id}/recording`);
+    assert.equal(recording.status, 200, await recording.clone().text());
+    const read = (await (await json('rec', 'GET', `/api/v1/browsers/${id}`)).json()) as Record<string, unknown>;
+    assert.equal(read.status, 'stopped');
+    // The link is fresh on every read (its signature differs); the rest is the browser as GET returns it, without its ways in.
+    assert.deepEqual({ ...event.data, recordingUrl: read.recordingUrl }, { ...read, cdpUrl: null, liveViewUrl: null });
+    const video = await fetch(event.data.recordingUrl as string);
+    assert.equal(video.status, 200);
+    const mp4 = Buffer.from(await video.arrayBuffer());
+    assert.equal(mp4.subarray(4, 8).toString('latin1'), 'ftyp', 'the link serves an MP4');
+    const others = r.received.filter((h) => body(h).data.id === id);
+    assert.deepEqual(others.map((h) => body(h).type), ['recording.ready'], 'once, and only the type subscribed to');
+  });
+
+  test("when a run saves an output file, then a file.created endpoint gets it as the run's file list returns it, signed, and its downloadUrl serves the file", { timeout: 90_000 }, async () => {
+    const r = await receiver();
+    const hook = await createWebhook('files', { url: r.url, event_types: ['file.created'] });
+    const started = await json('files', 'POST', '/api/v1/agents/browsercode/runs', { task: "Write 'Lamp 25' to prices.txt", model: 'builtin' });
+    assert.equal(started.status, 202, await started.clone().text());
+    const runId = ((await started.json()) as { id: string }).id;
+    const got = await r.seen((h) => body(h).data.name === 'prices.txt');
+    new Webhook(hook.secret).verify(got.body, got.headers);
+    const event = body(got);
+    assert.equal(event.type, 'file.created');
+    const listed = (await (await json('files', 'GET', `/api/v1/agents/browsercode/runs/${runId}/files?kind=output`)).json()) as { items: Record<string, unknown>[] };
+    const item = listed.items.find((i) => i.id === event.data.id);
+    assert.ok(item, `the event's file ${event.data.id} is among the run's outputs: ${JSON.stringify(listed.items)}`);
+    // Its download link is signed afresh on every read; the rest is the REST item.
+    assert.deepEqual({ ...event.data, downloadUrl: item.downloadUrl }, item);
+    assert.equal(event.data.kind, 'output');
+    const file = await fetch(event.data.downloadUrl as string);
+    assert.equal(file.status, 200);
+    const saved = await file.text();
+    assert.equal(saved.trim(), 'Lamp 25');
+    assert.equal(Buffer.byteLength(saved), event.data.sizeBytes);
+    assert.deepEqual(r.received.map((h) => body(h).type), ['file.created'], 'one event, of the type subscribed to');
   });
 
   test('when a webhook URL names a private, link-local or metadata address, a service port or no http(s), then it is refused and nothing is created', async () => {

@@ -26,6 +26,7 @@ from ._base import (
     download_target,
     is_retryable_status,
     make_timeout,
+    new_idempotency_key,
     read_upload,
     read_uploads,
     resolve_api_key,
@@ -166,11 +167,16 @@ class AsyncAgentTaskService:
         ok_statuses: Sequence[int] = (),
         idempotency_key: Optional[str] = None,
     ) -> httpx.Response:
-        """One API call with the key; idempotent calls are retried on connection errors, 502, 503 and 504."""
+        """One API call with the key; idempotent calls are retried on connection errors, 502, 503 and 504.
+
+        Every POST carries an `Idempotency-Key` (the caller's, else a new one), the same on each
+        attempt: the API answers a repeat of the key with the first response, so a POST whose answer
+        was lost is retried without being done twice."""
         retry = method in ("GET", "DELETE") if retry is None else retry
         headers = {**base_headers(), KEY_HEADER: self._api_key}
+        if method == "POST" and idempotency_key is None:
+            idempotency_key = new_idempotency_key()
         if idempotency_key is not None:
-            # The API answers a repeat of the key with the first response: a POST becomes safe to retry.
             headers["Idempotency-Key"] = idempotency_key
             retry = True
         attempt = 0
@@ -258,8 +264,9 @@ class AsyncRuns(_AsyncResource):
     ) -> RunCreated:
         """Starts a run (it goes on in the background); `files` are uploaded and attached first.
 
-        With `idempotency_key` (e.g. a UUID kept with your order) the create is retried after a
-        connection error, a timeout or a 503, and the API makes one run however often it is sent."""
+        The SDK retries it after a connection error, a timeout or a 503 with one `Idempotency-Key`,
+        so the API makes one run however often it is sent; pass `idempotency_key` (e.g. a UUID kept
+        with your order) to make your own retries of the create safe too."""
         ids = list(attached_file_ids or [])
         if files:
             ids += [f.id for f in await self._client.files._upload_many(read_uploads(files), agent=agent)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import uuid
 from dataclasses import asdict
 from email.utils import parsedate_to_datetime
 from pathlib import Path
@@ -86,6 +87,12 @@ def retry_after_seconds(response: httpx.Response) -> Optional[float]:
         return max(0.0, (parsedate_to_datetime(value) - datetime.now(timezone.utc)).total_seconds())
     except (TypeError, ValueError):
         return None
+
+
+def new_idempotency_key() -> str:
+    """A fresh `Idempotency-Key` for a POST that came without one, sent on each of its attempts: the
+    API answers a repeat with the first response, so the SDK's own retries never create twice."""
+    return str(uuid.uuid4())
 
 
 def is_retryable_status(status: int) -> bool:

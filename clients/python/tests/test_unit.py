@@ -101,18 +101,12 @@ def test_429_is_a_rate_limit_error_with_retry_after_and_is_not_retried() -> None
 CREATED = {"id": "run_1", "status": "queued", "agent": "browser-agent", "sessionId": "ses_1", "workspaceId": None, "stepsUrl": "/s", "eventsUrl": "/e", "missingFileIds": []}
 
 
-def test_a_create_with_an_idempotency_key_is_retried_with_the_same_key_and_one_without_is_sent_once(no_backoff: List[float]) -> None:
+def test_a_create_with_an_idempotency_key_is_retried_with_the_same_key(no_backoff: List[float]) -> None:
     seen: List[httpx.Request] = []
     client = sync_client([refuse, reply(503, {"detail": "Service unavailable, try again shortly"}), reply(202, CREATED)], seen)
     created = client.runs.create("Find the price", idempotency_key="order-4711")
     assert created.id == "run_1"
     assert [r.headers.get("idempotency-key") for r in seen] == ["order-4711"] * 3, "every attempt carries the key"
-
-    once: List[httpx.Request] = []
-    plain = sync_client([refuse], once)
-    with pytest.raises(APIConnectionError):
-        plain.runs.create("Find the price")
-    assert len(once) == 1 and "idempotency-key" not in once[0].headers, "without a key a create may not be repeated"
 
     async def run_async() -> List[httpx.Request]:
         got: List[httpx.Request] = []
@@ -122,6 +116,31 @@ def test_a_create_with_an_idempotency_key_is_retried_with_the_same_key_and_one_w
         return got
 
     assert [r.headers.get("idempotency-key") for r in asyncio.run(run_async())] == ["order-4712"] * 2
+
+
+def test_a_create_without_a_key_gets_one_of_its_own_kept_across_its_retries_and_new_for_the_next_create(no_backoff: List[float]) -> None:
+    seen: List[httpx.Request] = []
+    client = sync_client([refuse, reply(503, {"detail": "Service unavailable, try again shortly"}), reply(202, CREATED), reply(201, {"id": "wsp_1", "name": "w", "createdAt": "2026-01-02T03:04:05Z", "updatedAt": "2026-01-02T03:04:05Z"})], seen)
+    assert client.runs.create("Find the price").id == "run_1"
+    keys = [r.headers.get("idempotency-key") for r in seen]
+    assert len(keys) == 3 and keys[0] and len(set(keys)) == 1, f"one key on every attempt: {keys}"
+    client.workspaces.create(name="w")
+    assert seen[3].url.path == "/api/v1/agent-workspaces"
+    assert seen[3].headers.get("idempotency-key") not in (None, keys[0]), "each create its own key"
+    reads: List[httpx.Request] = []
+    sync_client([reply(200, RUN)], reads).runs.get("run_1")
+    assert "idempotency-key" not in reads[0].headers, "a read carries none"
+
+    async def run_async() -> List[httpx.Request]:
+        got: List[httpx.Request] = []
+        transport = httpx.AsyncClient(transport=mock([refuse, reply(429, {"detail": "Too many active browsers"}, {"retry-after": "1"})], got))
+        async with AsyncAgentTaskService(api_key=KEY, base_url="http://ats.test", http_client=transport) as aclient:
+            with pytest.raises(RateLimitError):
+                await aclient.browsers.create()
+        return got
+
+    got = asyncio.run(run_async())
+    assert len(got) == 2 and got[0].headers.get("idempotency-key") and got[0].headers.get("idempotency-key") == got[1].headers.get("idempotency-key")
 
 
 def test_500_is_an_internal_server_error_carrying_the_request_id() -> None:
@@ -141,7 +160,7 @@ def test_a_503_on_an_idempotent_call_is_retried_with_growing_backoff(no_backoff:
     assert 0.25 <= no_backoff[0] <= 0.5 and 0.5 <= no_backoff[1] <= 1.0
 
 
-def test_a_503_past_max_retries_is_raised_and_a_post_create_is_never_retried() -> None:
+def test_a_503_past_max_retries_is_raised_and_a_create_is_retried_as_often_under_one_idempotency_key() -> None:
     seen: List[httpx.Request] = []
     client = sync_client([reply(503, {"detail": "run unavailable"})], seen, max_retries=3)
     with pytest.raises(InternalServerError) as caught:
@@ -150,7 +169,8 @@ def test_a_503_past_max_retries_is_raised_and_a_post_create_is_never_retried() -
     seen.clear()
     with pytest.raises(InternalServerError):
         client.runs.create("task")
-    assert len(seen) == 1, "creating twice is not safe: no retry"
+    assert len(seen) == 4, "the key makes creating again safe: retried like a read"
+    assert len({r.headers["idempotency-key"] for r in seen}) == 1
 
 
 def test_connection_errors_are_retried_then_raised_without_the_key() -> None:
@@ -163,14 +183,14 @@ def test_connection_errors_are_retried_then_raised_without_the_key() -> None:
     assert KEY not in str(caught.value) and KEY not in repr(caught.value)
 
 
-def test_a_stop_is_retried_but_a_browser_create_is_not() -> None:
+def test_a_stop_and_a_browser_create_are_retried_after_a_connection_error() -> None:
     seen: List[httpx.Request] = []
     client = sync_client([refuse, reply(200, RUN)], seen)
     assert client.runs.stop("run_1").id == "run_1" and len(seen) == 2
     seen.clear()
     with pytest.raises(APIConnectionError):
         sync_client([refuse], seen).browsers.create()
-    assert len(seen) == 1
+    assert len(seen) == 3 and len({r.headers["idempotency-key"] for r in seen}) == 1
 
 
 def test_other_statuses_map_to_their_classes() -> None:

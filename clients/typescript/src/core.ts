@@ -45,7 +45,7 @@ type QueryValue = string | number | boolean | undefined | null;
 interface CallOptions extends RequestOptions {
   query?: Record<string, QueryValue>;
   body?: unknown;
-  /** GET, DELETE and stops: safe to send again after a connection error or a 503. */
+  /** GET, DELETE and stops: safe to send again after a connection error or a 503 (every POST is, by its Idempotency-Key). */
   idempotent?: boolean;
   headers?: Record<string, string>;
 }
@@ -55,6 +55,20 @@ const DEFAULT_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_RETRIES = 2;
 /** Replies worth another try of an idempotent call: a service unavailable (503) or late (504) behind the gateway. */
 const RETRIED_STATUSES = new Set([503, 504]);
+
+/**
+ * A fresh `Idempotency-Key` for a POST that came without one, sent on each of its attempts: the
+ * API answers a repeat with the first response, so the SDK's own retries never create twice.
+ * (A page served over plain http has no `crypto.randomUUID`, only `getRandomValues`.)
+ */
+export function newIdempotencyKey(): string {
+  const c = globalThis.crypto;
+  if (typeof c.randomUUID === 'function') return c.randomUUID();
+  const hex = Array.from(c.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+const hasHeader = (headers: Record<string, string> | undefined, name: string) => Object.keys(headers ?? {}).some((h) => h.toLowerCase() === name);
 
 /** The environment in Node; nothing in a browser (no `process` there). */
 function env(name: string): string | undefined {
@@ -169,6 +183,11 @@ export class Core {
   async request<T>(method: string, path: string, options: CallOptions = {}): Promise<T> {
     const url = this.url(path, options.query);
     const headers: Record<string, string> = { Accept: 'application/json', 'X-Service-API-Key': this.#apiKey, ...options.headers };
+    if (method === 'POST') {
+      // One key for every attempt of this call (the caller's, else a new one): retrying it is safe.
+      if (!hasHeader(options.headers, 'idempotency-key')) headers['Idempotency-Key'] = newIdempotencyKey();
+      options = { ...options, idempotent: true };
+    }
     let body: string | undefined;
     if (options.body !== undefined) {
       headers['Content-Type'] = 'application/json';

@@ -47,7 +47,7 @@ runMain('browser-pool', async () => {
   const outbox: BrowserChangeHook = (trx, b, change) =>
     recordOutboxEvent(trx, { projectId: b.projectId, type: change, orderingKey: b.id, data: browserResource(browserMessage(b)) });
   const browsers = new BrowserRepository(db.knex, db.driver, outbox);
-  const relay = startWebhookRelay({ service: 'browser-pool', knex: db.knex, webhooksAddr: config.webhooksAddr, outboxPollMs: config.outboxPollMs, grpcDeadlineMs: config.grpcDeadlineMs, token, logger });
+  const relay = startWebhookRelay({ service: 'browser-pool', knex: db.knex, driver: db.driver, webhooksAddr: config.webhooksAddr, outboxPollMs: config.outboxPollMs, grpcDeadlineMs: config.grpcDeadlineMs, token, logger });
   const profiles = new Profiles({ repo: new ProfileRepository(db.knex), maxStateBytes: config.profileStateMaxBytes, logger });
   const store = fileStorageDownloadStore(config.fileStorageAddr, config.grpcDeadlineMs, token);
   // A create does not wait long for its live view link: one not minted in time is minted right after (see remintUntilMinted).

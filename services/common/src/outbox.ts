@@ -58,6 +58,12 @@ export async function recordOutboxEvent(trx: Knex | Knex.Transaction, e: OutboxE
 
 export interface OutboxRelayOptions {
   knex: Knex;
+  /**
+   * 'pg': replicas may share the table, so a pass sends under an advisory lock held by its
+   * transaction. 'pglite': one process on one connection, so no lock and no transaction: one held
+   * open across the send would stall every query of the service while the webhooks service is slow.
+   */
+  driver: 'pg' | 'pglite';
   /** Names the lock that lets one relay of the service's replicas send at a time (so order holds). */
   service: string;
   /** Hands events to the webhooks service; resolves once it stored them. */
@@ -87,18 +93,25 @@ export class OutboxRelay {
   async #pass(): Promise<void> {
     const batch = this.#o.batch ?? 100;
     for (;;) {
-      const sent = await this.#o.knex.transaction(async (trx) => {
-        // One sender per service: two replicas sending batches side by side could swap a run's events.
-        const lock = await trx.raw('select pg_try_advisory_xact_lock(hashtext(?)) as ok', [`ats.webhook-outbox.${this.#o.service}`]);
-        if (!lock.rows[0]?.ok) return 0;
-        const rows = await trx(TABLE).orderBy('seq').limit(batch);
-        if (!rows.length) return 0;
-        await this.#o.send(rows.map(toRecorded));
-        await trx(TABLE).whereIn('seq', rows.map((r) => r.seq)).del();
-        return rows.length;
-      });
+      const sent =
+        this.#o.driver === 'pglite'
+          ? await this.#sendOldest(this.#o.knex, batch)
+          : await this.#o.knex.transaction(async (trx) => {
+              // One sender per service: two replicas sending batches side by side could swap a run's events.
+              const lock = await trx.raw('select pg_try_advisory_xact_lock(hashtext(?)) as ok', [`ats.webhook-outbox.${this.#o.service}`]);
+              return lock.rows[0]?.ok ? this.#sendOldest(trx, batch) : 0;
+            });
       if (sent < batch) return;
     }
+  }
+
+  /** Sends the oldest rows and deletes them once the webhooks service took them; how many it sent. */
+  async #sendOldest(k: Knex | Knex.Transaction, batch: number): Promise<number> {
+    const rows = await k(TABLE).orderBy('seq').limit(batch);
+    if (!rows.length) return 0;
+    await this.#o.send(rows.map(toRecorded));
+    await k(TABLE).whereIn('seq', rows.map((r) => r.seq)).del();
+    return rows.length;
   }
 
   async stop(): Promise<void> {

@@ -36,7 +36,7 @@ runMain('file-storage', async () => {
       data: fileResource({ ...f, id: f.fileId, kind: FileKind.FILE_KIND_OUTPUT, agent: agentEnum(f.agent), downloadUrl: files.fileDownloadUrl(f), uploaded: true, workspaceId: undefined }),
     }),
   );
-  const relay = startWebhookRelay({ service: 'file-storage', knex: db.knex, webhooksAddr: config.webhooksAddr, outboxPollMs: config.outboxPollMs, grpcDeadlineMs: config.grpcDeadlineMs, token, logger });
+  const relay = startWebhookRelay({ service: 'file-storage', knex: db.knex, driver: db.driver, webhooksAddr: config.webhooksAddr, outboxPollMs: config.outboxPollMs, grpcDeadlineMs: config.grpcDeadlineMs, token, logger });
   const files: FileStorage = new FileStorage({
     repo,
     store,

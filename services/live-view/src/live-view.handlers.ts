@@ -5,7 +5,7 @@ import type { Signer } from '../../common/src/signing.js';
 import { LiveViewMode, RecordingState, type LiveViewServiceService } from '../../../gen/ats/liveview/v1/live_view.js';
 import { liveViewUrl, mintLiveViewToken } from './live-view-token.js';
 import type { RecordingStateName, RecordingStatus } from './recording.repository.js';
-import type { RecordingStore } from './recording-store.js';
+import { recordingFileName, type RecordingStore } from './recording-store.js';
 
 /** What GetRecording needs from the recorder. */
 export interface RecordingLookup {
@@ -54,7 +54,7 @@ export function liveViewHandlers(deps: LiveViewHandlerDeps): Handlers<typeof Liv
       const row = await deps.recordings.status(req.projectId, req.browserId, deps.recordingEnabled);
       const state = row ? STATES[row.state] : RecordingState.RECORDING_STATE_NONE;
       if (state !== RecordingState.RECORDING_STATE_READY) return { state };
-      const link = await deps.store.link(req.projectId, row!.objectKey!, deps.recordingUrlTtlSeconds, `recording-${req.browserId}.mp4`);
+      const link = await deps.store.link(req.projectId, row!.objectKey!, deps.recordingUrlTtlSeconds, recordingFileName(req.browserId));
       return { state, url: link.url, expiresAt: link.expiresAt };
     },
   };

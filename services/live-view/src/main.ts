@@ -1,4 +1,4 @@
-/** Composition root of the live-view service: config → database → bus → recorder → HTTP edge + gRPC → signals. */
+/** Composition root of the live-view service: config → database → bus → webhook relay → recorder → HTTP edge + gRPC → signals. */
 import { connectBus } from '../../common/src/bus.js';
 import { openDatabase } from '../../common/src/db.js';
 import { loadInternalToken } from '../../common/src/internal-token.js';
@@ -18,7 +18,9 @@ import { RecordingRepository, migrations } from './recording.repository.js';
 import { Finalizer } from './recording-finalizer.js';
 import { RecordingLeases } from './recording-leases.js';
 import { createRecordingStore } from './recording-store.js';
+import { recordingReadyAnnouncer } from './recording-events.js';
 import { createLiveViewServer } from './server.js';
+import { startWebhookRelay } from '../../webhooks/src/client/outbox-sink.js';
 import { ViewerHub } from './viewer-hub.js';
 
 runMain('live-view', async () => {
@@ -45,7 +47,9 @@ runMain('live-view', async () => {
   };
   const leases = new RecordingLeases({ repo, instanceId: config.instanceId, leaseMs: config.recordingLeaseMs, renewMs: config.recordingRenewMs, logger });
   const parts = new PartStore({ repo, store, ffmpeg, holder: leases.holder, dir: scratchDir(config.recordingDir, config.instanceId), logger });
-  const finalizer = new Finalizer({ repo, store, ffmpeg, parts, concurrency: config.recordingFinalizeConcurrency, logger });
+  const relay = startWebhookRelay({ service: 'live-view', knex: db.knex, driver: db.driver, webhooksAddr: config.webhooksAddr, outboxPollMs: config.outboxPollMs, grpcDeadlineMs: config.grpcDeadlineMs, token, logger });
+  const announceReady = recordingReadyAnnouncer({ pool, store, recordingUrlTtlSeconds: config.recordingUrlTtlSeconds, logger });
+  const finalizer = new Finalizer({ repo, store, ffmpeg, parts, concurrency: config.recordingFinalizeConcurrency, logger, announceReady });
   const recorder = new Recorder({
     repo,
     source: pool,
@@ -102,6 +106,7 @@ runMain('live-view', async () => {
       { name: 'leases', stop: () => leases.stop() },
       { name: 'ffmpeg', stop: () => (ffmpeg.stop(), childHost.close()) },
       { name: 'clients', stop: () => (pool.close(), store.close()) },
+      { name: 'webhook-relay', stop: () => relay.stop() },
       { name: 'nats', stop: () => bus.stop() },
       { name: 'database', stop: () => db.stop() },
     ],

@@ -1,7 +1,8 @@
 /**
  * Turns a stopped browser's parts into its MP4: gather them (those written here from scratch,
  * the others from object storage), join them (no re-encoding, index up front), store the file in
- * file-storage, then mark the recording ready and delete the parts. Only the lease's holder does
+ * file-storage, then mark the recording ready (with its `recording.ready` webhook event, in one
+ * transaction) and delete the parts. Only the lease's holder does
  * it, and each step can be repeated, so a crash anywhere leads to the same result once the lease
  * is taken over; the row only says `ready` once the MP4 is stored. A few at a time; failures are
  * retried with backoff.
@@ -10,7 +11,7 @@ import path from 'node:path';
 import type { Logger } from '../../common/src/logger.js';
 import type { Ffmpeg } from './ffmpeg.js';
 import type { PartStore } from './part-store.js';
-import type { RecordingRepository } from './recording.repository.js';
+import type { ReadyWrite, RecordingRepository, RecordingRow } from './recording.repository.js';
 import { recordingKey, type RecordingStore } from './recording-store.js';
 
 export interface FinalizerOptions {
@@ -21,6 +22,11 @@ export interface FinalizerOptions {
   parts: PartStore;
   concurrency: number;
   logger: Logger;
+  /**
+   * Prepares the `recording.ready` event of a recording stored at `objectKey` (undefined: none),
+   * written in the transaction that marks it ready. A failure is a failed attempt, retried.
+   */
+  announceReady?: (row: RecordingRow, objectKey: string) => Promise<ReadyWrite | undefined>;
   maxAttempts?: number;
   retryBaseMs?: number;
 }
@@ -106,7 +112,8 @@ export class Finalizer {
     const durationMs = await this.#o.ffmpeg.durationMs(out);
     const key = recordingKey(browserId);
     const { sizeBytes } = await this.#o.store.put(row.projectId, key, out);
-    if (!(await repo.markReady(holder, browserId, { objectKey: key, sizeBytes, durationMs }))) {
+    const event = await this.#o.announceReady?.(row, key);
+    if (!(await repo.markReady(holder, browserId, { objectKey: key, sizeBytes, durationMs }, event))) {
       this.#o.logger.warn({ browserId }, 'recording taken over while it was being stored; its holder finishes it');
       return;
     }

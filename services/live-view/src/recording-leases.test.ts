@@ -16,6 +16,7 @@ import { Ffmpeg } from './ffmpeg.js';
 import { PartStore, scratchDir } from './part-store.js';
 import type { FrameSource } from './pool-client.js';
 import { Recorder } from './recorder.js';
+import { recordOutboxEvent } from '../../common/src/outbox.js';
 import { RecordingRepository, migrations, type Holder } from './recording.repository.js';
 import { Finalizer } from './recording-finalizer.js';
 import { DuplicateInstanceError, RecordingLeases, type LeaseListener } from './recording-leases.js';
@@ -73,6 +74,30 @@ for (const driver of await drivers()) {
       assert.equal(await repo.partStored(a, 'brw_l1', 1, { durationMs: 1, sizeBytes: 1 }), false);
       assert.equal(await repo.markStopped(winner, 'brw_l1', 5), true);
       assert.equal((await repo.get('brw_l1'))?.state, 'finalizing');
+    });
+
+    test('when a recording is marked ready, then its recording.ready event commits with it: a failing event write leaves it finalizing, and a holder taken over writes neither', async () => {
+      const { repo, clock } = clocked(db, Date.parse('2026-01-01T00:00:00Z'));
+      const a = holder('lv-ready');
+      await repo.claim(recording('brw_r1'), a, LEASE);
+      assert.equal(await repo.markStopped(a, 'brw_r1', 5), true);
+      const outbox = () => db.knex('webhook_outbox').where({ ordering_key: 'brw_r1' }).select('type', 'data');
+      const event = (trx: Parameters<typeof recordOutboxEvent>[0]) => recordOutboxEvent(trx, { projectId: 'prj_1', type: 'recording.ready', orderingKey: 'brw_r1', data: { id: 'brw_r1' } });
+      const stored = { objectKey: 'recordings/brw_r1.mp4', sizeBytes: 10, durationMs: 100 };
+
+      await assert.rejects(repo.markReady(a, 'brw_r1', stored, async (trx) => (await event(trx), Promise.reject(new Error('outbox unavailable')))), /outbox unavailable/);
+      assert.equal((await repo.get('brw_r1'))?.state, 'finalizing', 'not fetchable without its event');
+      assert.deepEqual(await outbox(), []);
+
+      clock.ms += LEASE + 1;
+      const b = holder('lv-ready-b');
+      assert.ok(await repo.takeOver('brw_r1', b, LEASE));
+      assert.equal(await repo.markReady(a, 'brw_r1', stored, event), false, 'the old holder is fenced out');
+      assert.deepEqual(await outbox(), []);
+
+      assert.equal(await repo.markReady(b, 'brw_r1', stored, event), true);
+      assert.equal((await repo.get('brw_r1'))?.state, 'ready');
+      assert.deepEqual(await outbox(), [{ type: 'recording.ready', data: '{"id":"brw_r1"}' }]);
     });
 
     test('when a holder stops cleanly, then its recordings can be taken over at once', async () => {

@@ -28,6 +28,11 @@ export function recordingKey(browserId: string): string {
   return `recordings/${browserId}.mp4`;
 }
 
+/** The name a recording is downloaded as. */
+export function recordingFileName(browserId: string): string {
+  return `recording-${browserId}.mp4`;
+}
+
 /** A part of a recording in progress; the writer's nonce keeps a fenced-out writer from overwriting its successor's part. */
 export function partKey(browserId: string, seq: number, nonce: string): string {
   return `recordings/parts/${browserId}/${String(seq).padStart(5, '0')}-${nonce}.ts`;

@@ -17,6 +17,7 @@
  * process started with the same id is refused and scratch left by long-dead instances can go.
  */
 import type { Knex, Migration } from '../../common/src/db.js';
+import { outboxMigration } from '../../common/src/outbox.js';
 
 export const migrations: Migration[] = [
   {
@@ -78,7 +79,12 @@ export const migrations: Migration[] = [
       });
     },
   },
+  // recording.ready is written there in the transaction that marks a recording ready.
+  outboxMigration('20261202000000_webhook_outbox'),
 ];
+
+/** What marking a recording ready also writes in its transaction (its webhook event). */
+export type ReadyWrite = (trx: Knex.Transaction) => Promise<void>;
 
 export type RecordingStateName = 'recording' | 'finalizing' | 'ready' | 'empty' | 'failed';
 
@@ -310,12 +316,20 @@ export class RecordingRepository {
     return rows.length > 0;
   }
 
-  /** `finalizing` → `ready`; false when `holder` no longer holds it. */
-  async markReady(holder: Holder, browserId: string, v: { objectKey: string; sizeBytes: number; durationMs: number }): Promise<boolean> {
-    const rows = await this.#knex('recordings')
-      .where({ browser_id: browserId, state: 'finalizing', ...this.#heldBy(holder) })
-      .update({ state: 'ready', object_key: v.objectKey, size_bytes: v.sizeBytes, duration_ms: v.durationMs, error: null, lease_until: null, updated_at: this.#iso() }, ['browser_id']);
-    return rows.length > 0;
+  /**
+   * `finalizing` → `ready`, and `also` (the webhook event) in the same transaction, so the
+   * recording never becomes fetchable without its event, nor the event exist without it; false
+   * (and nothing written) when `holder` no longer holds it.
+   */
+  async markReady(holder: Holder, browserId: string, v: { objectKey: string; sizeBytes: number; durationMs: number }, also?: ReadyWrite): Promise<boolean> {
+    return this.#knex.transaction(async (trx) => {
+      const rows = await trx('recordings')
+        .where({ browser_id: browserId, state: 'finalizing', ...this.#heldBy(holder) })
+        .update({ state: 'ready', object_key: v.objectKey, size_bytes: v.sizeBytes, duration_ms: v.durationMs, error: null, lease_until: null, updated_at: this.#iso() }, ['browser_id']);
+      if (!rows.length) return false;
+      if (also) await also(trx);
+      return true;
+    });
   }
 
   async markEnded(holder: Holder, browserId: string, state: 'empty' | 'failed', error: string | null = null): Promise<boolean> {

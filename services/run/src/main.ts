@@ -35,7 +35,7 @@ runMain('run', async () => {
   const repo = new RunRepository(db.knex, {
     onChange: (trx, run, change) => recordOutboxEvent(trx, { projectId: run.projectId, type: change, orderingKey: run.id, data: runResource(runOut(run)) }),
   });
-  const relay = startWebhookRelay({ service: 'run', knex: db.knex, webhooksAddr: config.webhooksAddr, outboxPollMs: config.outboxPollMs, grpcDeadlineMs: config.grpcDeadlineMs, token, logger });
+  const relay = startWebhookRelay({ service: 'run', knex: db.knex, driver: db.driver, webhooksAddr: config.webhooksAddr, outboxPollMs: config.outboxPollMs, grpcDeadlineMs: config.grpcDeadlineMs, token, logger });
   const events = new RunEvents(repo, bus.nc, logger);
   const clients = createRunClients(config, token);
   const models = createModelRegistry({

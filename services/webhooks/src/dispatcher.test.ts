@@ -1,8 +1,17 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type net from 'node:net';
+import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { backoffMs, post } from './dispatcher.js';
+import { drivers, tempDir, testSchema } from '../../../test/support/infra.js';
+import { until } from '../../../test/support/until.js';
+import { openDatabase, type Database } from '../../common/src/db.js';
+import { createLogger } from '../../common/src/logger.js';
+import { backoffMs, Dispatcher, post } from './dispatcher.js';
+import { WebhookRepository, migrations } from './webhook.repository.js';
+import { Webhooks } from './webhooks.js';
+
+const logger = createLogger('test', process.env.TEST_LOG ?? 'silent');
 
 let server: http.Server;
 let base = '';
@@ -62,3 +71,76 @@ test('when attempts keep failing, then the pause doubles from the base (±20 % j
   assert.equal(backoffMs(1, 1000, 5000, () => 0), 800);
   assert.equal(backoffMs(1, 1000, 5000, () => 1), 1200);
 });
+
+for (const driver of await drivers()) {
+  describe(`an endpoint that keeps failing, on ${driver.name}`, () => {
+    let db: Database;
+    let receiver: http.Server;
+    let url = '';
+    let status = 503;
+    const attempts: number[] = [];
+    const dataDir = tempDir('webhooks-disable');
+    before(async () => {
+      db = await openDatabase({ service: 'webhooks', dataDir, databaseUrl: driver.databaseUrl, schema: testSchema(), migrations });
+      receiver = http.createServer((req, res) => {
+        req.resume();
+        attempts.push(Date.now());
+        res.writeHead(status).end();
+      });
+      await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+      url = `http://127.0.0.1:${(receiver.address() as net.AddressInfo).port}/hook`;
+    });
+    after(async () => {
+      receiver.closeAllConnections();
+      receiver.close();
+      if (db.schema) await db.knex.raw(`drop schema "${db.schema}" cascade`);
+      await db.stop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    });
+
+    test('when every attempt fails for WEBHOOK_DISABLE_AFTER_MS, then the endpoint is disabled with a note saying since when, and nothing more is sent to it; before that it is retried', async () => {
+      const DISABLE_AFTER_MS = 800;
+      const repo = new WebhookRepository(db.knex);
+      const webhooks = new Webhooks({ repo, policy, onDeliveries: () => dispatcher.wake() });
+      const dispatcher = new Dispatcher({ repo, logger, policy, timeoutMs: 1000, retryBaseMs: 50, retryMaxMs: 100, retryWindowMs: 60_000, disableAfterMs: DISABLE_AFTER_MS, pollMs: 20, concurrency: 2 });
+      const { endpoint } = await webhooks.create('prj_fail', { url, eventTypes: [], description: '', enabled: true });
+      dispatcher.start();
+      try {
+        await webhooks.record([{ id: 'evt_fail1', projectId: 'prj_fail', type: 'run.queued', orderingKey: 'run_1', sequence: 1, createdAt: new Date().toISOString(), dataJson: '{"id":"run_1"}' }]);
+        const disabled = await until(async () => {
+          const e = await webhooks.get('prj_fail', endpoint.id);
+          return !e.enabled && e;
+        }, { what: 'the endpoint disabled', timeoutMs: 15_000 });
+        const seenDisabledAt = Date.now();
+        const first = attempts[0]!;
+        assert.ok(attempts.length >= 3, `retried before it was disabled (${attempts.length} attempts)`);
+        const since = /^Every delivery failed since (\S+)$/.exec(disabled.disabledReason ?? '');
+        assert.ok(since, disabled.disabledReason ?? 'no note');
+        assert.ok(Math.abs(Date.parse(since[1]!) - first) < 500, `since its first failed attempt: ${since[1]} vs ${new Date(first).toISOString()}`);
+        assert.ok(seenDisabledAt - Date.parse(since[1]!) >= DISABLE_AFTER_MS, 'not before the failing streak lasted its time');
+        assert.ok(disabled.disabledAt);
+        const seen = attempts.length;
+        const [d] = (await webhooks.deliveries('prj_fail', endpoint.id, 10, '')).items;
+        assert.equal(d!.status, 'pending', 'its delivery waits for the endpoint to be enabled again');
+        assert.equal(d!.lastStatusCode, 503);
+        // A disabled endpoint gets nothing: another event and several polls later, still no request.
+        await webhooks.record([{ id: 'evt_fail2', projectId: 'prj_fail', type: 'run.started', orderingKey: 'run_1', sequence: 2, createdAt: new Date().toISOString(), dataJson: '{"id":"run_1"}' }]);
+        await dispatcher.stop();
+        assert.equal(attempts.length, seen);
+
+        status = 200;
+        const enabled = await webhooks.update('prj_fail', endpoint.id, { enabled: true });
+        assert.equal(enabled.disabledReason, null, 'enabling it clears the note');
+        const again = new Dispatcher({ repo, logger, policy, timeoutMs: 1000, retryBaseMs: 50, retryMaxMs: 100, retryWindowMs: 60_000, disableAfterMs: DISABLE_AFTER_MS, pollMs: 20, concurrency: 2 });
+        again.start();
+        try {
+          await until(async () => (await webhooks.deliveries('prj_fail', endpoint.id, 10, '')).items.every((x) => x.status === 'succeeded'), { what: 'both delivered once enabled' });
+        } finally {
+          await again.stop();
+        }
+      } finally {
+        await dispatcher.stop();
+      }
+    });
+  });
+}

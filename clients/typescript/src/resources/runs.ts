@@ -21,8 +21,9 @@ export type CreateRunOptions = CamelKeys<CreateRunRequest> &
     /** Files to upload first and attach to the run (added to `attachedFileIds`): paths in Node, `File`s, or `{name, content}`. */
     files?: FileInput[];
     /**
-     * An `Idempotency-Key` (e.g. a UUID kept with your order): the create is then retried after a
-     * connection error, a timeout or a 503, and the API makes one run however often it is sent.
+     * An `Idempotency-Key` (e.g. a UUID kept with your order), to make your own retries of the
+     * create safe too. Without it the SDK sends one of its own, the same on each of its retries
+     * (after a connection error, a timeout or a 503), so the API makes one run however often it is sent.
      */
     idempotencyKey?: string;
   };
@@ -81,8 +82,8 @@ export class Runs {
       attachedFileIds = [...(attachedFileIds ?? []), ...uploaded.map((f) => f.id)];
     }
     const body = toSnake({ ...request, attachedFileIds }) as CreateRunRequest;
-    // The API answers a repeat of the key with the first response: the POST becomes safe to retry.
-    const keyed = idempotencyKey === undefined ? {} : { headers: { 'Idempotency-Key': idempotencyKey }, idempotent: true };
+    // Without one, the core sends a key of its own (the same on each of its retries).
+    const keyed = idempotencyKey === undefined ? {} : { headers: { 'Idempotency-Key': idempotencyKey } };
     return this.#core.request<RunCreated>('POST', `${agentPath({ agent })}/runs`, { ...req, ...keyed, body });
   }
 

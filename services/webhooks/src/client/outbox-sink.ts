@@ -6,10 +6,11 @@ import { OutboxRelay } from '../../../common/src/outbox.js';
 import { WebhooksServiceService } from '../../../../gen/ats/webhooks/v1/webhooks.js';
 
 /** Starts the relay of `service`'s outbox to the webhooks service at `webhooksAddr`; stop it before the database. */
-export function startWebhookRelay(o: { service: string; knex: Knex; webhooksAddr: string; outboxPollMs: number; grpcDeadlineMs: number; token: InternalToken; logger: Logger }): { stop(): Promise<void> } {
+export function startWebhookRelay(o: { service: string; knex: Knex; driver: 'pg' | 'pglite'; webhooksAddr: string; outboxPollMs: number; grpcDeadlineMs: number; token: InternalToken; logger: Logger }): { stop(): Promise<void> } {
   const client = createServiceClient(WebhooksServiceService, o.webhooksAddr, o.grpcDeadlineMs, o.token);
   const relay = new OutboxRelay({
     knex: o.knex,
+    driver: o.driver,
     service: o.service,
     logger: o.logger,
     pollMs: o.outboxPollMs,
