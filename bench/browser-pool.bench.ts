@@ -156,11 +156,12 @@ async function measurePool(warmSize: number, o: BrowserPoolBenchOptions, site: F
 }
 
 /** One browser launched and prepared in-process, as the pool does it. */
-function launchOne(dir: string, i: number, confinement: BrowserConfinement): Promise<LiveBrowser> {
+function launchOne(dir: string, i: number, confinement: BrowserConfinement, stealth = true): Promise<LiveBrowser> {
   return LiveBrowser.launch({
     executable: '/usr/bin/chromium',
     rootDir: dir,
     id: `brw_bench${i}`,
+    stealth,
     width: 1280,
     height: 800,
     confinement,

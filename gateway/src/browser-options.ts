@@ -6,14 +6,26 @@ import { RequestValidationError } from './validation.js';
 export interface BrowserOptions {
   profileId?: string | undefined;
   proxyCountryCode?: string | undefined;
+  timezone?: string | undefined;
+}
+
+let timezones: Set<string> | undefined;
+/** True for an IANA time zone name this runtime (and so the browser's ICU) knows. */
+function knownTimezone(name: string): boolean {
+  timezones ??= new Set([...Intl.supportedValuesOf('timeZone'), 'UTC', 'Etc/UTC']);
+  return timezones.has(name);
 }
 
 /**
  * Refuses an unknown, foreign or deleted profile (404 "Profile not found", from the pool) and a
- * proxy country with no configured proxy (422 at `proxyLoc`). With `poolDown: 'allow'` an
+ * proxy country with no configured proxy (422 at `proxyLoc`) and a timezone that is no IANA name (422 beside it). With `poolDown: 'allow'` an
  * unreachable pool lets the request through: a run's browser starts later, and the pool checks then.
  */
 export async function checkBrowserOptions(ctx: RouteContext, o: BrowserOptions, proxyLoc: (string | number)[], poolDown: 'allow' | 'refuse'): Promise<void> {
+  if (o.timezone !== undefined && !knownTimezone(o.timezone)) {
+    // A run's browser starts later: an unknown zone must be refused now, not fail the run then.
+    throw new RequestValidationError([{ type: 'value_error', loc: [...proxyLoc.slice(0, -1), 'timezone'], msg: 'Value error, timezone must be an IANA time zone name such as Europe/Berlin', input: o.timezone }]);
+  }
   if (!o.profileId && !o.proxyCountryCode) return;
   let problem: string | undefined;
   try {

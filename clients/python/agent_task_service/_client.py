@@ -518,6 +518,9 @@ class Browsers(_Resource):
         screen_width: Optional[int] = None,
         screen_height: Optional[int] = None,
         timeout_minutes: Optional[int] = None,
+        stealth: Optional[bool] = None,
+        locale: Optional[str] = None,
+        timezone: Optional[str] = None,
     ) -> Browser:
         """Starts a standalone browser; as a context manager (`with … as browser`) it is stopped on exit."""
         body = compact(
@@ -526,6 +529,9 @@ class Browsers(_Resource):
             screen_width=screen_width,
             screen_height=screen_height,
             timeout_minutes=timeout_minutes,
+            stealth=stealth,
+            locale=locale,
+            timezone=timezone,
         )
         return self._client._call(Browser, "POST", api_path("browsers"), json=body)
 

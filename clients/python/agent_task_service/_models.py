@@ -375,6 +375,9 @@ class _BrowserFields:
     session_id: Optional[str]
     run_id: Optional[str]
     proxy_country_code: Optional[str]
+    stealth: bool
+    locale: Optional[str]
+    timezone: Optional[str]
     screen_width: int
     screen_height: int
     created_at: datetime
@@ -438,6 +441,9 @@ class BrowserOptions:
     screen_width: Optional[int] = None
     screen_height: Optional[int] = None
     profile_id: Optional[str] = None
+    stealth: Optional[bool] = None
+    locale: Optional[str] = None
+    timezone: Optional[str] = None
 
 
 @dataclass

@@ -77,7 +77,7 @@ export function runRoutes(): RouteDef[] {
         if (b.workspace_id !== undefined && ctx.params.agent !== 'browsercode') {
           throw new HttpError(400, 'workspace_id is only supported by the browsercode agent');
         }
-        await checkBrowserOptions(ctx, { profileId: b.browser?.profile_id, proxyCountryCode: b.browser?.proxy_country_code }, ['body', 'browser', 'proxy_country_code'], 'allow');
+        await checkBrowserOptions(ctx, { profileId: b.browser?.profile_id, proxyCountryCode: b.browser?.proxy_country_code, timezone: b.browser?.timezone }, ['body', 'browser', 'proxy_country_code'], 'allow');
         const res = await ctx.clients.run.api.createRun(
           {
             projectId: ctx.projectId,
@@ -89,6 +89,9 @@ export function runRoutes(): RouteDef[] {
               screenWidth: b.browser.screen_width,
               screenHeight: b.browser.screen_height,
               profileId: b.browser.profile_id,
+              stealth: b.browser.stealth,
+              locale: b.browser.locale,
+              timezone: b.browser.timezone,
             },
             sessionId: b.session_id,
             attachedFileIds: b.attached_file_ids ?? [],

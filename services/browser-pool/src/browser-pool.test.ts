@@ -328,6 +328,92 @@ describe('warm pool, CDP proxy and stop', () => {
   });
 });
 
+interface Detection {
+  checks: Record<string, boolean>;
+  fingerprint: { userAgent: string; hardwareConcurrency: number; languages: string[]; locale: string; timezone: string; date: string; screen: number[]; inner: number[]; outer: number[] };
+}
+
+/** What test/fixtures/site/detect.html finds in a browser's page (and, in a new tab, what that tab finds). */
+async function detect(h: Harness, row: BrowserRow, opts: { newTab?: boolean } = {}): Promise<Detection & { headers: Record<string, string> }> {
+  const b = await connect(h.pool.cdpUrlFor(row));
+  try {
+    const page = opts.newTab ? await b.newPage() : (await b.pages())[0]!;
+    const headers = JSON.parse(await (await page.goto(`${site.origin}/api/headers`))!.text()) as Record<string, string>;
+    await page.goto(`${site.origin}/detect.html`);
+    const d = await page.evaluate(() => (window as unknown as { detection: Promise<Detection> }).detection);
+    return { ...d, headers };
+  } finally {
+    await b.disconnect();
+  }
+}
+
+describe('what a browser tells pages (fingerprint, locale, timezone)', () => {
+  let h: Harness;
+  before(async () => {
+    h = await harness({ warmSize: 1 });
+    await h.pool.whenWarm();
+  });
+
+  test('when a browser is created, then it passes every automation check of the detection page, in its first tab and in a new one', async () => {
+    const row = await h.pool.create({ projectId: P });
+    assert.equal(row.stealth, true, 'stealth is the default');
+    for (const newTab of [false, true]) {
+      const d = await detect(h, row, { newTab });
+      for (const [check, ok] of Object.entries(d.checks)) assert.equal(ok, true, `${check} passes (${newTab ? 'new tab' : 'first tab'}): ${JSON.stringify(d.fingerprint)}`);
+      assert.deepEqual(d.fingerprint.inner, [1024, 700], 'the viewport is still the requested screen size');
+      assert.equal(d.fingerprint.screen[0], 1024, 'the screen is as wide as screen_width (a maximized window)');
+      assert.doesNotMatch(d.headers['user-agent']!, /headless/i, 'the UA header says Chrome');
+      assert.doesNotMatch(d.headers['sec-ch-ua'] ?? '', /headless/i, 'the client hints header says Chrome');
+    }
+    await h.pool.stop(P, row.id, 'user');
+  });
+
+  test('when a browser is created with stealth false, then it shows what headless Chromium shows', async () => {
+    const row = await h.pool.create({ projectId: P, stealth: false });
+    assert.equal(row.stealth, false);
+    const d = await detect(h, row);
+    assert.equal(d.checks.webdriver, false, 'navigator.webdriver is true');
+    assert.equal(d.checks.userAgent, false, 'the UA names HeadlessChrome');
+    await h.pool.stop(P, row.id, 'user');
+  });
+
+  test("when two browsers are created, then their fingerprints differ; one profile's browsers present the same one each time", async () => {
+    const [a, b] = [await h.pool.create({ projectId: P }), await h.pool.create({ projectId: P })];
+    const [fa, fb] = [(await detect(h, a)).fingerprint, (await detect(h, b)).fingerprint];
+    assert.notDeepEqual(fa, fb);
+    await Promise.all([h.pool.stop(P, a.id, 'user'), h.pool.stop(P, b.id, 'user')]);
+    const profile = await h.profiles.create(P, 'fp', undefined);
+    const seen: Detection['fingerprint'][] = [];
+    for (let i = 0; i < 2; i++) {
+      const row = await h.pool.create({ projectId: P, profileId: profile.id });
+      seen.push((await detect(h, row)).fingerprint);
+      await h.pool.stop(P, row.id, 'user');
+    }
+    assert.deepEqual(seen[0], seen[1]);
+  });
+
+  test('when a browser is created with a locale and a timezone, then Intl, Date, navigator and Accept-Language agree on them', async () => {
+    const row = await h.pool.create({ projectId: P, locale: 'fr-CA', timezone: 'America/Toronto' });
+    assert.equal(row.locale, 'fr-CA');
+    assert.equal(row.timezone, 'America/Toronto');
+    const d = await detect(h, row);
+    assert.equal(d.checks.languages && d.checks.timezone, true);
+    assert.deepEqual(d.fingerprint.languages, ['fr-CA', 'fr']);
+    assert.equal(d.fingerprint.locale, 'fr-CA');
+    assert.equal(d.fingerprint.timezone, 'America/Toronto');
+    assert.match(d.fingerprint.date, /^Thu Jan 15 2026 07:00:00 GMT-0500/, 'Date shows Toronto time');
+    assert.equal(d.headers['accept-language'], 'fr-CA,fr;q=0.9');
+    await h.pool.stop(P, row.id, 'user');
+  });
+
+  test('when a locale or timezone is not a real one, then the browser is refused before anything starts', async () => {
+    const before = (await h.browsers.list(P, { limit: 200 })).items.length;
+    await assert.rejects(h.pool.create({ projectId: P, timezone: 'Mars/Olympus' }), (e) => e instanceof InvalidArgumentError && /IANA/.test(e.message));
+    await assert.rejects(h.pool.create({ projectId: P, locale: 'not a locale!' }), (e) => e instanceof InvalidArgumentError && /BCP 47/.test(e.message));
+    assert.equal((await h.browsers.list(P, { limit: 200 })).items.length, before);
+  });
+});
+
 describe('shutdown', () => {
   test('when the pool stops while warm browsers are still launching, then none of them survives', async () => {
     const rootDir = path.join(dataDir, 'root-launching');
@@ -609,10 +695,10 @@ describe('frames, input and downloads', () => {
 
 describe('proxies per country', () => {
   test('when a browser asks for a country whose proxy needs credentials, then its pages load through that proxy with them', async () => {
-    const seen: { host: string | undefined; auth: string | undefined }[] = [];
+    const seen: { host: string | undefined; auth: string | undefined; lang: string | undefined }[] = [];
     // A forward proxy that wants Basic credentials and serves every host from the fixture site.
     const upstream = http.createServer((req, res) => {
-      seen.push({ host: req.headers.host, auth: req.headers['proxy-authorization'] });
+      seen.push({ host: req.headers.host, auth: req.headers['proxy-authorization'], lang: req.headers['accept-language'] });
       if (req.headers['proxy-authorization'] !== `Basic ${Buffer.from('user:s3cret').toString('base64')}`) {
         res.writeHead(407, { 'Proxy-Authenticate': 'Basic realm="test"' }).end();
         return;
@@ -633,6 +719,11 @@ describe('proxies per country', () => {
     assert.equal(await page.title(), 'Fixture home');
     assert.equal(await page.evaluate(() => [innerWidth, innerHeight].join('x')), '800x600');
     assert.ok(seen.some((s) => s.host === 'shop.example.de' && s.auth));
+    // Its locale and timezone default to the country's, and every surface agrees.
+    assert.equal(row.locale, 'de-DE');
+    assert.equal(row.timezone, 'Europe/Berlin');
+    assert.equal(seen.at(-1)!.lang, 'de-DE,de;q=0.9');
+    assert.deepEqual(await page.evaluate(() => [navigator.language, Intl.DateTimeFormat().resolvedOptions().timeZone, new Date(Date.UTC(2026, 0, 15, 12)).getHours()]), ['de-DE', 'Europe/Berlin', 13]);
     await b.disconnect();
     await h.stop();
     await new Promise<void>((r) => upstream.close(() => r()));
@@ -649,7 +740,7 @@ describe('restart after a crash', () => {
     const rows: BrowserRow[] = [];
     for (const c of launched.slice(0, 3)) {
       const timeoutAt = new Date(now + 3600_000).toISOString();
-      rows.push((await repo.insertUnderCap({ id: c.id, projectId: P, profileId: null, sessionId: null, runId: null, agent: null, screenWidth: 800, screenHeight: 600, proxyCountryCode: null, liveViewUrl: null, instanceId: 'bpi_crash', pid: c.pid, timeoutAt }, 100, new Date(now)))!);
+      rows.push((await repo.insertUnderCap({ id: c.id, projectId: P, profileId: null, sessionId: null, runId: null, agent: null, screenWidth: 800, screenHeight: 600, proxyCountryCode: null, stealth: true, locale: null, timezone: null, liveViewUrl: null, instanceId: 'bpi_crash', pid: c.pid, timeoutAt }, 100, new Date(now)))!);
     }
     const groups = new Set(chromiumUnder(rootDir).map((p) => p.pgid));
     assert.deepEqual([...groups].sort(), launched.map((c) => c.pgid).sort());

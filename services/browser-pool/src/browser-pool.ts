@@ -19,6 +19,7 @@ import type { CdpProxyBackend } from './cdp-proxy.js';
 import type { BrowserConfinement } from './confinement.js';
 import { EgressProxy } from './egress-proxy.js';
 import type { Downloads, ListedDownload } from './downloads.js';
+import { localeAndTimezone, pickHardware, type Hardware } from './identity.js';
 import { dispatchInput, type BrowserInput } from './input.js';
 import { LiveBrowser, type LiveBrowserOptions } from './live-browser.js';
 import { applyProfileState, captureProfileState } from './profile-state.js';
@@ -94,6 +95,12 @@ export interface CreateBrowserInput {
   sessionId?: string | undefined;
   runId?: string | undefined;
   agent?: AgentName | null | undefined;
+  /** Default true: the browser presents a person's browser's fingerprint (identity.ts). */
+  stealth?: boolean | undefined;
+  /** BCP 47 tag; default: the proxy country's, else en-US. */
+  locale?: string | undefined;
+  /** IANA name; default: the proxy country's, else UTC. */
+  timezone?: string | undefined;
 }
 
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
@@ -117,6 +124,8 @@ export class BrowserPool implements CdpProxyBackend {
   readonly #removals = new Set<Promise<void>>();
   readonly #warm: WarmPool;
   #cdpInternalBase: string | undefined;
+  /** The hardware the last browser without a profile presented (the next one differs). */
+  #lastHardware: Hardware | undefined;
   #reaper: NodeJS.Timeout | undefined;
   #stopped = false;
   #draining = false;
@@ -131,7 +140,7 @@ export class BrowserPool implements CdpProxyBackend {
     this.#logger = o.logger;
     this.#now = o.now ?? Date.now;
     this.#cdpInternalBase = o.cdpInternalBase;
-    this.#warm = new WarmPool({ size: o.warmSize, logger: o.logger, launch: (signal) => this.#launch(newId('brw'), o.defaultWidth, o.defaultHeight, null, signal) });
+    this.#warm = new WarmPool({ size: o.warmSize, logger: o.logger, launch: (signal) => this.#launch(newId('brw'), o.defaultWidth, o.defaultHeight, null, true, signal) });
   }
 
   /** Ports no browser may reach on this host: the configured ones and every browser's egress proxy. */
@@ -139,8 +148,9 @@ export class BrowserPool implements CdpProxyBackend {
     return new Set([...this.#o.egress.deniedLocalPorts, ...EgressProxy.livePorts]);
   }
 
-  #launchOptions(id: string, width: number, height: number, upstream: URL | undefined, signal?: AbortSignal): LiveBrowserOptions {
+  #launchOptions(id: string, width: number, height: number, upstream: URL | undefined, stealth: boolean, signal?: AbortSignal): LiveBrowserOptions {
     return {
+      stealth,
       executable: this.#o.chromium.executable,
       confinement: this.#o.chromium.confinement,
       extraArgs: this.#o.chromium.extraArgs,
@@ -157,10 +167,10 @@ export class BrowserPool implements CdpProxyBackend {
     };
   }
 
-  async #launch(id: string, width: number, height: number, proxyCountryCode: string | null, signal?: AbortSignal): Promise<LiveBrowser> {
+  async #launch(id: string, width: number, height: number, proxyCountryCode: string | null, stealth: boolean, signal?: AbortSignal): Promise<LiveBrowser> {
     if (proxyCountryCode) this.#o.proxies.check(proxyCountryCode);
     const upstream = proxyCountryCode ? this.#o.proxies.upstreamFor(proxyCountryCode) : undefined;
-    return LiveBrowser.launch(this.#launchOptions(id, width, height, upstream, signal), proxyCountryCode);
+    return LiveBrowser.launch(this.#launchOptions(id, width, height, upstream, stealth, signal), proxyCountryCode);
   }
 
   /** Reaps a crashed predecessor's browsers, then starts the warm pool and the reaper. */
@@ -202,7 +212,7 @@ export class BrowserPool implements CdpProxyBackend {
 
   // ---- create ----
 
-  #validate(input: CreateBrowserInput): { width: number; height: number; timeoutMinutes: number; proxy: string | null } {
+  #validate(input: CreateBrowserInput): { width: number; height: number; timeoutMinutes: number; proxy: string | null; stealth: boolean; locale: string; timezone: string } {
     const { screenWidth: w, screenHeight: h } = input;
     if ((w === undefined) !== (h === undefined)) throw new InvalidArgumentError('screen_width and screen_height must be given together');
     if (w !== undefined && (!Number.isInteger(w) || w < 320 || w > 3840)) throw new InvalidArgumentError('screen_width must be an integer from 320 to 3840');
@@ -214,7 +224,7 @@ export class BrowserPool implements CdpProxyBackend {
       if (!/^[a-z]{2}$/.test(cc)) throw new InvalidArgumentError('proxy_country_code must be an ISO 3166-1 alpha-2 code in lower case');
       this.#o.proxies.check(cc);
     }
-    return { width: w ?? this.#o.defaultWidth, height: h ?? this.#o.defaultHeight, timeoutMinutes: t, proxy: cc };
+    return { width: w ?? this.#o.defaultWidth, height: h ?? this.#o.defaultHeight, timeoutMinutes: t, proxy: cc, stealth: input.stealth ?? true, ...localeAndTimezone({ ...input, proxyCountryCode: cc }) };
   }
 
   /**
@@ -232,7 +242,8 @@ export class BrowserPool implements CdpProxyBackend {
     if (this.#stopped || this.#draining) throw new UnavailableError('The browser pool is shutting down');
     const v = this.#validate(input);
     const state = input.profileId ? await this.#o.profiles.state(input.projectId, input.profileId) : undefined;
-    const fitsWarm = v.proxy === null && v.width === this.#o.defaultWidth && v.height === this.#o.defaultHeight;
+    // Warm browsers are stealth ones (the default); a browser without stealth is launched as headless Chromium is.
+    const fitsWarm = v.proxy === null && v.stealth && v.width === this.#o.defaultWidth && v.height === this.#o.defaultHeight;
     let browser = fitsWarm ? this.#warm.take() : undefined;
     const warm = browser !== undefined;
     const id = browser?.id ?? newId('brw');
@@ -251,6 +262,9 @@ export class BrowserPool implements CdpProxyBackend {
           screenWidth: v.width,
           screenHeight: v.height,
           proxyCountryCode: v.proxy,
+          stealth: v.stealth,
+          locale: v.locale,
+          timezone: v.timezone,
           liveViewUrl: await this.#mintLiveView(input.projectId, id, timeoutAt),
           instanceId: this.#o.instanceId,
           pid: browser?.chromium.pid ?? null,
@@ -272,7 +286,7 @@ export class BrowserPool implements CdpProxyBackend {
     }
     if (!browser) {
       try {
-        browser = await this.#launch(id, v.width, v.height, v.proxy);
+        browser = await this.#launch(id, v.width, v.height, v.proxy, v.stealth);
       } catch (err) {
         await this.#o.browsers.delete(id);
         this.#logger.error({ err, browserId: id }, 'chromium launch failed');
@@ -296,23 +310,26 @@ export class BrowserPool implements CdpProxyBackend {
       this.#logger.warn({ browserId: id }, 'chromium exited on its own');
       this.#end(b, 'crashed').catch((err) => this.#logger.error({ err, browserId: id }, 'crashed browser not recorded as stopped'));
     });
-    if (state && input.profileId) {
-      const profileId = input.profileId;
-      try {
-        await b.serialize(async () => {
+    const hardware = v.stealth ? pickHardware(row.profileId, this.#lastHardware) : null;
+    if (hardware && !row.profileId) this.#lastHardware = hardware;
+    const profileId = input.profileId;
+    try {
+      await b.serialize(async () => {
+        await within(b.present({ hardware, locale: v.locale, timezone: v.timezone }), this.#profileTimeout, 'setting up its fingerprint');
+        if (state && profileId) {
           await within(applyProfileState(b.chromium.conn, state, this.#profileTimeout), this.#profileTimeout, 'loading the profile');
           await this.#o.profiles.markUsed(input.projectId, profileId);
-        });
-      } catch (err) {
-        this.#logger.error({ err, browserId: id }, 'profile could not be loaded');
-        this.#ending.set(id, Promise.resolve(undefined));
-        this.#active.delete(id);
-        await b.shutdown();
-        this.#trackRemoval(b);
-        this.#ending.delete(id);
-        await this.#o.browsers.delete(id);
-        throw new UnavailableError('Could not load the profile into the browser; try again', { cause: err });
-      }
+        }
+      });
+    } catch (err) {
+      this.#logger.error({ err, browserId: id }, 'browser could not be prepared (fingerprint or profile)');
+      this.#ending.set(id, Promise.resolve(undefined));
+      this.#active.delete(id);
+      await b.shutdown();
+      this.#trackRemoval(b);
+      this.#ending.delete(id);
+      await this.#o.browsers.delete(id);
+      throw new UnavailableError(state ? 'Could not load the profile into the browser; try again' : 'Could not prepare the browser; try again', { cause: err });
     }
     if (!row.liveViewUrl) void this.#remintLiveView(row).catch((err) => this.#logger.warn({ err, browserId: id }, 'live view URL not stored'));
     this.#o.events.publish('started', row);

@@ -109,6 +109,9 @@ export interface BrowserResource {
   sessionId: string | null;
   runId: string | null;
   proxyCountryCode: string | null;
+  stealth: boolean;
+  locale: string | null;
+  timezone: string | null;
   screenWidth: number;
   screenHeight: number;
   createdAt: string;
@@ -127,6 +130,9 @@ export function browserResource(b: Browser, recordingUrl: string | null = null):
     sessionId: orNull(b.sessionId),
     runId: orNull(b.runId),
     proxyCountryCode: orNull(b.proxyCountryCode),
+    stealth: b.stealth,
+    locale: orNull(b.locale),
+    timezone: orNull(b.timezone),
     screenWidth: b.screenWidth,
     screenHeight: b.screenHeight,
     createdAt: b.createdAt,

@@ -995,6 +995,12 @@ export interface components {
             sessionId: string | null;
             runId: string | null;
             proxyCountryCode: string | null;
+            /** @description Created with stealth (a person's browser's fingerprint) */
+            stealth: boolean;
+            /** @description BCP 47 locale it presents */
+            locale: string | null;
+            /** @description IANA time zone it presents */
+            timezone: string | null;
             screenWidth: number;
             screenHeight: number;
             /**
@@ -1118,6 +1124,12 @@ export interface components {
             screen_height?: number;
             /** @description Id (prefix prf_) */
             profile_id?: string;
+            /** @description Present a person's browser's fingerprint (no automation tells, a varied CPU count, stable per profile); default true. false: headless Chromium as it is */
+            stealth?: boolean;
+            /** @description BCP 47 language tag for navigator.language, Intl and Accept-Language; default: the proxy country's, else en-US */
+            locale?: string;
+            /** @description IANA time zone for Intl and Date; default: the proxy country's, else UTC */
+            timezone?: string;
         };
         AddFilesRequest: {
             files: {
@@ -1139,6 +1151,12 @@ export interface components {
             screen_height?: number;
             /** @description Hard limit; default 60 */
             timeout_minutes?: number;
+            /** @description Present a person's browser's fingerprint (no automation tells, a varied CPU count, stable per profile); default true. false: headless Chromium as it is */
+            stealth?: boolean;
+            /** @description BCP 47 language tag for navigator.language, Intl and Accept-Language; default: the proxy country's, else en-US */
+            locale?: string;
+            /** @description IANA time zone for Intl and Date; default: the proxy country's, else UTC */
+            timezone?: string;
         };
         CreateLiveViewLinkRequest: {
             /**

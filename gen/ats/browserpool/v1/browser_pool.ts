@@ -370,7 +370,17 @@ export interface Browser {
   /** Why it was stopped; unspecified while active. */
   stopReason: StopReason;
   /** Fresh presigned MP4 URL; set only by GetBrowser and only when the recording is ready. */
-  recordingUrl?: string | undefined;
+  recordingUrl?:
+    | string
+    | undefined;
+  /** Presents a person's browser's fingerprint (false when created with stealth off, or before stealth existed). */
+  stealth: boolean;
+  /** BCP 47 locale it presents (navigator.language, Intl, Accept-Language); unset for records older than the field. */
+  locale?:
+    | string
+    | undefined;
+  /** IANA timezone it presents (Intl, Date); unset for records older than the field. */
+  timezone?: string | undefined;
 }
 
 /** Tab is one page tab of a browser. */
@@ -527,6 +537,16 @@ export interface CreateBrowserRequest {
     | undefined;
   /** Agent of the session/run; unspecified for a standalone browser. */
   agent: Agent;
+  /** Present a person's browser's fingerprint; default true. */
+  stealth?:
+    | boolean
+    | undefined;
+  /** BCP 47 locale; default: the proxy country's, else en-US. */
+  locale?:
+    | string
+    | undefined;
+  /** IANA timezone; default: the proxy country's, else UTC. */
+  timezone?: string | undefined;
 }
 
 /** Response of CreateBrowser. */
@@ -852,6 +872,9 @@ function createBaseBrowser(): Browser {
     stoppedAt: undefined,
     stopReason: 0,
     recordingUrl: undefined,
+    stealth: false,
+    locale: undefined,
+    timezone: undefined,
   };
 }
 
@@ -907,6 +930,15 @@ export const Browser: MessageFns<Browser> = {
     }
     if (message.recordingUrl !== undefined) {
       writer.uint32(138).string(message.recordingUrl);
+    }
+    if (message.stealth !== false) {
+      writer.uint32(144).bool(message.stealth);
+    }
+    if (message.locale !== undefined) {
+      writer.uint32(154).string(message.locale);
+    }
+    if (message.timezone !== undefined) {
+      writer.uint32(162).string(message.timezone);
     }
     return writer;
   },
@@ -1060,6 +1092,30 @@ export const Browser: MessageFns<Browser> = {
             message.recordingUrl = reader.string();
             continue;
           }
+          case 18: {
+            if (tag !== 144) {
+              break;
+            }
+
+            message.stealth = reader.bool();
+            continue;
+          }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.locale = reader.string();
+            continue;
+          }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.timezone = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1147,6 +1203,9 @@ export const Browser: MessageFns<Browser> = {
         : isSet(object.recording_url)
         ? globalThis.String(object.recording_url)
         : undefined,
+      stealth: isSet(object.stealth) ? globalThis.Boolean(object.stealth) : false,
+      locale: isSet(object.locale) ? globalThis.String(object.locale) : undefined,
+      timezone: isSet(object.timezone) ? globalThis.String(object.timezone) : undefined,
     };
   },
 
@@ -1203,6 +1262,15 @@ export const Browser: MessageFns<Browser> = {
     if (message.recordingUrl !== undefined) {
       obj.recordingUrl = message.recordingUrl;
     }
+    if (message.stealth !== false) {
+      obj.stealth = message.stealth;
+    }
+    if (message.locale !== undefined) {
+      obj.locale = message.locale;
+    }
+    if (message.timezone !== undefined) {
+      obj.timezone = message.timezone;
+    }
     return obj;
   },
 
@@ -1228,6 +1296,9 @@ export const Browser: MessageFns<Browser> = {
     message.stoppedAt = object.stoppedAt ?? undefined;
     message.stopReason = object.stopReason ?? 0;
     message.recordingUrl = object.recordingUrl ?? undefined;
+    message.stealth = object.stealth ?? false;
+    message.locale = object.locale ?? undefined;
+    message.timezone = object.timezone ?? undefined;
     return message;
   },
 };
@@ -2303,6 +2374,9 @@ function createBaseCreateBrowserRequest(): CreateBrowserRequest {
     sessionId: undefined,
     runId: undefined,
     agent: 0,
+    stealth: undefined,
+    locale: undefined,
+    timezone: undefined,
   };
 }
 
@@ -2334,6 +2408,15 @@ export const CreateBrowserRequest: MessageFns<CreateBrowserRequest> = {
     }
     if (message.agent !== 0) {
       writer.uint32(72).int32(message.agent);
+    }
+    if (message.stealth !== undefined) {
+      writer.uint32(80).bool(message.stealth);
+    }
+    if (message.locale !== undefined) {
+      writer.uint32(90).string(message.locale);
+    }
+    if (message.timezone !== undefined) {
+      writer.uint32(98).string(message.timezone);
     }
     return writer;
   },
@@ -2423,6 +2506,30 @@ export const CreateBrowserRequest: MessageFns<CreateBrowserRequest> = {
             message.agent = reader.int32() as any;
             continue;
           }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.stealth = reader.bool();
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.locale = reader.string();
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.timezone = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2478,6 +2585,9 @@ export const CreateBrowserRequest: MessageFns<CreateBrowserRequest> = {
         ? globalThis.String(object.run_id)
         : undefined,
       agent: isSet(object.agent) ? agentFromJSON(object.agent) : 0,
+      stealth: isSet(object.stealth) ? globalThis.Boolean(object.stealth) : undefined,
+      locale: isSet(object.locale) ? globalThis.String(object.locale) : undefined,
+      timezone: isSet(object.timezone) ? globalThis.String(object.timezone) : undefined,
     };
   },
 
@@ -2510,6 +2620,15 @@ export const CreateBrowserRequest: MessageFns<CreateBrowserRequest> = {
     if (message.agent !== 0) {
       obj.agent = agentToJSON(message.agent);
     }
+    if (message.stealth !== undefined) {
+      obj.stealth = message.stealth;
+    }
+    if (message.locale !== undefined) {
+      obj.locale = message.locale;
+    }
+    if (message.timezone !== undefined) {
+      obj.timezone = message.timezone;
+    }
     return obj;
   },
 
@@ -2527,6 +2646,9 @@ export const CreateBrowserRequest: MessageFns<CreateBrowserRequest> = {
     message.sessionId = object.sessionId ?? undefined;
     message.runId = object.runId ?? undefined;
     message.agent = object.agent ?? 0;
+    message.stealth = object.stealth ?? undefined;
+    message.locale = object.locale ?? undefined;
+    message.timezone = object.timezone ?? undefined;
     return message;
   },
 };

@@ -40,6 +40,12 @@ export async function startFixtureSite(): Promise<FixtureSite> {
       });
       return;
     }
+    if (url.pathname === '/api/headers') {
+      // What the browser sent (the Accept-Language and client hints a page's scripts must agree with).
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' });
+      res.end(JSON.stringify(req.headers));
+      return;
+    }
     if (url.pathname === '/api/me') {
       res.writeHead(200, { 'Content-Type': 'text/plain', 'Cache-Control': 'no-store' });
       res.end(cookie(req, 'session') ?? 'nobody');
