@@ -1,12 +1,12 @@
 /**
  * `make bench`: runs each benchmark and prints its figures; JSON goes to bench/results/.
- * BENCH_ONLY=name[,name] runs some: gateway, guards, files, s3, runs, queue (part of runs), browsercode, pool, pool-replicas, live-view, live-view-idle (the idle recording part alone), observe, requests, webhooks
+ * BENCH_ONLY=name[,name] runs some: gateway, guards, files, s3, runs, queue (part of runs), browsercode, pool, stealth, pool-replicas, live-view, live-view-idle (the idle recording part alone), observe, requests, webhooks
  * (BENCH_BASELINE=rev: the commit `requests` compares with).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT } from '../scripts/stack.js';
-import { browserPoolBench } from './browser-pool.bench.js';
+import { browserPoolBench, stealthCostBench } from './browser-pool.bench.js';
 import { poolReplicasBench } from './browser-pool-replicas.bench.js';
 import { fileStorageBench } from './file-storage.bench.js';
 import { s3StorageBench } from './s3-storage.bench.js';
@@ -141,6 +141,12 @@ if (want('live-view')) {
   const lv = await liveViewBench({ mode: 'dist' });
   results.liveView = lv;
   process.stdout.write(`  ${JSON.stringify(lv)}\n`);
+}
+if (want('stealth')) {
+  const n = Math.max(5, rounds * 2);
+  const st = await stealthCostBench(n);
+  results.stealthCost = st;
+  process.stdout.write(`stealth cost, launch → fingerprint → page loaded → stop, ${n} alternating each: on p50 ${f(st.onMs.p50, 0)} ms, off p50 ${f(st.offMs.p50, 0)} ms (on/off ${f(st.ratio)})\n`);
 }
 if (want('observe')) {
   const n = Math.max(5, rounds * 3);

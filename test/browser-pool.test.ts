@@ -33,6 +33,7 @@ interface BrowserJson {
   stealth: boolean;
   locale: string | null;
   timezone: string | null;
+  allowedDomains: string[];
   screenWidth: number;
   screenHeight: number;
   createdAt: string;
@@ -160,9 +161,9 @@ describe('a browser driven over CDP', () => {
   });
 
   test("when Playwright connects over CDP, then it drives the browser's default context until the browser stops", async () => {
-    const b = await createBrowser({ screen_width: 800, screen_height: 600, timeout_minutes: 5, stealth: false, locale: 'ja-JP', timezone: 'Asia/Tokyo' });
+    const b = await createBrowser({ screen_width: 800, screen_height: 600, timeout_minutes: 5, stealth: false, locale: 'ja-JP', timezone: 'Asia/Tokyo', allowed_domains: ['127.0.0.1', '*.Example.test'] });
     assert.deepEqual([b.screenWidth, b.screenHeight], [800, 600]);
-    assert.deepEqual([b.stealth, b.locale, b.timezone], [false, 'ja-JP', 'Asia/Tokyo'], 'the record returns what it was created with');
+    assert.deepEqual([b.stealth, b.locale, b.timezone, b.allowedDomains], [false, 'ja-JP', 'Asia/Tokyo', ['127.0.0.1', '*.example.test']], 'the record returns what it was created with');
     assert.ok(Date.parse(b.timeoutAt) - Date.parse(b.createdAt) === 5 * 60_000);
     const browser = await chromium.connectOverCDP(b.cdpUrl!);
     const context = browser.contexts()[0]!;
@@ -281,6 +282,10 @@ describe('bad input and limits', () => {
     const badZone = await call(alpha().key, 'POST', '/api/v1/agents/browser-agent/runs', { task: 'open the page', model: 'builtin', browser: { timezone: 'Europe/Atlantis' } });
     assert.equal(badZone.status, 422, 'a run with an unknown timezone is refused before it is queued');
     assert.deepEqual(((await badZone.json()) as { detail: { loc: string[] }[] }).detail[0]!.loc, ['body', 'browser', 'timezone']);
+    const outside = await call(alpha().key, 'POST', '/api/v1/agents/browser-agent/runs', { task: 'read https://shop.example.com/prices', model: 'builtin', browser: { allowed_domains: ['*.example.org'] } });
+    assert.equal(outside.status, 422, "a run whose task names a URL outside its allowed domains is refused");
+    assert.deepEqual(((await outside.json()) as { detail: { loc: string[]; msg: string }[] }).detail[0]!.loc, ['body', 'task']);
+    assert.equal((await call(alpha().key, 'POST', '/api/v1/browsers', { allowed_domains: ['exa mple.com'] })).status, 422);
 
     const theirs = await createBrowser({}, beta().key);
     assert.equal((await call(alpha().key, 'GET', `/api/v1/browsers/${theirs.id}`)).status, 404);
@@ -360,7 +365,7 @@ describe('for the other services', () => {
 
   test("when a run's browser is streamed to two viewers and given input over gRPC, then both see frames and the page gets the keys", async () => {
     const { projectId } = alpha();
-    const { browser } = await pool.api.createBrowser({ projectId, sessionId: 'ses_grpc', runId: 'run_grpc', agent: Agent.AGENT_BROWSER_AGENT });
+    const { browser } = await pool.api.createBrowser({ projectId, sessionId: 'ses_grpc', runId: 'run_grpc', agent: Agent.AGENT_BROWSER_AGENT, allowedDomains: [] });
     const id = browser!.id;
     assert.equal(browser!.runId, 'run_grpc');
     const listed = (await (await call(alpha().key, 'GET', '/api/v1/browsers?session_id=ses_grpc')).json()) as { items: BrowserJson[] };

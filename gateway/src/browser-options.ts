@@ -9,6 +9,27 @@ export interface BrowserOptions {
   timezone?: string | undefined;
 }
 
+/**
+ * Refuses a run whose task names a URL outside its browser's `allowed_domains` (422 at the task):
+ * the browser could never open it. Same matching as the pool's egress proxy: `example.com` is that
+ * host, `*.example.com` it and every subdomain.
+ */
+export function checkTaskInsideDomains(task: string, patterns: readonly string[] | undefined): void {
+  if (!patterns?.length) return;
+  const lower = patterns.map((p) => p.toLowerCase());
+  for (const [raw] of task.matchAll(/\bhttps?:\/\/[^\s<>"')\]]+/gi)) {
+    let host: string;
+    try {
+      host = new URL(raw).hostname.replace(/^\[|\]$/g, '');
+    } catch {
+      continue;
+    }
+    if (!lower.some((p) => (p.startsWith('*.') ? host === p.slice(2) || host.endsWith(p.slice(1)) : host === p))) {
+      throw new RequestValidationError([{ type: 'value_error', loc: ['body', 'task'], msg: `Value error, the task names ${host}, which is outside browser.allowed_domains`, input: raw }]);
+    }
+  }
+}
+
 let timezones: Set<string> | undefined;
 /** True for an IANA time zone name this runtime (and so the browser's ICU) knows. */
 function knownTimezone(name: string): boolean {

@@ -29,6 +29,10 @@ export const fileName = str({
 const identityOptions = {
   stealth: bool({ description: "Present a person's browser's fingerprint (no automation tells, a varied CPU count, stable per profile); default true. false: headless Chromium as it is" }),
   locale: str({ minLength: 2, maxLength: 35, pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$', 'x-error': 'locale must be a BCP 47 language tag such as en-US', description: "BCP 47 language tag for navigator.language, Intl and Accept-Language; default: the proxy country's, else en-US" }),
+  allowed_domains: list(
+    str({ minLength: 1, maxLength: 255, pattern: '^(\\*\\.)?[A-Za-z0-9.-]+$', 'x-error': 'allowed_domains are host patterns such as example.com or *.example.com' }),
+    { maxItems: 100, description: 'Hosts the browser may reach: example.com (that host) or *.example.com (it and every subdomain); anything else is refused at the network (navigation, tabs, redirects, form posts). Empty or omitted: any' },
+  ),
   timezone: str({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_+\\-]+(/[A-Za-z0-9_+\\-]+)*$', 'x-error': 'timezone must be an IANA time zone name such as Europe/Berlin', description: "IANA time zone for Intl and Date; default: the proxy country's, else UTC" }),
 };
 
@@ -232,6 +236,7 @@ export const browser = reply({
   stealth: bool({ description: 'Created with stealth (a person\'s browser\'s fingerprint)' }),
   locale: nullable(str({ description: 'BCP 47 locale it presents' })),
   timezone: nullable(str({ description: 'IANA time zone it presents' })),
+  allowedDomains: list(str(), { description: 'Host patterns its network may reach; empty: any' }),
   screenWidth: int(),
   screenHeight: int(),
   createdAt: ts,

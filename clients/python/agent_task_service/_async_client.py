@@ -523,6 +523,7 @@ class AsyncBrowsers(_AsyncResource):
         stealth: Optional[bool] = None,
         locale: Optional[str] = None,
         timezone: Optional[str] = None,
+        allowed_domains: Optional[List[str]] = None,
     ) -> "_BrowserCreation":
         """Starts a standalone browser: `await` it, or `async with` it to have it stopped on exit."""
         body = compact(
@@ -534,6 +535,7 @@ class AsyncBrowsers(_AsyncResource):
             stealth=stealth,
             locale=locale,
             timezone=timezone,
+            allowed_domains=allowed_domains,
         )
         return _BrowserCreation(self._client._call(Browser, "POST", api_path("browsers"), json=body))
 

@@ -521,6 +521,7 @@ class Browsers(_Resource):
         stealth: Optional[bool] = None,
         locale: Optional[str] = None,
         timezone: Optional[str] = None,
+        allowed_domains: Optional[List[str]] = None,
     ) -> Browser:
         """Starts a standalone browser; as a context manager (`with … as browser`) it is stopped on exit."""
         body = compact(
@@ -532,6 +533,7 @@ class Browsers(_Resource):
             stealth=stealth,
             locale=locale,
             timezone=timezone,
+            allowed_domains=allowed_domains,
         )
         return self._client._call(Browser, "POST", api_path("browsers"), json=body)
 

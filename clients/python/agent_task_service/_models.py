@@ -378,6 +378,7 @@ class _BrowserFields:
     stealth: bool
     locale: Optional[str]
     timezone: Optional[str]
+    allowed_domains: List[str]
     screen_width: int
     screen_height: int
     created_at: datetime
@@ -444,6 +445,7 @@ class BrowserOptions:
     stealth: Optional[bool] = None
     locale: Optional[str] = None
     timezone: Optional[str] = None
+    allowed_domains: Optional[List[str]] = None
 
 
 @dataclass

@@ -36,6 +36,7 @@ export function browserRoutes(): RouteDef[] {
             stealth: b.stealth,
             locale: b.locale,
             timezone: b.timezone,
+            allowedDomains: b.allowed_domains ?? [],
             agent: Agent.AGENT_UNSPECIFIED,
           },
           { ...opts(ctx), deadlineMs: 30000 },

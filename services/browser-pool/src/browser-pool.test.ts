@@ -406,6 +406,30 @@ describe('what a browser tells pages (fingerprint, locale, timezone)', () => {
     await h.pool.stop(P, row.id, 'user');
   });
 
+  test('when a browser has allowed domains, then its pages, new tabs and form posts reach nothing outside them; a bad pattern is refused', async () => {
+    const row = await h.pool.create({ projectId: P, allowedDomains: ['127.0.0.1', '*.example.test'] });
+    assert.deepEqual(row.allowedDomains, ['127.0.0.1', '*.example.test']);
+    const b = await connect(h.pool.cdpUrlFor(row));
+    try {
+      const page = await openPage(b, `${site.origin}/leave.html`);
+      assert.equal(await page.title(), 'Leave this site', 'an allowed host loads');
+      const opened = new Promise<import('puppeteer-core').Page>((resolve) => b.once('targetcreated', (t: import('puppeteer-core').Target) => void t.page().then((p) => resolve(p!))));
+      await page.click('#tab');
+      const tab = await opened;
+      await until(async () => (await tab.evaluate(() => document.readyState)) === 'complete' && tab.url().startsWith('http://localhost'), { timeoutMs: 10000, intervalMs: 50, what: 'the new tab tried' });
+      assert.notEqual(await tab.title(), 'Fixture home', 'the new tab did not load the other site');
+      assert.match(await tab.evaluate(() => document.body.innerText), /outside the domains this browser may reach/);
+      await page.bringToFront();
+      const [posted] = await Promise.all([page.waitForNavigation(), page.evaluate(() => (document.getElementById('post') as HTMLFormElement).submit())]);
+      assert.equal(posted!.status(), 403, 'the form post was refused');
+      assert.match(await page.evaluate(() => document.body.innerText), /localhost is outside the domains/);
+    } finally {
+      await b.disconnect();
+    }
+    await h.pool.stop(P, row.id, 'user');
+    await assert.rejects(h.pool.create({ projectId: P, allowedDomains: ['exa mple.com'] }), (e) => e instanceof InvalidArgumentError && /allowed_domains/.test(e.message));
+  });
+
   test('when a locale or timezone is not a real one, then the browser is refused before anything starts', async () => {
     const before = (await h.browsers.list(P, { limit: 200 })).items.length;
     await assert.rejects(h.pool.create({ projectId: P, timezone: 'Mars/Olympus' }), (e) => e instanceof InvalidArgumentError && /IANA/.test(e.message));
@@ -740,7 +764,7 @@ describe('restart after a crash', () => {
     const rows: BrowserRow[] = [];
     for (const c of launched.slice(0, 3)) {
       const timeoutAt = new Date(now + 3600_000).toISOString();
-      rows.push((await repo.insertUnderCap({ id: c.id, projectId: P, profileId: null, sessionId: null, runId: null, agent: null, screenWidth: 800, screenHeight: 600, proxyCountryCode: null, stealth: true, locale: null, timezone: null, liveViewUrl: null, instanceId: 'bpi_crash', pid: c.pid, timeoutAt }, 100, new Date(now)))!);
+      rows.push((await repo.insertUnderCap({ id: c.id, projectId: P, profileId: null, sessionId: null, runId: null, agent: null, screenWidth: 800, screenHeight: 600, proxyCountryCode: null, stealth: true, locale: null, timezone: null, allowedDomains: null, liveViewUrl: null, instanceId: 'bpi_crash', pid: c.pid, timeoutAt }, 100, new Date(now)))!);
     }
     const groups = new Set(chromiumUnder(rootDir).map((p) => p.pgid));
     assert.deepEqual([...groups].sort(), launched.map((c) => c.pgid).sort());

@@ -17,7 +17,7 @@ import { cdpUrl } from './cdp-token.js';
 import { killStrays, strayTempDirs } from './chromium.js';
 import type { CdpProxyBackend } from './cdp-proxy.js';
 import type { BrowserConfinement } from './confinement.js';
-import { EgressProxy } from './egress-proxy.js';
+import { allowedDomainPatterns, EgressProxy } from './egress-proxy.js';
 import type { Downloads, ListedDownload } from './downloads.js';
 import { localeAndTimezone, pickHardware, type Hardware } from './identity.js';
 import { dispatchInput, type BrowserInput } from './input.js';
@@ -101,6 +101,8 @@ export interface CreateBrowserInput {
   locale?: string | undefined;
   /** IANA name; default: the proxy country's, else UTC. */
   timezone?: string | undefined;
+  /** Hosts its network may reach (`example.com`, `*.example.com`); empty: any. */
+  allowedDomains?: string[] | undefined;
 }
 
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
@@ -212,7 +214,7 @@ export class BrowserPool implements CdpProxyBackend {
 
   // ---- create ----
 
-  #validate(input: CreateBrowserInput): { width: number; height: number; timeoutMinutes: number; proxy: string | null; stealth: boolean; locale: string; timezone: string } {
+  #validate(input: CreateBrowserInput): { width: number; height: number; timeoutMinutes: number; proxy: string | null; stealth: boolean; locale: string; timezone: string; allowedDomains: string[] | null } {
     const { screenWidth: w, screenHeight: h } = input;
     if ((w === undefined) !== (h === undefined)) throw new InvalidArgumentError('screen_width and screen_height must be given together');
     if (w !== undefined && (!Number.isInteger(w) || w < 320 || w > 3840)) throw new InvalidArgumentError('screen_width must be an integer from 320 to 3840');
@@ -224,7 +226,10 @@ export class BrowserPool implements CdpProxyBackend {
       if (!/^[a-z]{2}$/.test(cc)) throw new InvalidArgumentError('proxy_country_code must be an ISO 3166-1 alpha-2 code in lower case');
       this.#o.proxies.check(cc);
     }
-    return { width: w ?? this.#o.defaultWidth, height: h ?? this.#o.defaultHeight, timeoutMinutes: t, proxy: cc, stealth: input.stealth ?? true, ...localeAndTimezone({ ...input, proxyCountryCode: cc }) };
+    return { width: w ?? this.#o.defaultWidth, height: h ?? this.#o.defaultHeight, timeoutMinutes: t, proxy: cc, stealth: input.stealth ?? true,
+      ...localeAndTimezone({ ...input, proxyCountryCode: cc }),
+      allowedDomains: input.allowedDomains?.length ? allowedDomainPatterns(input.allowedDomains) : null,
+    };
   }
 
   /**
@@ -265,6 +270,7 @@ export class BrowserPool implements CdpProxyBackend {
           stealth: v.stealth,
           locale: v.locale,
           timezone: v.timezone,
+          allowedDomains: v.allowedDomains,
           liveViewUrl: await this.#mintLiveView(input.projectId, id, timeoutAt),
           instanceId: this.#o.instanceId,
           pid: browser?.chromium.pid ?? null,
@@ -302,6 +308,7 @@ export class BrowserPool implements CdpProxyBackend {
       row = (await this.#o.browsers.setPid(id, browser.chromium.pid)) ?? row;
     }
     const b = browser;
+    b.egress.setAllowedDomains(v.allowedDomains ?? undefined);
     b.row = row;
     b.touch();
     this.#active.set(id, b);

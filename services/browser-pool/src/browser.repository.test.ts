@@ -21,6 +21,7 @@ const newBrowser = (id: string, projectId: string): NewBrowser => ({
   stealth: true,
   locale: null,
   timezone: null,
+  allowedDomains: null,
   liveViewUrl: 'http://live/x',
   instanceId: 'bpi_1',
   pid: 4242,

@@ -14,6 +14,7 @@ import net from 'node:net';
 import os from 'node:os';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
+import { InvalidArgumentError } from '../../common/src/errors.js';
 import type { Logger } from '../../common/src/logger.js';
 import { EGRESS_FAILURE_HEADER } from './client/egress.js';
 
@@ -138,6 +139,25 @@ export function normaliseHost(host: string): string | undefined {
     return undefined;
   }
   return h.endsWith('.') ? h.slice(0, -1) : h;
+}
+
+/** True when `host` (normalised) matches one of `patterns`: `example.com` is that host, `*.example.com` it and every subdomain. */
+export function domainAllowed(host: string, patterns: readonly string[]): boolean {
+  return patterns.some((p) => (p.startsWith('*.') ? host === p.slice(2) || host.endsWith(p.slice(1)) : host === p));
+}
+
+/** Most patterns one browser may be limited to. */
+export const MAX_ALLOWED_DOMAINS = 100;
+
+/** The patterns of `allowed_domains` as they are matched (lower case, IP literals canonical); INVALID_ARGUMENT for a bad one. */
+export function allowedDomainPatterns(list: readonly string[]): string[] {
+  if (list.length > MAX_ALLOWED_DOMAINS) throw new InvalidArgumentError(`allowed_domains takes at most ${MAX_ALLOWED_DOMAINS} patterns`);
+  return list.map((p) => {
+    const wild = p.startsWith('*.');
+    const host = normaliseHost(wild ? p.slice(2) : p);
+    if (host === undefined || host === '' || (wild && classify(host))) throw new InvalidArgumentError(`allowed_domains: "${p}" is not a domain pattern such as example.com or *.example.com`);
+    return wild ? `*.${host}` : host;
+  });
 }
 
 /** This host's own interface addresses, canonical (see {@link refusal}). */
@@ -276,6 +296,7 @@ export class EgressProxy {
   #own: { at: number; set: Set<string> } | undefined;
   #endpoints: { at: number; list: Promise<{ host: string; port: number }[]> } | undefined;
   #stopping: Promise<void> | undefined;
+  #allowedDomains: readonly string[] | undefined;
 
   private constructor(server: http.Server, o: EgressProxyOptions) {
     this.#server = server;
@@ -398,6 +419,16 @@ export class EgressProxy {
   }
 
   /**
+   * Limits every request of the browser to hosts matching `patterns` (`example.com`: that host;
+   * `*.example.com`: it and every subdomain); undefined or empty: no limit. Set when a warm browser
+   * is handed out. Enforced here, at the network, so navigations, new tabs, redirects, form posts,
+   * subresources and WebSockets outside are all refused alike.
+   */
+  setAllowedDomains(patterns: readonly string[] | undefined): void {
+    this.#allowedDomains = patterns?.length ? patterns : undefined;
+  }
+
+  /**
    * Checks a destination and decides where to connect: the checked addresses (direct), or the
    * normalised host for the upstream to resolve. Throws EgressError when refused.
    */
@@ -407,6 +438,7 @@ export class EgressProxy {
     const host = normaliseHost(rawHost);
     const first = host === undefined ? 'invalid host' : refusal(host, port, policy, own);
     if (first || host === undefined) throw new EgressError(403, first ?? 'invalid host', true);
+    if (this.#allowedDomains && !domainAllowed(host, this.#allowedDomains)) throw new EgressError(403, `${host} is outside the domains this browser may reach (${this.#allowedDomains.join(', ')})`, true);
     if (classify(host)) return { host, addresses: [host] };
     let resolved: { address: string }[];
     try {

@@ -27,6 +27,7 @@ const newBrowser = (id: string, instanceId: string, projectId = 'prj_i'): NewBro
   stealth: true,
   locale: null,
   timezone: null,
+  allowedDomains: null,
   liveViewUrl: null,
   instanceId,
   pid: null,

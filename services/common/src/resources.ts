@@ -112,6 +112,7 @@ export interface BrowserResource {
   stealth: boolean;
   locale: string | null;
   timezone: string | null;
+  allowedDomains: string[];
   screenWidth: number;
   screenHeight: number;
   createdAt: string;
@@ -133,6 +134,7 @@ export function browserResource(b: Browser, recordingUrl: string | null = null):
     stealth: b.stealth,
     locale: orNull(b.locale),
     timezone: orNull(b.timezone),
+    allowedDomains: b.allowedDomains,
     screenWidth: b.screenWidth,
     screenHeight: b.screenHeight,
     createdAt: b.createdAt,

@@ -102,6 +102,7 @@ export class BrowserCapacity {
         stealth: run.browser.stealth,
         locale: run.browser.locale,
         timezone: run.browser.timezone,
+        allowedDomains: run.browser.allowedDomains ?? [],
         sessionId: run.sessionId,
         runId: run.id,
         agent: agentEnum(run.agent),

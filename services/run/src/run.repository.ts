@@ -130,6 +130,7 @@ export interface BrowserOptions {
   stealth?: boolean | undefined;
   locale?: string | undefined;
   timezone?: string | undefined;
+  allowedDomains?: string[] | undefined;
 }
 
 export interface RunRow {

@@ -1001,6 +1001,8 @@ export interface components {
             locale: string | null;
             /** @description IANA time zone it presents */
             timezone: string | null;
+            /** @description Host patterns its network may reach; empty: any */
+            allowedDomains: string[];
             screenWidth: number;
             screenHeight: number;
             /**
@@ -1128,6 +1130,8 @@ export interface components {
             stealth?: boolean;
             /** @description BCP 47 language tag for navigator.language, Intl and Accept-Language; default: the proxy country's, else en-US */
             locale?: string;
+            /** @description Hosts the browser may reach: example.com (that host) or *.example.com (it and every subdomain); anything else is refused at the network (navigation, tabs, redirects, form posts). Empty or omitted: any */
+            allowed_domains?: string[];
             /** @description IANA time zone for Intl and Date; default: the proxy country's, else UTC */
             timezone?: string;
         };
@@ -1155,6 +1159,8 @@ export interface components {
             stealth?: boolean;
             /** @description BCP 47 language tag for navigator.language, Intl and Accept-Language; default: the proxy country's, else en-US */
             locale?: string;
+            /** @description Hosts the browser may reach: example.com (that host) or *.example.com (it and every subdomain); anything else is refused at the network (navigation, tabs, redirects, form posts). Empty or omitted: any */
+            allowed_domains?: string[];
             /** @description IANA time zone for Intl and Date; default: the proxy country's, else UTC */
             timezone?: string;
         };

@@ -380,7 +380,11 @@ export interface Browser {
     | string
     | undefined;
   /** IANA timezone it presents (Intl, Date); unset for records older than the field. */
-  timezone?: string | undefined;
+  timezone?:
+    | string
+    | undefined;
+  /** Host patterns its network may reach (example.com, *.example.com); empty: any. */
+  allowedDomains: string[];
 }
 
 /** Tab is one page tab of a browser. */
@@ -546,7 +550,11 @@ export interface CreateBrowserRequest {
     | string
     | undefined;
   /** IANA timezone; default: the proxy country's, else UTC. */
-  timezone?: string | undefined;
+  timezone?:
+    | string
+    | undefined;
+  /** Host patterns its network may reach (example.com: that host; *.example.com: it and its subdomains); empty: any. */
+  allowedDomains: string[];
 }
 
 /** Response of CreateBrowser. */
@@ -875,6 +883,7 @@ function createBaseBrowser(): Browser {
     stealth: false,
     locale: undefined,
     timezone: undefined,
+    allowedDomains: [],
   };
 }
 
@@ -939,6 +948,9 @@ export const Browser: MessageFns<Browser> = {
     }
     if (message.timezone !== undefined) {
       writer.uint32(162).string(message.timezone);
+    }
+    for (const v of message.allowedDomains) {
+      writer.uint32(170).string(v!);
     }
     return writer;
   },
@@ -1116,6 +1128,14 @@ export const Browser: MessageFns<Browser> = {
             message.timezone = reader.string();
             continue;
           }
+          case 21: {
+            if (tag !== 170) {
+              break;
+            }
+
+            message.allowedDomains.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1206,6 +1226,11 @@ export const Browser: MessageFns<Browser> = {
       stealth: isSet(object.stealth) ? globalThis.Boolean(object.stealth) : false,
       locale: isSet(object.locale) ? globalThis.String(object.locale) : undefined,
       timezone: isSet(object.timezone) ? globalThis.String(object.timezone) : undefined,
+      allowedDomains: globalThis.Array.isArray(object?.allowedDomains)
+        ? object.allowedDomains.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.allowed_domains)
+        ? object.allowed_domains.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -1271,6 +1296,9 @@ export const Browser: MessageFns<Browser> = {
     if (message.timezone !== undefined) {
       obj.timezone = message.timezone;
     }
+    if (message.allowedDomains?.length) {
+      obj.allowedDomains = message.allowedDomains;
+    }
     return obj;
   },
 
@@ -1299,6 +1327,7 @@ export const Browser: MessageFns<Browser> = {
     message.stealth = object.stealth ?? false;
     message.locale = object.locale ?? undefined;
     message.timezone = object.timezone ?? undefined;
+    message.allowedDomains = object.allowedDomains?.map((e) => e) || [];
     return message;
   },
 };
@@ -2377,6 +2406,7 @@ function createBaseCreateBrowserRequest(): CreateBrowserRequest {
     stealth: undefined,
     locale: undefined,
     timezone: undefined,
+    allowedDomains: [],
   };
 }
 
@@ -2417,6 +2447,9 @@ export const CreateBrowserRequest: MessageFns<CreateBrowserRequest> = {
     }
     if (message.timezone !== undefined) {
       writer.uint32(98).string(message.timezone);
+    }
+    for (const v of message.allowedDomains) {
+      writer.uint32(106).string(v!);
     }
     return writer;
   },
@@ -2530,6 +2563,14 @@ export const CreateBrowserRequest: MessageFns<CreateBrowserRequest> = {
             message.timezone = reader.string();
             continue;
           }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.allowedDomains.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2588,6 +2629,11 @@ export const CreateBrowserRequest: MessageFns<CreateBrowserRequest> = {
       stealth: isSet(object.stealth) ? globalThis.Boolean(object.stealth) : undefined,
       locale: isSet(object.locale) ? globalThis.String(object.locale) : undefined,
       timezone: isSet(object.timezone) ? globalThis.String(object.timezone) : undefined,
+      allowedDomains: globalThis.Array.isArray(object?.allowedDomains)
+        ? object.allowedDomains.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.allowed_domains)
+        ? object.allowed_domains.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -2629,6 +2675,9 @@ export const CreateBrowserRequest: MessageFns<CreateBrowserRequest> = {
     if (message.timezone !== undefined) {
       obj.timezone = message.timezone;
     }
+    if (message.allowedDomains?.length) {
+      obj.allowedDomains = message.allowedDomains;
+    }
     return obj;
   },
 
@@ -2649,6 +2698,7 @@ export const CreateBrowserRequest: MessageFns<CreateBrowserRequest> = {
     message.stealth = object.stealth ?? undefined;
     message.locale = object.locale ?? undefined;
     message.timezone = object.timezone ?? undefined;
+    message.allowedDomains = object.allowedDomains?.map((e) => e) || [];
     return message;
   },
 };

@@ -361,7 +361,11 @@ export interface BrowserOptions {
     | string
     | undefined;
   /** IANA timezone; default: the proxy country's, else UTC. */
-  timezone?: string | undefined;
+  timezone?:
+    | string
+    | undefined;
+  /** Host patterns the browser's network may reach (example.com, *.example.com); empty: any. */
+  allowedDomains: string[];
 }
 
 /** Step is one browser action of a run. */
@@ -1127,6 +1131,7 @@ function createBaseBrowserOptions(): BrowserOptions {
     stealth: undefined,
     locale: undefined,
     timezone: undefined,
+    allowedDomains: [],
   };
 }
 
@@ -1152,6 +1157,9 @@ export const BrowserOptions: MessageFns<BrowserOptions> = {
     }
     if (message.timezone !== undefined) {
       writer.uint32(58).string(message.timezone);
+    }
+    for (const v of message.allowedDomains) {
+      writer.uint32(66).string(v!);
     }
     return writer;
   },
@@ -1225,6 +1233,14 @@ export const BrowserOptions: MessageFns<BrowserOptions> = {
             message.timezone = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.allowedDomains.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1262,6 +1278,11 @@ export const BrowserOptions: MessageFns<BrowserOptions> = {
       stealth: isSet(object.stealth) ? globalThis.Boolean(object.stealth) : undefined,
       locale: isSet(object.locale) ? globalThis.String(object.locale) : undefined,
       timezone: isSet(object.timezone) ? globalThis.String(object.timezone) : undefined,
+      allowedDomains: globalThis.Array.isArray(object?.allowedDomains)
+        ? object.allowedDomains.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.allowed_domains)
+        ? object.allowed_domains.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -1288,6 +1309,9 @@ export const BrowserOptions: MessageFns<BrowserOptions> = {
     if (message.timezone !== undefined) {
       obj.timezone = message.timezone;
     }
+    if (message.allowedDomains?.length) {
+      obj.allowedDomains = message.allowedDomains;
+    }
     return obj;
   },
 
@@ -1303,6 +1327,7 @@ export const BrowserOptions: MessageFns<BrowserOptions> = {
     message.stealth = object.stealth ?? undefined;
     message.locale = object.locale ?? undefined;
     message.timezone = object.timezone ?? undefined;
+    message.allowedDomains = object.allowedDomains?.map((e) => e) || [];
     return message;
   },
 };
