@@ -13,7 +13,7 @@ import puppeteer, { type Browser as PuppeteerBrowser } from 'puppeteer-core';
 import { tempDir } from '../../../test/support/infra.js';
 import { until } from '../../../test/support/until.js';
 import { openDatabase, type Database } from '../../common/src/db.js';
-import { FailedPreconditionError, InvalidArgumentError, NotFoundError, ResourceExhaustedError } from '../../common/src/errors.js';
+import { FailedPreconditionError, InvalidArgumentError, NotFoundError, ResourceExhaustedError, UnavailableError } from '../../common/src/errors.js';
 import { createLogger } from '../../common/src/logger.js';
 import { Signer } from '../../common/src/signing.js';
 import type { BrowserEvents } from './browser-events.js';
@@ -438,6 +438,69 @@ describe('what a browser tells pages (fingerprint, locale, timezone)', () => {
   });
 });
 
+describe('ads and trackers (block_ads)', () => {
+  let h: Harness;
+  // The fixture site under a news site's name and under two hosts of the lists (ads.html loads a pixel from each).
+  const NAMES = new Set(['news.example.org', 'ad.doubleclick.net', 'www.googletagmanager.com']);
+  before(async () => {
+    h = await harness({ warmSize: 0, egressLookup: async (name) => (NAMES.has(name) ? [{ address: '127.0.0.1', family: 4 }] : []) });
+    await h.pool.adBlocker(); // EasyList and EasyPrivacy parsed once, before the tests' clocks
+  });
+
+  /** Opens ads.html in the browser: which pixels loaded, what a reader sees, what reached the site. */
+  async function visit(row: BrowserRow, hidden: boolean) {
+    const b = await connect(h.pool.cdpUrlFor(row));
+    try {
+      const page = (await b.pages())[0]!;
+      const from = site.requests.length;
+      await page.goto(`http://news.example.org:${new URL(site.origin).port}/ads.html`);
+      const loaded = await page.evaluate(() => (window as unknown as { loaded: Promise<Record<string, boolean>> }).loaded);
+      if (hidden) {
+        // The pool hides at DOMContentLoaded, beside the page: awaited by what a reader sees.
+        await until(async () => !(await page.evaluate(() => document.body.innerText)).includes('advertisement'), { timeoutMs: 10000, intervalMs: 50, what: 'the ad slot hidden' });
+      }
+      const text = await page.evaluate(() => document.body.innerText);
+      const display = await page.evaluate(() => ['ad_banner', 'article'].map((id) => getComputedStyle(document.getElementById(id)!).display));
+      const hosts = site.requests.slice(from).map((r) => r.split(':')[0]!);
+      return { loaded, text, display, hosts };
+    } finally {
+      await b.disconnect();
+    }
+  }
+
+  test('when a browser blocks ads, then the ad and tracker requests never leave it and the lists hide the ad slots; without, they load and show', async () => {
+    const blocking = await h.pool.create({ projectId: P, blockAds: true });
+    assert.equal(blocking.blockAds, true);
+    const on = await visit(blocking, true);
+    assert.deepEqual(on.loaded, { own: true, ad: false, tracker: false });
+    assert.deepEqual([...new Set(on.hosts)].sort(), ['news.example.org'], 'only the news site was reached');
+    assert.match(on.text, /The council approved the new bridge/);
+    assert.doesNotMatch(on.text, /advertisement/, 'hidden by a rule matched on the ids of the document (###ad_banner)');
+    assert.doesNotMatch(on.text, /Sponsored slot/, 'hidden by a generic rule (##AD-SLOT)');
+    assert.deepEqual(on.display, ['none', 'block']);
+    await h.pool.stop(P, blocking.id, 'user');
+
+    const plain = await h.pool.create({ projectId: P });
+    assert.equal(plain.blockAds, false, 'a standalone browser does not block unless asked');
+    const off = await visit(plain, false);
+    assert.deepEqual(off.loaded, { own: true, ad: true, tracker: true });
+    assert.deepEqual([...new Set(off.hosts)].sort(), ['ad.doubleclick.net', 'news.example.org', 'www.googletagmanager.com']);
+    assert.match(off.text, /advertisement/);
+    assert.match(off.text, /Sponsored slot/);
+    await h.pool.stop(P, plain.id, 'user');
+  });
+
+  test('when the filter lists cannot be read, then a browser that blocks ads is refused and nothing is recorded; others start', async () => {
+    const broken = await harness({ warmSize: 0, adblockLists: [path.join(dataDir, 'no-such-list.txt')] });
+    const before = (await broken.browsers.list(P, { limit: 200 })).items.length;
+    await assert.rejects(broken.pool.create({ projectId: P, blockAds: true }), (e) => e instanceof UnavailableError && /Ad blocking is not available/.test(e.message));
+    assert.equal((await broken.browsers.list(P, { limit: 200 })).items.length, before);
+    const row = await broken.pool.create({ projectId: P });
+    await broken.pool.stop(P, row.id, 'user');
+    await broken.stop();
+  });
+});
+
 describe('shutdown', () => {
   test('when the pool stops while warm browsers are still launching, then none of them survives', async () => {
     const rootDir = path.join(dataDir, 'root-launching');
@@ -764,7 +827,7 @@ describe('restart after a crash', () => {
     const rows: BrowserRow[] = [];
     for (const c of launched.slice(0, 3)) {
       const timeoutAt = new Date(now + 3600_000).toISOString();
-      rows.push((await repo.insertUnderCap({ id: c.id, projectId: P, profileId: null, sessionId: null, runId: null, agent: null, screenWidth: 800, screenHeight: 600, proxyCountryCode: null, stealth: true, locale: null, timezone: null, allowedDomains: null, liveViewUrl: null, instanceId: 'bpi_crash', pid: c.pid, timeoutAt }, 100, new Date(now)))!);
+      rows.push((await repo.insertUnderCap({ id: c.id, projectId: P, profileId: null, sessionId: null, runId: null, agent: null, screenWidth: 800, screenHeight: 600, proxyCountryCode: null, stealth: true, locale: null, timezone: null, allowedDomains: null, blockAds: false, liveViewUrl: null, instanceId: 'bpi_crash', pid: c.pid, timeoutAt }, 100, new Date(now)))!);
     }
     const groups = new Set(chromiumUnder(rootDir).map((p) => p.pgid));
     assert.deepEqual([...groups].sort(), launched.map((c) => c.pgid).sort());

@@ -17,7 +17,8 @@ import { cdpUrl } from './cdp-token.js';
 import { killStrays, strayTempDirs } from './chromium.js';
 import type { CdpProxyBackend } from './cdp-proxy.js';
 import type { BrowserConfinement } from './confinement.js';
-import { allowedDomainPatterns, EgressProxy } from './egress-proxy.js';
+import { AdBlocker, DEFAULT_ADBLOCK_LISTS } from './adblock.js';
+import { allowedDomainPatterns, EgressProxy, type LookupAll } from './egress-proxy.js';
 import type { Downloads, ListedDownload } from './downloads.js';
 import { localeAndTimezone, pickHardware, type Hardware } from './identity.js';
 import { dispatchInput, type BrowserInput } from './input.js';
@@ -67,6 +68,10 @@ export interface BrowserPoolOptions {
    * (the pool adds its browsers' egress proxies to `deniedLocalPorts`).
    */
   egress: { allowPrivateNetworks: boolean; deniedLocalPorts: number[]; deniedEndpoints?: { host: string; port: number }[] };
+  /** The filter lists of `block_ads` (default: EasyList and EasyPrivacy from Debian's uBlock Origin package). */
+  adblockLists?: string[] | undefined;
+  /** Name resolution of the browsers' egress proxies (default: the system's); tests map ad hosts to a local site with it. */
+  egressLookup?: LookupAll | undefined;
   screencast: ScreencastOptions;
   warmSize: number;
   maxActivePerProject: number;
@@ -103,6 +108,8 @@ export interface CreateBrowserInput {
   timezone?: string | undefined;
   /** Hosts its network may reach (`example.com`, `*.example.com`); empty: any. */
   allowedDomains?: string[] | undefined;
+  /** Default false: ads and trackers blocked at its egress proxy and hidden in its pages (adblock.ts). */
+  blockAds?: boolean | undefined;
 }
 
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
@@ -161,6 +168,7 @@ export class BrowserPool implements CdpProxyBackend {
       width,
       height,
       egress: { allowPrivateNetworks: this.#o.egress.allowPrivateNetworks, deniedLocalPorts: () => this.#deniedLocalPorts(), deniedEndpoints: this.#o.egress.deniedEndpoints },
+      egressLookup: this.#o.egressLookup,
       upstream,
       signal,
       screencast: this.#o.screencast,
@@ -214,7 +222,21 @@ export class BrowserPool implements CdpProxyBackend {
 
   // ---- create ----
 
-  #validate(input: CreateBrowserInput): { width: number; height: number; timeoutMinutes: number; proxy: string | null; stealth: boolean; locale: string; timezone: string; allowedDomains: string[] | null } {
+  /**
+   * The ad and tracker filter engine (parsed once per process, off the event loop); UNAVAILABLE
+   * when its lists cannot be read. main.ts starts loading it at start-up.
+   */
+  async adBlocker(): Promise<AdBlocker> {
+    const lists = this.#o.adblockLists ?? DEFAULT_ADBLOCK_LISTS;
+    try {
+      return await AdBlocker.load(lists);
+    } catch (err) {
+      this.#logger.error({ err, lists }, 'ad and tracker filter lists not loaded');
+      throw new UnavailableError('Ad blocking is not available on this server (its filter lists cannot be read)');
+    }
+  }
+
+  #validate(input: CreateBrowserInput): { width: number; height: number; timeoutMinutes: number; proxy: string | null; stealth: boolean; locale: string; timezone: string; allowedDomains: string[] | null; blockAds: boolean } {
     const { screenWidth: w, screenHeight: h } = input;
     if ((w === undefined) !== (h === undefined)) throw new InvalidArgumentError('screen_width and screen_height must be given together');
     if (w !== undefined && (!Number.isInteger(w) || w < 320 || w > 3840)) throw new InvalidArgumentError('screen_width must be an integer from 320 to 3840');
@@ -229,6 +251,7 @@ export class BrowserPool implements CdpProxyBackend {
     return { width: w ?? this.#o.defaultWidth, height: h ?? this.#o.defaultHeight, timeoutMinutes: t, proxy: cc, stealth: input.stealth ?? true,
       ...localeAndTimezone({ ...input, proxyCountryCode: cc }),
       allowedDomains: input.allowedDomains?.length ? allowedDomainPatterns(input.allowedDomains) : null,
+      blockAds: input.blockAds ?? false,
     };
   }
 
@@ -246,6 +269,7 @@ export class BrowserPool implements CdpProxyBackend {
   async create(input: CreateBrowserInput): Promise<BrowserRow> {
     if (this.#stopped || this.#draining) throw new UnavailableError('The browser pool is shutting down');
     const v = this.#validate(input);
+    const blocker = v.blockAds ? await this.adBlocker() : undefined;
     const state = input.profileId ? await this.#o.profiles.state(input.projectId, input.profileId) : undefined;
     // Warm browsers are stealth ones (the default); a browser without stealth is launched as headless Chromium is.
     const fitsWarm = v.proxy === null && v.stealth && v.width === this.#o.defaultWidth && v.height === this.#o.defaultHeight;
@@ -271,6 +295,7 @@ export class BrowserPool implements CdpProxyBackend {
           locale: v.locale,
           timezone: v.timezone,
           allowedDomains: v.allowedDomains,
+          blockAds: v.blockAds,
           liveViewUrl: await this.#mintLiveView(input.projectId, id, timeoutAt),
           instanceId: this.#o.instanceId,
           pid: browser?.chromium.pid ?? null,
@@ -309,6 +334,7 @@ export class BrowserPool implements CdpProxyBackend {
     }
     const b = browser;
     b.egress.setAllowedDomains(v.allowedDomains ?? undefined);
+    b.egress.setBlocker(blocker);
     b.row = row;
     b.touch();
     this.#active.set(id, b);
@@ -322,7 +348,7 @@ export class BrowserPool implements CdpProxyBackend {
     const profileId = input.profileId;
     try {
       await b.serialize(async () => {
-        await within(b.present({ hardware, locale: v.locale, timezone: v.timezone }), this.#profileTimeout, 'setting up its fingerprint');
+        await within(b.present({ hardware, locale: v.locale, timezone: v.timezone }, blocker), this.#profileTimeout, 'setting up its fingerprint');
         if (state && profileId) {
           await within(applyProfileState(b.chromium.conn, state, this.#profileTimeout), this.#profileTimeout, 'loading the profile');
           await this.#o.profiles.markUsed(input.projectId, profileId);

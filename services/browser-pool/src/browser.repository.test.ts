@@ -22,6 +22,7 @@ const newBrowser = (id: string, projectId: string): NewBrowser => ({
   locale: null,
   timezone: null,
   allowedDomains: null,
+  blockAds: false,
   liveViewUrl: 'http://live/x',
   instanceId: 'bpi_1',
   pid: 4242,

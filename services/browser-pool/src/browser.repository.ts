@@ -26,6 +26,8 @@ export interface BrowserRow {
   timezone: string | null;
   /** Hosts its network may reach (patterns, see egress-proxy.ts); null: any. */
   allowedDomains: string[] | null;
+  /** Ads and trackers blocked (adblock.ts). */
+  blockAds: boolean;
   liveViewUrl: string | null;
   instanceId: string;
   pid: number | null;
@@ -66,6 +68,7 @@ export function browser(r: any): BrowserRow {
     locale: r.locale ?? null,
     timezone: r.timezone ?? null,
     allowedDomains: r.allowed_domains ? (JSON.parse(r.allowed_domains) as string[]) : null,
+    blockAds: !!r.block_ads,
     liveViewUrl: r.live_view_url,
     instanceId: r.instance_id,
     pid: r.pid === null ? null : Number(r.pid),
@@ -106,13 +109,13 @@ export class BrowserRepository {
    */
   async insertUnderCap(b: NewBrowser, cap: number, createdAt: Date): Promise<BrowserRow | undefined> {
     const sql = `insert into browsers (id, project_id, status, profile_id, session_id, run_id, agent, screen_width, screen_height,
-        proxy_country_code, stealth, locale, timezone, allowed_domains, live_view_url, instance_id, pid, created_at, timeout_at)
-      select ?, ?, 'active', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+        proxy_country_code, stealth, locale, timezone, allowed_domains, block_ads, live_view_url, instance_id, pid, created_at, timeout_at)
+      select ?, ?, 'active', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
       where (select count(*) from browsers where project_id = ? and status = 'active') < ?
       returning *`;
     const bindings = [
       b.id, b.projectId, b.profileId, b.sessionId, b.runId, b.agent, b.screenWidth, b.screenHeight,
-      b.proxyCountryCode, b.stealth, b.locale, b.timezone, b.allowedDomains ? JSON.stringify(b.allowedDomains) : null, b.liveViewUrl, b.instanceId, b.pid, createdAt, new Date(b.timeoutAt), b.projectId, cap,
+      b.proxyCountryCode, b.stealth, b.locale, b.timezone, b.allowedDomains ? JSON.stringify(b.allowedDomains) : null, b.blockAds, b.liveViewUrl, b.instanceId, b.pid, createdAt, new Date(b.timeoutAt), b.projectId, cap,
     ];
     const insert = async (k: Knex | Knex.Transaction) => {
       const r = await k.raw(sql, bindings);

@@ -28,6 +28,7 @@ const newBrowser = (id: string, instanceId: string, projectId = 'prj_i'): NewBro
   locale: null,
   timezone: null,
   allowedDomains: null,
+  blockAds: false,
   liveViewUrl: null,
   instanceId,
   pid: null,

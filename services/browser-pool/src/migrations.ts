@@ -104,4 +104,13 @@ export const migrations: Migration[] = [
       });
     },
   },
+  {
+    // Ads and trackers blocked (issue 24): at its egress proxy and hidden in its pages.
+    name: '20261206020000_browsers_block_ads',
+    async up(knex) {
+      await knex.schema.alterTable('browsers', (t) => {
+        t.boolean('block_ads').notNullable().defaultTo(false);
+      });
+    },
+  },
 ];

@@ -113,6 +113,7 @@ export interface BrowserResource {
   locale: string | null;
   timezone: string | null;
   allowedDomains: string[];
+  blockAds: boolean;
   screenWidth: number;
   screenHeight: number;
   createdAt: string;
@@ -135,6 +136,7 @@ export function browserResource(b: Browser, recordingUrl: string | null = null):
     locale: orNull(b.locale),
     timezone: orNull(b.timezone),
     allowedDomains: b.allowedDomains,
+    blockAds: b.blockAds,
     screenWidth: b.screenWidth,
     screenHeight: b.screenHeight,
     createdAt: b.createdAt,

@@ -385,6 +385,8 @@ export interface Browser {
     | undefined;
   /** Host patterns its network may reach (example.com, *.example.com); empty: any. */
   allowedDomains: string[];
+  /** Ads and trackers blocked (EasyList and EasyPrivacy, at the network and hidden in pages). */
+  blockAds: boolean;
 }
 
 /** Tab is one page tab of a browser. */
@@ -555,6 +557,8 @@ export interface CreateBrowserRequest {
     | undefined;
   /** Host patterns its network may reach (example.com: that host; *.example.com: it and its subdomains); empty: any. */
   allowedDomains: string[];
+  /** Block ads and trackers (EasyList and EasyPrivacy); default false (a run's browser: the run service passes true unless told). */
+  blockAds?: boolean | undefined;
 }
 
 /** Response of CreateBrowser. */
@@ -884,6 +888,7 @@ function createBaseBrowser(): Browser {
     locale: undefined,
     timezone: undefined,
     allowedDomains: [],
+    blockAds: false,
   };
 }
 
@@ -951,6 +956,9 @@ export const Browser: MessageFns<Browser> = {
     }
     for (const v of message.allowedDomains) {
       writer.uint32(170).string(v!);
+    }
+    if (message.blockAds !== false) {
+      writer.uint32(176).bool(message.blockAds);
     }
     return writer;
   },
@@ -1136,6 +1144,14 @@ export const Browser: MessageFns<Browser> = {
             message.allowedDomains.push(reader.string());
             continue;
           }
+          case 22: {
+            if (tag !== 176) {
+              break;
+            }
+
+            message.blockAds = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1231,6 +1247,11 @@ export const Browser: MessageFns<Browser> = {
         : globalThis.Array.isArray(object?.allowed_domains)
         ? object.allowed_domains.map((e: any) => globalThis.String(e))
         : [],
+      blockAds: isSet(object.blockAds)
+        ? globalThis.Boolean(object.blockAds)
+        : isSet(object.block_ads)
+        ? globalThis.Boolean(object.block_ads)
+        : false,
     };
   },
 
@@ -1299,6 +1320,9 @@ export const Browser: MessageFns<Browser> = {
     if (message.allowedDomains?.length) {
       obj.allowedDomains = message.allowedDomains;
     }
+    if (message.blockAds !== false) {
+      obj.blockAds = message.blockAds;
+    }
     return obj;
   },
 
@@ -1328,6 +1352,7 @@ export const Browser: MessageFns<Browser> = {
     message.locale = object.locale ?? undefined;
     message.timezone = object.timezone ?? undefined;
     message.allowedDomains = object.allowedDomains?.map((e) => e) || [];
+    message.blockAds = object.blockAds ?? false;
     return message;
   },
 };
@@ -2407,6 +2432,7 @@ function createBaseCreateBrowserRequest(): CreateBrowserRequest {
     locale: undefined,
     timezone: undefined,
     allowedDomains: [],
+    blockAds: undefined,
   };
 }
 
@@ -2450,6 +2476,9 @@ export const CreateBrowserRequest: MessageFns<CreateBrowserRequest> = {
     }
     for (const v of message.allowedDomains) {
       writer.uint32(106).string(v!);
+    }
+    if (message.blockAds !== undefined) {
+      writer.uint32(112).bool(message.blockAds);
     }
     return writer;
   },
@@ -2571,6 +2600,14 @@ export const CreateBrowserRequest: MessageFns<CreateBrowserRequest> = {
             message.allowedDomains.push(reader.string());
             continue;
           }
+          case 14: {
+            if (tag !== 112) {
+              break;
+            }
+
+            message.blockAds = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2634,6 +2671,11 @@ export const CreateBrowserRequest: MessageFns<CreateBrowserRequest> = {
         : globalThis.Array.isArray(object?.allowed_domains)
         ? object.allowed_domains.map((e: any) => globalThis.String(e))
         : [],
+      blockAds: isSet(object.blockAds)
+        ? globalThis.Boolean(object.blockAds)
+        : isSet(object.block_ads)
+        ? globalThis.Boolean(object.block_ads)
+        : undefined,
     };
   },
 
@@ -2678,6 +2720,9 @@ export const CreateBrowserRequest: MessageFns<CreateBrowserRequest> = {
     if (message.allowedDomains?.length) {
       obj.allowedDomains = message.allowedDomains;
     }
+    if (message.blockAds !== undefined) {
+      obj.blockAds = message.blockAds;
+    }
     return obj;
   },
 
@@ -2699,6 +2744,7 @@ export const CreateBrowserRequest: MessageFns<CreateBrowserRequest> = {
     message.locale = object.locale ?? undefined;
     message.timezone = object.timezone ?? undefined;
     message.allowedDomains = object.allowedDomains?.map((e) => e) || [];
+    message.blockAds = object.blockAds ?? undefined;
     return message;
   },
 };

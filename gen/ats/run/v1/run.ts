@@ -366,6 +366,8 @@ export interface BrowserOptions {
     | undefined;
   /** Host patterns the browser's network may reach (example.com, *.example.com); empty: any. */
   allowedDomains: string[];
+  /** Block ads and trackers (EasyList and EasyPrivacy); default true for a run's browser. */
+  blockAds?: boolean | undefined;
 }
 
 /** Step is one browser action of a run. */
@@ -1132,6 +1134,7 @@ function createBaseBrowserOptions(): BrowserOptions {
     locale: undefined,
     timezone: undefined,
     allowedDomains: [],
+    blockAds: undefined,
   };
 }
 
@@ -1160,6 +1163,9 @@ export const BrowserOptions: MessageFns<BrowserOptions> = {
     }
     for (const v of message.allowedDomains) {
       writer.uint32(66).string(v!);
+    }
+    if (message.blockAds !== undefined) {
+      writer.uint32(72).bool(message.blockAds);
     }
     return writer;
   },
@@ -1241,6 +1247,14 @@ export const BrowserOptions: MessageFns<BrowserOptions> = {
             message.allowedDomains.push(reader.string());
             continue;
           }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.blockAds = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1283,6 +1297,11 @@ export const BrowserOptions: MessageFns<BrowserOptions> = {
         : globalThis.Array.isArray(object?.allowed_domains)
         ? object.allowed_domains.map((e: any) => globalThis.String(e))
         : [],
+      blockAds: isSet(object.blockAds)
+        ? globalThis.Boolean(object.blockAds)
+        : isSet(object.block_ads)
+        ? globalThis.Boolean(object.block_ads)
+        : undefined,
     };
   },
 
@@ -1312,6 +1331,9 @@ export const BrowserOptions: MessageFns<BrowserOptions> = {
     if (message.allowedDomains?.length) {
       obj.allowedDomains = message.allowedDomains;
     }
+    if (message.blockAds !== undefined) {
+      obj.blockAds = message.blockAds;
+    }
     return obj;
   },
 
@@ -1328,6 +1350,7 @@ export const BrowserOptions: MessageFns<BrowserOptions> = {
     message.locale = object.locale ?? undefined;
     message.timezone = object.timezone ?? undefined;
     message.allowedDomains = object.allowedDomains?.map((e) => e) || [];
+    message.blockAds = object.blockAds ?? undefined;
     return message;
   },
 };
