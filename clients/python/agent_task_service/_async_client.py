@@ -524,6 +524,7 @@ class AsyncBrowsers(_AsyncResource):
         locale: Optional[str] = None,
         timezone: Optional[str] = None,
         allowed_domains: Optional[List[str]] = None,
+        block_ads: Optional[bool] = None,
     ) -> "_BrowserCreation":
         """Starts a standalone browser: `await` it, or `async with` it to have it stopped on exit."""
         body = compact(
@@ -536,6 +537,7 @@ class AsyncBrowsers(_AsyncResource):
             locale=locale,
             timezone=timezone,
             allowed_domains=allowed_domains,
+            block_ads=block_ads,
         )
         return _BrowserCreation(self._client._call(Browser, "POST", api_path("browsers"), json=body))
 

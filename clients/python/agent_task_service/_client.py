@@ -522,6 +522,7 @@ class Browsers(_Resource):
         locale: Optional[str] = None,
         timezone: Optional[str] = None,
         allowed_domains: Optional[List[str]] = None,
+        block_ads: Optional[bool] = None,
     ) -> Browser:
         """Starts a standalone browser; as a context manager (`with … as browser`) it is stopped on exit."""
         body = compact(
@@ -534,6 +535,7 @@ class Browsers(_Resource):
             locale=locale,
             timezone=timezone,
             allowed_domains=allowed_domains,
+            block_ads=block_ads,
         )
         return self._client._call(Browser, "POST", api_path("browsers"), json=body)
 

@@ -379,6 +379,7 @@ class _BrowserFields:
     locale: Optional[str]
     timezone: Optional[str]
     allowed_domains: List[str]
+    block_ads: bool
     screen_width: int
     screen_height: int
     created_at: datetime
@@ -446,6 +447,7 @@ class BrowserOptions:
     locale: Optional[str] = None
     timezone: Optional[str] = None
     allowed_domains: Optional[List[str]] = None
+    block_ads: Optional[bool] = None
 
 
 @dataclass

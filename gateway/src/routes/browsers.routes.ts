@@ -37,6 +37,7 @@ export function browserRoutes(): RouteDef[] {
             locale: b.locale,
             timezone: b.timezone,
             allowedDomains: b.allowed_domains ?? [],
+            blockAds: b.block_ads,
             agent: Agent.AGENT_UNSPECIFIED,
           },
           { ...opts(ctx), deadlineMs: 30000 },

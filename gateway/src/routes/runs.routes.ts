@@ -94,6 +94,7 @@ export function runRoutes(): RouteDef[] {
               locale: b.browser.locale,
               timezone: b.browser.timezone,
               allowedDomains: b.browser.allowed_domains ?? [],
+              blockAds: b.browser.block_ads,
             },
             sessionId: b.session_id,
             attachedFileIds: b.attached_file_ids ?? [],

@@ -131,6 +131,8 @@ export interface BrowserOptions {
   locale?: string | undefined;
   timezone?: string | undefined;
   allowedDomains?: string[] | undefined;
+  /** Unset: true (a run's browser blocks ads and trackers). */
+  blockAds?: boolean | undefined;
 }
 
 export interface RunRow {

@@ -1003,6 +1003,8 @@ export interface components {
             timezone: string | null;
             /** @description Host patterns its network may reach; empty: any */
             allowedDomains: string[];
+            /** @description Blocks ads and trackers (EasyList and EasyPrivacy) */
+            blockAds: boolean;
             screenWidth: number;
             screenHeight: number;
             /**
@@ -1134,6 +1136,8 @@ export interface components {
             allowed_domains?: string[];
             /** @description IANA time zone for Intl and Date; default: the proxy country's, else UTC */
             timezone?: string;
+            /** @description Block ads and trackers (EasyList and EasyPrivacy): their requests never leave the browser and the elements the lists hide are hidden; default true for a run's browser */
+            block_ads?: boolean;
         };
         AddFilesRequest: {
             files: {
@@ -1163,6 +1167,8 @@ export interface components {
             allowed_domains?: string[];
             /** @description IANA time zone for Intl and Date; default: the proxy country's, else UTC */
             timezone?: string;
+            /** @description Block ads and trackers (EasyList and EasyPrivacy): their requests never leave the browser and the elements the lists hide are hidden; default false */
+            block_ads?: boolean;
         };
         CreateLiveViewLinkRequest: {
             /**
