@@ -15,10 +15,15 @@
  *   agent's observation (which skips such elements) leaves them out.
  *
  * Parsing both lists takes seconds of CPU, so it runs once per process on a worker thread; the
- * engine comes back serialized and is rebuilt here in milliseconds.
+ * engine comes back serialized and is rebuilt here in milliseconds. The serialized engine is also
+ * kept in the user's cache folder under a hash of the lists' bytes and the engine's version, so
+ * the next process (a restart, a test stack) rebuilds it from there without parsing.
  */
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { FiltersEngine, Request, type RequestType } from '@ghostery/adblocker';
 
@@ -29,6 +34,19 @@ export const DEFAULT_ADBLOCK_LISTS = [
   '/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easylist.txt',
   '/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easyprivacy.txt',
 ];
+
+const ENGINE_VERSION = (createRequire(import.meta.url)('@ghostery/adblocker/package.json') as { version: string }).version;
+
+function defaultCacheDir(): string {
+  return path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'agent-task-service-adblock');
+}
+
+async function writeAtomically(file: string, bytes: Uint8Array): Promise<void> {
+  await fs.promises.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  const tmp = `${file}.${process.pid}.tmp`;
+  await fs.promises.writeFile(tmp, bytes, { mode: 0o600 });
+  await fs.promises.rename(tmp, file);
+}
 
 /** Most classes, ids and links of one document asked about for generic hiding rules. */
 const MAX_DOM_TOKENS = 2000;
@@ -66,14 +84,29 @@ export class AdBlocker {
 
   static #loaded = new Map<string, Promise<AdBlocker>>();
 
-  /** The engine of `files` (parsed once per process); rejects when a file cannot be read. */
-  static load(files: readonly string[] = DEFAULT_ADBLOCK_LISTS): Promise<AdBlocker> {
-    const key = files.join('\n');
+  /**
+   * The engine of `files` (parsed once per process, or read from `cacheDir`, default
+   * $XDG_CACHE_HOME or ~/.cache, then agent-task-service-adblock); rejects when a file cannot be read.
+   */
+  static load(files: readonly string[] = DEFAULT_ADBLOCK_LISTS, cacheDir = defaultCacheDir()): Promise<AdBlocker> {
+    const key = [cacheDir, ...files].join('\n');
     let p = AdBlocker.#loaded.get(key);
     if (!p) {
       p = (async () => {
-        for (const f of files) await fs.promises.access(f, fs.constants.R_OK);
-        return new AdBlocker(FiltersEngine.deserialize(await parseInWorker(files)));
+        const hash = createHash('sha256').update(ENGINE_VERSION);
+        for (const f of files) hash.update(await fs.promises.readFile(f));
+        const cached = path.join(cacheDir, `${hash.digest('hex').slice(0, 32)}.engine`);
+        const bytes = await fs.promises.readFile(cached).catch(() => undefined);
+        if (bytes) {
+          try {
+            return new AdBlocker(FiltersEngine.deserialize(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)));
+          } catch {
+            /* another version's or a damaged file: parsed again below */
+          }
+        }
+        const parsed = await parseInWorker(files);
+        await writeAtomically(cached, parsed).catch(() => {}); // a cache that cannot be written only costs the next start a parse
+        return new AdBlocker(FiltersEngine.deserialize(parsed));
       })();
       AdBlocker.#loaded.set(key, p);
       p.catch(() => AdBlocker.#loaded.delete(key));
