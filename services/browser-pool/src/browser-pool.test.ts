@@ -438,6 +438,35 @@ describe('what a browser tells pages (fingerprint, locale, timezone)', () => {
   });
 });
 
+describe('live view URL while live-view stalls', () => {
+  test('when a browser was created without a live view URL and live-view stalls, then a read answers without it at once, and a read after live-view answers has it', async () => {
+    let release!: () => void;
+    const stalled = new Promise<void>((r) => (release = r));
+    let calls = 0;
+    const h = await harness({
+      warmSize: 0,
+      readMintWaitMs: 100,
+      liveView: {
+        async mint(projectId, browserId) {
+          if (++calls === 1) throw new Error('live-view unreachable'); // at create
+          await stalled; // every later mint hangs until released, like live-view under a burst (issue 25)
+          return `http://live.test/browsers/${browserId}?project=${projectId}`;
+        },
+      },
+    });
+    const row = await h.pool.create({ projectId: P });
+    assert.equal(row.liveViewUrl, null, 'created while live-view was down');
+    assert.equal((await h.pool.get(P, row.id)).liveViewUrl, null, 'the read did not wait for the stalled live-view');
+    assert.equal((await h.pool.list(P, { limit: 10, cursor: '' })).items.find((b) => b.id === row.id)!.liveViewUrl, null, 'nor did the list');
+    release();
+    const url = `http://live.test/browsers/${row.id}?project=${P}`;
+    await until(async () => (await h.pool.get(P, row.id)).liveViewUrl === url, { timeoutMs: 5000, intervalMs: 20, what: 'the live view URL stored' });
+    assert.equal((await h.browsers.byId(row.id))!.liveViewUrl, url, 'stored for every later read');
+    await h.pool.stop(P, row.id, 'user');
+    await h.stop();
+  });
+});
+
 describe('ads and trackers (block_ads)', () => {
   let h: Harness;
   // The fixture site under a news site's name and under two hosts of the lists (ads.html loads a pixel from each).

@@ -87,6 +87,8 @@ export interface BrowserPoolOptions {
   profileTimeoutMs?: number;
   /** Bound on storing a stopping browser's downloads. */
   downloadSyncTimeoutMs?: number;
+  /** How long a read waits for live-view to mint a missing live view URL (default 1 s); it is stored when it comes. */
+  readMintWaitMs?: number;
 }
 
 /** A request for a browser; unset fields take the configured defaults. */
@@ -445,15 +447,31 @@ export class BrowserPool implements CdpProxyBackend {
 
   async get(projectId: string, id: string): Promise<BrowserRow> {
     const row = await this.#require(projectId, id);
-    if (row.status === 'active' && !row.liveViewUrl && this.#active.has(id)) return this.#remintLiveView(row);
+    if (row.status === 'active' && !row.liveViewUrl && this.#active.has(id)) return this.#remintForRead(row);
     return row;
+  }
+
+  /**
+   * A read of a browser created while live-view was down mints its URL, but waits at most
+   * `readMintWaitMs` for it: live-view stalls for seconds under a burst (issue 25), and a read
+   * waiting for it would outlast the gateway's deadline and become a 504. The URL is stored when
+   * it comes, for the next read.
+   */
+  #remintForRead(row: BrowserRow): Promise<BrowserRow> {
+    const minted = this.#remintLiveView(row).catch((err) => {
+      this.#logger.warn({ err, browserId: row.id }, 'live view URL not stored');
+      return row;
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<BrowserRow>((resolve) => (timer = setTimeout(() => resolve(row), this.#o.readMintWaitMs ?? 1000)));
+    return Promise.race([minted, late]).finally(() => clearTimeout(timer));
   }
 
   async list(projectId: string, f: { status?: BrowserStatus; sessionId?: string; limit: number; cursor: string }): Promise<{ items: BrowserRow[]; nextCursor: string; hasMore: boolean }> {
     const limit = Math.min(Math.max(f.limit || 50, 1), 200);
     const page = await this.#o.browsers.list(projectId, { ...(f.status ? { status: f.status } : {}), ...(f.sessionId ? { sessionId: f.sessionId } : {}), limit, ...(f.cursor ? { cursor: f.cursor } : {}) });
     // A browser created while live-view was down gets its live view URL as soon as it is read.
-    const items = await Promise.all(page.items.map((row) => (row.status === 'active' && !row.liveViewUrl && this.#active.has(row.id) ? this.#remintLiveView(row) : row)));
+    const items = await Promise.all(page.items.map((row) => (row.status === 'active' && !row.liveViewUrl && this.#active.has(row.id) ? this.#remintForRead(row) : row)));
     return { ...page, items };
   }
 
