@@ -34,6 +34,7 @@ interface BrowserJson {
   locale: string | null;
   timezone: string | null;
   allowedDomains: string[];
+  blockAds: boolean;
   screenWidth: number;
   screenHeight: number;
   createdAt: string;
@@ -136,6 +137,7 @@ describe('a browser driven over CDP', () => {
     assert.ok(b.liveViewUrl!.startsWith(`${f.stack.edgeUrl('liveView')}/browsers/${b.id}?token=`), 'a live view URL minted by the live-view service');
     assert.deepEqual([b.screenWidth, b.screenHeight], [1280, 800]);
     assert.deepEqual([b.stealth, b.locale, b.timezone], [true, 'en-US', 'UTC'], 'stealth by default, en-US and UTC without a proxy country');
+    assert.equal(b.blockAds, false, 'a standalone browser blocks no ads unless asked');
     assert.ok(Date.parse(b.timeoutAt) - Date.parse(b.createdAt) === 60 * 60_000, 'default timeout: 60 minutes');
     assert.ok(chromiumUnder(b.id).length > 0, 'its own Chromium is running');
 
@@ -161,9 +163,9 @@ describe('a browser driven over CDP', () => {
   });
 
   test("when Playwright connects over CDP, then it drives the browser's default context until the browser stops", async () => {
-    const b = await createBrowser({ screen_width: 800, screen_height: 600, timeout_minutes: 5, stealth: false, locale: 'ja-JP', timezone: 'Asia/Tokyo', allowed_domains: ['127.0.0.1', '*.Example.test'] });
+    const b = await createBrowser({ screen_width: 800, screen_height: 600, timeout_minutes: 5, stealth: false, locale: 'ja-JP', timezone: 'Asia/Tokyo', allowed_domains: ['127.0.0.1', '*.Example.test'], block_ads: true });
     assert.deepEqual([b.screenWidth, b.screenHeight], [800, 600]);
-    assert.deepEqual([b.stealth, b.locale, b.timezone, b.allowedDomains], [false, 'ja-JP', 'Asia/Tokyo', ['127.0.0.1', '*.example.test']], 'the record returns what it was created with');
+    assert.deepEqual([b.stealth, b.locale, b.timezone, b.allowedDomains, b.blockAds], [false, 'ja-JP', 'Asia/Tokyo', ['127.0.0.1', '*.example.test'], true], 'the record returns what it was created with');
     assert.ok(Date.parse(b.timeoutAt) - Date.parse(b.createdAt) === 5 * 60_000);
     const browser = await chromium.connectOverCDP(b.cdpUrl!);
     const context = browser.contexts()[0]!;
@@ -274,7 +276,7 @@ describe('bad input and limits', () => {
       detail: [{ type: 'value_error', loc: ['body', 'proxy_country_code'], msg: 'Value error, No proxy is configured for country "fr"', input: 'fr' }],
     });
 
-    for (const [body, field] of [[{ timezone: 'Mars/Olympus' }, 'timezone'], [{ locale: 'not a locale' }, 'locale'], [{ stealth: 'yes' }, 'stealth']] as const) {
+    for (const [body, field] of [[{ timezone: 'Mars/Olympus' }, 'timezone'], [{ locale: 'not a locale' }, 'locale'], [{ stealth: 'yes' }, 'stealth'], [{ block_ads: 'yes' }, 'block_ads']] as const) {
       const res = await call(alpha().key, 'POST', '/api/v1/browsers', body);
       assert.equal(res.status, 422, JSON.stringify(body));
       assert.deepEqual(((await res.json()) as { detail: { loc: string[] }[] }).detail[0]!.loc, ['body', field]);
