@@ -156,11 +156,12 @@ async function measurePool(warmSize: number, o: BrowserPoolBenchOptions, site: F
 }
 
 /** One browser launched and prepared in-process, as the pool does it. */
-function launchOne(dir: string, i: number, confinement: BrowserConfinement): Promise<LiveBrowser> {
+function launchOne(dir: string, i: number, confinement: BrowserConfinement, stealth = true): Promise<LiveBrowser> {
   return LiveBrowser.launch({
     executable: '/usr/bin/chromium',
     rootDir: dir,
     id: `brw_bench${i}`,
+    stealth,
     width: 1280,
     height: 800,
     confinement,
@@ -264,4 +265,40 @@ export async function browserPoolBench(o: BrowserPoolBenchOptions): Promise<Brow
 if (import.meta.url === `file://${process.argv[1]}`) {
   const figures = await browserPoolBench({ rounds: Number(process.env.BENCH_ROUNDS ?? 20), mode: (process.env.BENCH_MODE as 'dist' | 'tsx') ?? 'tsx' });
   process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
+}
+
+/** Stealth on vs off, in-process and alternating: launch → fingerprint presented → a page loaded → stop (p50 each). */
+export interface StealthCostFigures {
+  onMs: Stats;
+  offMs: Stats;
+  /** on p50 / off p50 (goal: within 1.05). */
+  ratio: number;
+}
+
+export async function stealthCostBench(rounds: number): Promise<StealthCostFigures> {
+  const site = await startFixtureSite();
+  const dir = fs.mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'bench-stealth-'));
+  const times = { on: [] as number[], off: [] as number[] };
+  try {
+    for (let i = 0; i < rounds * 2; i++) {
+      const stealth = i % 2 === 0;
+      const t0 = process.hrtime.bigint();
+      const b = await launchOne(dir, i, hostConfinement(), stealth);
+      await b.present({ hardware: stealth ? { hardwareConcurrency: 8 } : null, locale: 'en-US', timezone: 'UTC' });
+      const sessionId = await b.tabs.session(b.tabs.activeId!);
+      await b.chromium.conn.send('Page.enable', {}, sessionId);
+      const loaded = b.chromium.conn.waitFor('Page.loadEventFired', (_p, s) => s === sessionId, 20000);
+      await b.chromium.conn.send('Page.navigate', { url: `${site.origin}/index.html` }, sessionId);
+      await loaded;
+      await b.shutdown();
+      await b.chromium.removed;
+      (stealth ? times.on : times.off).push(ms(t0));
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+    await site.close();
+  }
+  const on = stats(times.on);
+  const off = stats(times.off);
+  return { onMs: on, offMs: off, ratio: on.p50 / off.p50 };
 }

@@ -1,12 +1,13 @@
 /**
  * `make bench`: runs each benchmark and prints its figures; JSON goes to bench/results/.
- * BENCH_ONLY=name[,name] runs some: gateway, guards, files, s3, runs, queue (part of runs), browsercode, pool, pool-replicas, live-view, live-view-idle (the idle recording part alone), live-view-burst, observe, requests, webhooks
+ * BENCH_ONLY=name[,name] runs some: gateway, guards, files, s3, runs, queue (part of runs), browsercode, pool, stealth, adblock, pool-replicas, live-view, live-view-idle (the idle recording part alone), live-view-burst, observe, requests, webhooks
  * (BENCH_BASELINE=rev: the commit `requests` compares with).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT } from '../scripts/stack.js';
-import { browserPoolBench } from './browser-pool.bench.js';
+import { browserPoolBench, stealthCostBench } from './browser-pool.bench.js';
+import { adblockBench } from './adblock.bench.js';
 import { poolReplicasBench } from './browser-pool-replicas.bench.js';
 import { fileStorageBench } from './file-storage.bench.js';
 import { s3StorageBench } from './s3-storage.bench.js';
@@ -155,6 +156,22 @@ if (want('live-view')) {
   const lv = await liveViewBench({ mode: 'dist' });
   results.liveView = lv;
   process.stdout.write(`  ${JSON.stringify(lv)}\n`);
+}
+if (want('stealth')) {
+  const n = Math.max(5, rounds * 2);
+  const st = await stealthCostBench(n);
+  results.stealthCost = st;
+  process.stdout.write(`stealth cost, launch → fingerprint → page loaded → stop, ${n} alternating each: on p50 ${f(st.onMs.p50, 0)} ms, off p50 ${f(st.offMs.p50, 0)} ms (on/off ${f(st.ratio)})\n`);
+}
+if (want('adblock')) {
+  const n = Math.max(5, rounds * 2);
+  const ab = await adblockBench(n);
+  results.adblock = ab;
+  const kb = (b: number) => f(b / 1024, 0);
+  process.stdout.write(`\nblock_ads on an ad-heavy local page (16 ad/tracker requests of 30 KB after 40 ms, 8 ad slots), ${n} alternating loads each (lists ready in ${f(ab.listLoadMs, 0)} ms)\n`);
+  process.stdout.write(`  load p50: blocking ${f(ab.loadMs.blocking.p50, 0)} ms, plain ${f(ab.loadMs.plain.p50, 0)} ms (blocking/plain ${f(ab.loadMs.ratio)})\n`);
+  process.stdout.write(`  per load: requests ${ab.requests.blocking} vs ${ab.requests.plain}, bytes ${kb(ab.bytes.blocking)} KiB vs ${kb(ab.bytes.plain)} KiB\n`);
+  process.stdout.write(`  observation: ${ab.observation.blocking.chars} chars / ${ab.observation.blocking.elements} elements with hiding vs ${ab.observation.plain.chars} / ${ab.observation.plain.elements} without (${f(ab.observation.blocking.chars / ab.observation.plain.chars)}); ad slots hidden ${ab.hiddenSlots.blocking}/8 vs ${ab.hiddenSlots.plain}/8\n`);
 }
 if (want('observe')) {
   const n = Math.max(5, rounds * 3);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the project needs and is missing: npm packages (when package-lock.json changed)
-# and the Debian packages chromium, nats-server, ffmpeg, and socat and iproute2 (a browser's
-# forwarder and loopback in its network namespace), and for the Python client's tests Debian's
+# and the Debian packages chromium, nats-server, ffmpeg, socat and iproute2 (a browser's
+# forwarder and loopback in its network namespace), webext-ublock-origin-chromium (the EasyList and
+# EasyPrivacy files of block_ads), and for the Python client's tests Debian's
 # python3 with httpx, pytest, venv, setuptools and wheel (as root; otherwise says how).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,7 @@ missing=()
 for pkg in chromium nats-server ffmpeg socat iproute2; do
   command -v "${bin[$pkg]}" >/dev/null 2>&1 || missing+=("$pkg")
 done
+[[ -f /usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easylist.txt ]] || missing+=(webext-ublock-origin-chromium)
 # The Python client is built and tested with Debian's python3 (PyPI is not reachable): its
 # modules are Debian packages too.
 declare -A pymod=([python3-httpx]=httpx [python3-pytest]=pytest [python3-venv]=ensurepip [python3-setuptools]=setuptools [python3-wheel]=wheel)

@@ -30,6 +30,11 @@ interface BrowserJson {
   profileId: string | null;
   sessionId: string | null;
   runId: string | null;
+  stealth: boolean;
+  locale: string | null;
+  timezone: string | null;
+  allowedDomains: string[];
+  blockAds: boolean;
   screenWidth: number;
   screenHeight: number;
   createdAt: string;
@@ -131,6 +136,8 @@ describe('a browser driven over CDP', () => {
     assert.ok(cdp.searchParams.get('token'));
     assert.ok(b.liveViewUrl!.startsWith(`${f.stack.edgeUrl('liveView')}/browsers/${b.id}?token=`), 'a live view URL minted by the live-view service');
     assert.deepEqual([b.screenWidth, b.screenHeight], [1280, 800]);
+    assert.deepEqual([b.stealth, b.locale, b.timezone], [true, 'en-US', 'UTC'], 'stealth by default, en-US and UTC without a proxy country');
+    assert.equal(b.blockAds, false, 'a standalone browser blocks no ads unless asked');
     assert.ok(Date.parse(b.timeoutAt) - Date.parse(b.createdAt) === 60 * 60_000, 'default timeout: 60 minutes');
     assert.ok(chromiumUnder(b.id).length > 0, 'its own Chromium is running');
 
@@ -139,6 +146,7 @@ describe('a browser driven over CDP', () => {
     await page.goto(`${site.origin}/index.html`);
     assert.equal(await page.title(), 'Fixture home');
     assert.equal(await page.evaluate(() => `${innerWidth}x${innerHeight}`), '1280x800');
+    assert.deepEqual(await page.evaluate(() => [navigator.webdriver, /Headless/.test(navigator.userAgent)]), [false, false], 'no automation tells');
     const version = (await (await fetch(b.cdpUrl!.replace(/^ws/, 'http').replace('?', '/json/version?'))).json()) as { webSocketDebuggerUrl: string };
     assert.equal(version.webSocketDebuggerUrl, b.cdpUrl);
 
@@ -155,8 +163,9 @@ describe('a browser driven over CDP', () => {
   });
 
   test("when Playwright connects over CDP, then it drives the browser's default context until the browser stops", async () => {
-    const b = await createBrowser({ screen_width: 800, screen_height: 600, timeout_minutes: 5 });
+    const b = await createBrowser({ screen_width: 800, screen_height: 600, timeout_minutes: 5, stealth: false, locale: 'ja-JP', timezone: 'Asia/Tokyo', allowed_domains: ['127.0.0.1', '*.Example.test'], block_ads: true });
     assert.deepEqual([b.screenWidth, b.screenHeight], [800, 600]);
+    assert.deepEqual([b.stealth, b.locale, b.timezone, b.allowedDomains, b.blockAds], [false, 'ja-JP', 'Asia/Tokyo', ['127.0.0.1', '*.example.test'], true], 'the record returns what it was created with');
     assert.ok(Date.parse(b.timeoutAt) - Date.parse(b.createdAt) === 5 * 60_000);
     const browser = await chromium.connectOverCDP(b.cdpUrl!);
     const context = browser.contexts()[0]!;
@@ -267,6 +276,19 @@ describe('bad input and limits', () => {
       detail: [{ type: 'value_error', loc: ['body', 'proxy_country_code'], msg: 'Value error, No proxy is configured for country "fr"', input: 'fr' }],
     });
 
+    for (const [body, field] of [[{ timezone: 'Mars/Olympus' }, 'timezone'], [{ locale: 'not a locale' }, 'locale'], [{ stealth: 'yes' }, 'stealth'], [{ block_ads: 'yes' }, 'block_ads']] as const) {
+      const res = await call(alpha().key, 'POST', '/api/v1/browsers', body);
+      assert.equal(res.status, 422, JSON.stringify(body));
+      assert.deepEqual(((await res.json()) as { detail: { loc: string[] }[] }).detail[0]!.loc, ['body', field]);
+    }
+    const badZone = await call(alpha().key, 'POST', '/api/v1/agents/browser-agent/runs', { task: 'open the page', model: 'builtin', browser: { timezone: 'Europe/Atlantis' } });
+    assert.equal(badZone.status, 422, 'a run with an unknown timezone is refused before it is queued');
+    assert.deepEqual(((await badZone.json()) as { detail: { loc: string[] }[] }).detail[0]!.loc, ['body', 'browser', 'timezone']);
+    const outside = await call(alpha().key, 'POST', '/api/v1/agents/browser-agent/runs', { task: 'read https://shop.example.com/prices', model: 'builtin', browser: { allowed_domains: ['*.example.org'] } });
+    assert.equal(outside.status, 422, "a run whose task names a URL outside its allowed domains is refused");
+    assert.deepEqual(((await outside.json()) as { detail: { loc: string[]; msg: string }[] }).detail[0]!.loc, ['body', 'task']);
+    assert.equal((await call(alpha().key, 'POST', '/api/v1/browsers', { allowed_domains: ['exa mple.com'] })).status, 422);
+
     const theirs = await createBrowser({}, beta().key);
     assert.equal((await call(alpha().key, 'GET', `/api/v1/browsers/${theirs.id}`)).status, 404);
     assert.equal((await call(alpha().key, 'POST', `/api/v1/browsers/${theirs.id}/stop`)).status, 404);
@@ -345,7 +367,7 @@ describe('for the other services', () => {
 
   test("when a run's browser is streamed to two viewers and given input over gRPC, then both see frames and the page gets the keys", async () => {
     const { projectId } = alpha();
-    const { browser } = await pool.api.createBrowser({ projectId, sessionId: 'ses_grpc', runId: 'run_grpc', agent: Agent.AGENT_BROWSER_AGENT });
+    const { browser } = await pool.api.createBrowser({ projectId, sessionId: 'ses_grpc', runId: 'run_grpc', agent: Agent.AGENT_BROWSER_AGENT, allowedDomains: [] });
     const id = browser!.id;
     assert.equal(browser!.runId, 'run_grpc');
     const listed = (await (await call(alpha().key, 'GET', '/api/v1/browsers?session_id=ses_grpc')).json()) as { items: BrowserJson[] };

@@ -143,7 +143,7 @@ for (const balancing of ['per-call', 'pinned'] as const) {
       const port = n === 1 ? f.stack.ports.get('browser-pool')! : f.stack.replicas.find((r) => r.service === 'browser-pool' && r.n === n)!.port;
       const pool = createServiceClient(BrowserPoolServiceService, `127.0.0.1:${port}`, 20_000, f.stack.internalToken);
       try {
-        const { browser } = await pool.api.createBrowser({ projectId: f.projects[p]!.projectId, profileId, agent: Agent.AGENT_UNSPECIFIED });
+        const { browser } = await pool.api.createBrowser({ projectId: f.projects[p]!.projectId, profileId, agent: Agent.AGENT_UNSPECIFIED, allowedDomains: [] });
         assert.equal((await ownerOf(browser!.id)).replica, n);
         return { id: browser!.id, status: 'active', cdpUrl: browser!.cdpUrl, liveViewUrl: browser!.liveViewUrl, profileId: browser!.profileId ?? null };
       } finally {

@@ -46,7 +46,7 @@ describe('a pool replica that dies', { skip: !pg && 'needs Postgres on 127.0.0.1
     const port = n === 1 ? f.stack.ports.get('browser-pool')! : f.stack.replicas.find((r) => r.service === 'browser-pool' && r.n === n)!.port;
     const pool = createServiceClient(BrowserPoolServiceService, `127.0.0.1:${port}`, 30_000, f.stack.internalToken);
     try {
-      const { browser } = await pool.api.createBrowser({ projectId: f.projects.main!.projectId, agent: Agent.AGENT_UNSPECIFIED });
+      const { browser } = await pool.api.createBrowser({ projectId: f.projects.main!.projectId, agent: Agent.AGENT_UNSPECIFIED, allowedDomains: [] });
       return { id: browser!.id, cdpUrl: browser!.cdpUrl };
     } finally {
       pool.close();

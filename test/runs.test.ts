@@ -294,6 +294,7 @@ describe('stopping and sessions', () => {
     assert.equal(events.at(-1)!.event, 'run.stopped');
     const browser = (await (await json('alpha', 'GET', `/api/v1/browsers/${run.browserId}`)).json()) as Record<string, unknown>;
     assert.equal(browser.status, 'stopped');
+    assert.equal(browser.blockAds, true, "a run's browser blocks ads and trackers unless told not to");
     const session = (await (await json('alpha', 'GET', `${BASE}/sessions/${created.sessionId}`)).json()) as Record<string, unknown>;
     assert.equal(session.status, 'closed');
 

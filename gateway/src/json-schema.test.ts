@@ -13,7 +13,7 @@ expectType<Equal<FromSchema<typeof s.createLiveViewLinkBody>, { mode: 'view' | '
 expectType<Equal<FromSchema<typeof s.pageQuery>, { limit?: number; cursor?: string }>>(true);
 expectType<Equal<FromSchema<typeof s.listRunsQuery>['status'], 'queued' | 'running' | 'completed' | 'stopped' | 'failed' | undefined>>(true);
 expectType<Equal<FromSchema<typeof s.addFilesBody>, { files: { name: string }[] }>>(true);
-expectType<Equal<FromSchema<typeof s.createRunBody>['browser'], { proxy_country_code?: string; screen_width?: number; screen_height?: number; profile_id?: string } | undefined>>(true);
+expectType<Equal<FromSchema<typeof s.createRunBody>['browser'], { proxy_country_code?: string; screen_width?: number; screen_height?: number; profile_id?: string; stealth?: boolean; locale?: string; timezone?: string; allowed_domains?: string[]; block_ads?: boolean } | undefined>>(true);
 expectType<Equal<FromSchema<typeof s.workspaceList>, { items: { id: string; name: string; createdAt: string; updatedAt: string }[]; nextCursor: string | null; hasMore: boolean }>>(true);
 expectType<Equal<s.RunReply['output'], null>>(true);
 expectType<Equal<s.EventReply['data'], Record<string, unknown>>>(true);

@@ -25,12 +25,25 @@ export const fileName = str({
 
 // ---------- requests ----------
 
+/** What a browser presents to pages (issue 24); the pool checks the timezone against the IANA names too. */
+const identityOptions = {
+  stealth: bool({ description: "Present a person's browser's fingerprint (no automation tells, a varied CPU count, stable per profile); default true. false: headless Chromium as it is" }),
+  locale: str({ minLength: 2, maxLength: 35, pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$', 'x-error': 'locale must be a BCP 47 language tag such as en-US', description: "BCP 47 language tag for navigator.language, Intl and Accept-Language; default: the proxy country's, else en-US" }),
+  allowed_domains: list(
+    str({ minLength: 1, maxLength: 255, pattern: '^(\\*\\.)?[A-Za-z0-9.-]+$', 'x-error': 'allowed_domains are host patterns such as example.com or *.example.com' }),
+    { maxItems: 100, description: 'Hosts the browser may reach: example.com (that host) or *.example.com (it and every subdomain); anything else is refused at the network (navigation, tabs, redirects, form posts). Empty or omitted: any' },
+  ),
+  timezone: str({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_+\\-]+(/[A-Za-z0-9_+\\-]+)*$', 'x-error': 'timezone must be an IANA time zone name such as Europe/Berlin', description: "IANA time zone for Intl and Date; default: the proxy country's, else UTC" }),
+};
+
 export const browserOptions = obj(
   {
     proxy_country_code: str({ pattern: '^[a-z]{2}$', 'x-error': 'proxy_country_code must be an ISO 3166-1 alpha-2 code in lower case', description: 'ISO 3166-1 alpha-2, lower case' }),
     screen_width: int({ minimum: 320, maximum: 3840 }),
     screen_height: int({ minimum: 240, maximum: 2160 }),
     profile_id: id('prf'),
+    ...identityOptions,
+    block_ads: bool({ description: "Block ads and trackers (EasyList and EasyPrivacy): their requests never leave the browser and the elements the lists hide are hidden; default true for a run's browser" }),
   },
   [],
   { dependentRequired: { screen_width: ['screen_height'], screen_height: ['screen_width'] } },
@@ -60,6 +73,8 @@ export const createBrowserBody = obj(
     screen_width: browserOptions.properties.screen_width,
     screen_height: browserOptions.properties.screen_height,
     timeout_minutes: int({ minimum: 1, maximum: 240, description: 'Hard limit; default 60' }),
+    ...identityOptions,
+    block_ads: bool({ description: 'Block ads and trackers (EasyList and EasyPrivacy): their requests never leave the browser and the elements the lists hide are hidden; default false' }),
   },
   [],
   { dependentRequired: { screen_width: ['screen_height'], screen_height: ['screen_width'] } },
@@ -220,6 +235,11 @@ export const browser = reply({
   sessionId: nullable(str()),
   runId: nullable(str()),
   proxyCountryCode: nullable(str()),
+  stealth: bool({ description: 'Created with stealth (a person\'s browser\'s fingerprint)' }),
+  locale: nullable(str({ description: 'BCP 47 locale it presents' })),
+  timezone: nullable(str({ description: 'IANA time zone it presents' })),
+  allowedDomains: list(str(), { description: 'Host patterns its network may reach; empty: any' }),
+  blockAds: bool({ description: 'Blocks ads and trackers (EasyList and EasyPrivacy)' }),
   screenWidth: int(),
   screenHeight: int(),
   createdAt: ts,

@@ -533,6 +533,11 @@ class AsyncBrowsers(_AsyncResource):
         screen_width: Optional[int] = None,
         screen_height: Optional[int] = None,
         timeout_minutes: Optional[int] = None,
+        stealth: Optional[bool] = None,
+        locale: Optional[str] = None,
+        timezone: Optional[str] = None,
+        allowed_domains: Optional[List[str]] = None,
+        block_ads: Optional[bool] = None,
     ) -> "_BrowserCreation":
         """Starts a standalone browser: `await` it, or `async with` it to have it stopped on exit."""
         body = compact(
@@ -541,6 +546,11 @@ class AsyncBrowsers(_AsyncResource):
             screen_width=screen_width,
             screen_height=screen_height,
             timeout_minutes=timeout_minutes,
+            stealth=stealth,
+            locale=locale,
+            timezone=timezone,
+            allowed_domains=allowed_domains,
+            block_ads=block_ads,
         )
         return _BrowserCreation(self._client._call(Browser, "POST", api_path("browsers"), json=body))
 

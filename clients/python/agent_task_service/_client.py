@@ -530,6 +530,11 @@ class Browsers(_Resource):
         screen_width: Optional[int] = None,
         screen_height: Optional[int] = None,
         timeout_minutes: Optional[int] = None,
+        stealth: Optional[bool] = None,
+        locale: Optional[str] = None,
+        timezone: Optional[str] = None,
+        allowed_domains: Optional[List[str]] = None,
+        block_ads: Optional[bool] = None,
     ) -> Browser:
         """Starts a standalone browser; as a context manager (`with … as browser`) it is stopped on exit."""
         body = compact(
@@ -538,6 +543,11 @@ class Browsers(_Resource):
             screen_width=screen_width,
             screen_height=screen_height,
             timeout_minutes=timeout_minutes,
+            stealth=stealth,
+            locale=locale,
+            timezone=timezone,
+            allowed_domains=allowed_domains,
+            block_ads=block_ads,
         )
         return self._client._call(Browser, "POST", api_path("browsers"), json=body)
 

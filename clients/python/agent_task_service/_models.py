@@ -377,6 +377,11 @@ class _BrowserFields:
     session_id: Optional[str]
     run_id: Optional[str]
     proxy_country_code: Optional[str]
+    stealth: bool
+    locale: Optional[str]
+    timezone: Optional[str]
+    allowed_domains: List[str]
+    block_ads: bool
     screen_width: int
     screen_height: int
     created_at: datetime
@@ -441,6 +446,11 @@ class BrowserOptions:
     screen_width: Optional[int] = None
     screen_height: Optional[int] = None
     profile_id: Optional[str] = None
+    stealth: Optional[bool] = None
+    locale: Optional[str] = None
+    timezone: Optional[str] = None
+    allowed_domains: Optional[List[str]] = None
+    block_ads: Optional[bool] = None
 
 
 @dataclass

@@ -24,7 +24,7 @@ export function browserRoutes(): RouteDef[] {
       errors: [400, 404, 429],
       handler: async (ctx) => {
         const b = ctx.body;
-        await checkBrowserOptions(ctx, { profileId: b.browser_profile_id, proxyCountryCode: b.proxy_country_code }, ['body', 'proxy_country_code'], 'refuse');
+        await checkBrowserOptions(ctx, { profileId: b.browser_profile_id, proxyCountryCode: b.proxy_country_code, timezone: b.timezone }, ['body', 'proxy_country_code'], 'refuse');
         const res = await ctx.clients.browserPool.api.createBrowser(
           {
             projectId: ctx.projectId,
@@ -33,6 +33,11 @@ export function browserRoutes(): RouteDef[] {
             screenWidth: b.screen_width,
             screenHeight: b.screen_height,
             timeoutMinutes: b.timeout_minutes,
+            stealth: b.stealth,
+            locale: b.locale,
+            timezone: b.timezone,
+            allowedDomains: b.allowed_domains ?? [],
+            blockAds: b.block_ads,
             agent: Agent.AGENT_UNSPECIFIED,
           },
           { ...opts(ctx), deadlineMs: 30000 },

@@ -5,7 +5,7 @@ import type { FromSchema } from '../json-schema.js';
 import { agentEnum } from '../../../services/common/src/agent-name.js';
 import { RUN_STATUS, page, presentEvent, presentRun, presentRunCreated, presentRunStatus, presentSession, presentStep, required } from '../presenters.js';
 import { fromServiceError } from '../../../services/common/src/errors.js';
-import { checkBrowserOptions } from '../browser-options.js';
+import { checkBrowserOptions, checkTaskInsideDomains } from '../browser-options.js';
 import { HttpError } from '../http-errors.js';
 import { route, type RouteContext, type RouteDef } from './route.js';
 
@@ -77,7 +77,8 @@ export function runRoutes(): RouteDef[] {
         if (b.workspace_id !== undefined && ctx.params.agent !== 'browsercode') {
           throw new HttpError(400, 'workspace_id is only supported by the browsercode agent');
         }
-        await checkBrowserOptions(ctx, { profileId: b.browser?.profile_id, proxyCountryCode: b.browser?.proxy_country_code }, ['body', 'browser', 'proxy_country_code'], 'allow');
+        checkTaskInsideDomains(b.task, b.browser?.allowed_domains);
+        await checkBrowserOptions(ctx, { profileId: b.browser?.profile_id, proxyCountryCode: b.browser?.proxy_country_code, timezone: b.browser?.timezone }, ['body', 'browser', 'proxy_country_code'], 'allow');
         const res = await ctx.clients.run.api.createRun(
           {
             projectId: ctx.projectId,
@@ -89,6 +90,11 @@ export function runRoutes(): RouteDef[] {
               screenWidth: b.browser.screen_width,
               screenHeight: b.browser.screen_height,
               profileId: b.browser.profile_id,
+              stealth: b.browser.stealth,
+              locale: b.browser.locale,
+              timezone: b.browser.timezone,
+              allowedDomains: b.browser.allowed_domains ?? [],
+              blockAds: b.browser.block_ads,
             },
             sessionId: b.session_id,
             attachedFileIds: b.attached_file_ids ?? [],

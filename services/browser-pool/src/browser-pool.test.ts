@@ -13,7 +13,7 @@ import puppeteer, { type Browser as PuppeteerBrowser } from 'puppeteer-core';
 import { tempDir } from '../../../test/support/infra.js';
 import { until } from '../../../test/support/until.js';
 import { openDatabase, type Database } from '../../common/src/db.js';
-import { FailedPreconditionError, InvalidArgumentError, NotFoundError, ResourceExhaustedError } from '../../common/src/errors.js';
+import { FailedPreconditionError, InvalidArgumentError, NotFoundError, ResourceExhaustedError, UnavailableError } from '../../common/src/errors.js';
 import { createLogger } from '../../common/src/logger.js';
 import { Signer } from '../../common/src/signing.js';
 import type { BrowserEvents } from './browser-events.js';
@@ -347,6 +347,209 @@ describe('warm pool, CDP proxy and stop', () => {
   });
 });
 
+interface Detection {
+  checks: Record<string, boolean>;
+  fingerprint: { userAgent: string; hardwareConcurrency: number; languages: string[]; locale: string; timezone: string; date: string; screen: number[]; inner: number[]; outer: number[] };
+}
+
+/** What test/fixtures/site/detect.html finds in a browser's page (and, in a new tab, what that tab finds). */
+async function detect(h: Harness, row: BrowserRow, opts: { newTab?: boolean } = {}): Promise<Detection & { headers: Record<string, string> }> {
+  const b = await connect(h.pool.cdpUrlFor(row));
+  try {
+    const page = opts.newTab ? await b.newPage() : (await b.pages())[0]!;
+    const headers = JSON.parse(await (await page.goto(`${site.origin}/api/headers`))!.text()) as Record<string, string>;
+    await page.goto(`${site.origin}/detect.html`);
+    const d = await page.evaluate(() => (window as unknown as { detection: Promise<Detection> }).detection);
+    return { ...d, headers };
+  } finally {
+    await b.disconnect();
+  }
+}
+
+describe('what a browser tells pages (fingerprint, locale, timezone)', () => {
+  let h: Harness;
+  before(async () => {
+    h = await harness({ warmSize: 1 });
+    await h.pool.whenWarm();
+  });
+
+  test('when a browser is created, then it passes every automation check of the detection page, in its first tab and in a new one', async () => {
+    const row = await h.pool.create({ projectId: P });
+    assert.equal(row.stealth, true, 'stealth is the default');
+    for (const newTab of [false, true]) {
+      const d = await detect(h, row, { newTab });
+      for (const [check, ok] of Object.entries(d.checks)) assert.equal(ok, true, `${check} passes (${newTab ? 'new tab' : 'first tab'}): ${JSON.stringify(d.fingerprint)}`);
+      assert.deepEqual(d.fingerprint.inner, [1024, 700], 'the viewport is still the requested screen size');
+      assert.equal(d.fingerprint.screen[0], 1024, 'the screen is as wide as screen_width (a maximized window)');
+      assert.doesNotMatch(d.headers['user-agent']!, /headless/i, 'the UA header says Chrome');
+      assert.doesNotMatch(d.headers['sec-ch-ua'] ?? '', /headless/i, 'the client hints header says Chrome');
+    }
+    await h.pool.stop(P, row.id, 'user');
+  });
+
+  test('when a browser is created with stealth false, then it shows what headless Chromium shows', async () => {
+    const row = await h.pool.create({ projectId: P, stealth: false });
+    assert.equal(row.stealth, false);
+    const d = await detect(h, row);
+    assert.equal(d.checks.webdriver, false, 'navigator.webdriver is true');
+    assert.equal(d.checks.userAgent, false, 'the UA names HeadlessChrome');
+    await h.pool.stop(P, row.id, 'user');
+  });
+
+  test("when two browsers are created, then their fingerprints differ; one profile's browsers present the same one each time", async () => {
+    const [a, b] = [await h.pool.create({ projectId: P }), await h.pool.create({ projectId: P })];
+    const [fa, fb] = [(await detect(h, a)).fingerprint, (await detect(h, b)).fingerprint];
+    assert.notDeepEqual(fa, fb);
+    await Promise.all([h.pool.stop(P, a.id, 'user'), h.pool.stop(P, b.id, 'user')]);
+    const profile = await h.profiles.create(P, 'fp', undefined);
+    const seen: Detection['fingerprint'][] = [];
+    for (let i = 0; i < 2; i++) {
+      const row = await h.pool.create({ projectId: P, profileId: profile.id });
+      seen.push((await detect(h, row)).fingerprint);
+      await h.pool.stop(P, row.id, 'user');
+    }
+    assert.deepEqual(seen[0], seen[1]);
+  });
+
+  test('when a browser is created with a locale and a timezone, then Intl, Date, navigator and Accept-Language agree on them', async () => {
+    const row = await h.pool.create({ projectId: P, locale: 'fr-CA', timezone: 'America/Toronto' });
+    assert.equal(row.locale, 'fr-CA');
+    assert.equal(row.timezone, 'America/Toronto');
+    const d = await detect(h, row);
+    assert.equal(d.checks.languages && d.checks.timezone, true);
+    assert.deepEqual(d.fingerprint.languages, ['fr-CA', 'fr']);
+    assert.equal(d.fingerprint.locale, 'fr-CA');
+    assert.equal(d.fingerprint.timezone, 'America/Toronto');
+    assert.match(d.fingerprint.date, /^Thu Jan 15 2026 07:00:00 GMT-0500/, 'Date shows Toronto time');
+    assert.equal(d.headers['accept-language'], 'fr-CA,fr;q=0.9');
+    await h.pool.stop(P, row.id, 'user');
+  });
+
+  test('when a browser has allowed domains, then its pages, new tabs and form posts reach nothing outside them; a bad pattern is refused', async () => {
+    const row = await h.pool.create({ projectId: P, allowedDomains: ['127.0.0.1', '*.example.test'] });
+    assert.deepEqual(row.allowedDomains, ['127.0.0.1', '*.example.test']);
+    const b = await connect(h.pool.cdpUrlFor(row));
+    try {
+      const page = await openPage(b, `${site.origin}/leave.html`);
+      assert.equal(await page.title(), 'Leave this site', 'an allowed host loads');
+      const opened = new Promise<import('puppeteer-core').Page>((resolve) => b.once('targetcreated', (t: import('puppeteer-core').Target) => void t.page().then((p) => resolve(p!))));
+      await page.click('#tab');
+      const tab = await opened;
+      await until(async () => (await tab.evaluate(() => document.readyState)) === 'complete' && tab.url().startsWith('http://localhost'), { timeoutMs: 10000, intervalMs: 50, what: 'the new tab tried' });
+      assert.notEqual(await tab.title(), 'Fixture home', 'the new tab did not load the other site');
+      assert.match(await tab.evaluate(() => document.body.innerText), /outside the domains this browser may reach/);
+      await page.bringToFront();
+      const [posted] = await Promise.all([page.waitForNavigation(), page.evaluate(() => (document.getElementById('post') as HTMLFormElement).submit())]);
+      assert.equal(posted!.status(), 403, 'the form post was refused');
+      assert.match(await page.evaluate(() => document.body.innerText), /localhost is outside the domains/);
+    } finally {
+      await b.disconnect();
+    }
+    await h.pool.stop(P, row.id, 'user');
+    await assert.rejects(h.pool.create({ projectId: P, allowedDomains: ['exa mple.com'] }), (e) => e instanceof InvalidArgumentError && /allowed_domains/.test(e.message));
+  });
+
+  test('when a locale or timezone is not a real one, then the browser is refused before anything starts', async () => {
+    const before = (await h.browsers.list(P, { limit: 200 })).items.length;
+    await assert.rejects(h.pool.create({ projectId: P, timezone: 'Mars/Olympus' }), (e) => e instanceof InvalidArgumentError && /IANA/.test(e.message));
+    await assert.rejects(h.pool.create({ projectId: P, locale: 'not a locale!' }), (e) => e instanceof InvalidArgumentError && /BCP 47/.test(e.message));
+    assert.equal((await h.browsers.list(P, { limit: 200 })).items.length, before);
+  });
+});
+
+describe('live view URL while live-view stalls', () => {
+  test('when a browser was created without a live view URL and live-view stalls, then a read answers without it at once, and a read after live-view answers has it', async () => {
+    let release!: () => void;
+    const stalled = new Promise<void>((r) => (release = r));
+    let calls = 0;
+    const h = await harness({
+      warmSize: 0,
+      readMintWaitMs: 100,
+      liveView: {
+        async mint(projectId, browserId) {
+          if (++calls === 1) throw new Error('live-view unreachable'); // at create
+          await stalled; // every later mint hangs until released, like live-view under a burst (issue 25)
+          return `http://live.test/browsers/${browserId}?project=${projectId}`;
+        },
+      },
+    });
+    const row = await h.pool.create({ projectId: P });
+    assert.equal(row.liveViewUrl, null, 'created while live-view was down');
+    assert.equal((await h.pool.get(P, row.id)).liveViewUrl, null, 'the read did not wait for the stalled live-view');
+    assert.equal((await h.pool.list(P, { limit: 10, cursor: '' })).items.find((b) => b.id === row.id)!.liveViewUrl, null, 'nor did the list');
+    assert.equal(calls, 2, 'one mint in flight for the browser, however many reads ask');
+    release();
+    const url = `http://live.test/browsers/${row.id}?project=${P}`;
+    await until(async () => (await h.pool.get(P, row.id)).liveViewUrl === url, { timeoutMs: 5000, intervalMs: 20, what: 'the live view URL stored' });
+    assert.equal((await h.browsers.byId(row.id))!.liveViewUrl, url, 'stored for every later read');
+    await h.pool.stop(P, row.id, 'user');
+    await h.stop();
+  });
+});
+
+describe('ads and trackers (block_ads)', () => {
+  let h: Harness;
+  // The fixture site under a news site's name and under two hosts of the lists (ads.html loads a pixel from each).
+  const NAMES = new Set(['news.example.org', 'ad.doubleclick.net', 'www.googletagmanager.com']);
+  before(async () => {
+    h = await harness({ warmSize: 0, egressLookup: async (name) => (NAMES.has(name) ? [{ address: '127.0.0.1', family: 4 }] : []) });
+    await h.pool.adBlocker(); // EasyList and EasyPrivacy parsed once, before the tests' clocks
+  });
+
+  /** Opens ads.html in the browser: which pixels loaded, what a reader sees, what reached the site. */
+  async function visit(row: BrowserRow, hidden: boolean) {
+    const b = await connect(h.pool.cdpUrlFor(row));
+    try {
+      const page = (await b.pages())[0]!;
+      const from = site.requests.length;
+      await page.goto(`http://news.example.org:${new URL(site.origin).port}/ads.html`);
+      const loaded = await page.evaluate(() => (window as unknown as { loaded: Promise<Record<string, boolean>> }).loaded);
+      if (hidden) {
+        // The pool hides at DOMContentLoaded, beside the page: awaited by what a reader sees.
+        await until(async () => !(await page.evaluate(() => document.body.innerText)).includes('advertisement'), { timeoutMs: 10000, intervalMs: 50, what: 'the ad slot hidden' });
+      }
+      const text = await page.evaluate(() => document.body.innerText);
+      const display = await page.evaluate(() => ['ad_banner', 'article'].map((id) => getComputedStyle(document.getElementById(id)!).display));
+      const hosts = site.requests.slice(from).map((r) => r.split(':')[0]!);
+      return { loaded, text, display, hosts };
+    } finally {
+      await b.disconnect();
+    }
+  }
+
+  test('when a browser blocks ads, then the ad and tracker requests never leave it and the lists hide the ad slots; without, they load and show', async () => {
+    const blocking = await h.pool.create({ projectId: P, blockAds: true });
+    assert.equal(blocking.blockAds, true);
+    const on = await visit(blocking, true);
+    assert.deepEqual(on.loaded, { own: true, ad: false, tracker: false });
+    assert.deepEqual([...new Set(on.hosts)].sort(), ['news.example.org'], 'only the news site was reached');
+    assert.match(on.text, /The council approved the new bridge/);
+    assert.doesNotMatch(on.text, /advertisement/, 'hidden by a rule matched on the ids of the document (###ad_banner)');
+    assert.doesNotMatch(on.text, /Sponsored slot/, 'hidden by a generic rule (##AD-SLOT)');
+    assert.deepEqual(on.display, ['none', 'block']);
+    await h.pool.stop(P, blocking.id, 'user');
+
+    const plain = await h.pool.create({ projectId: P });
+    assert.equal(plain.blockAds, false, 'a standalone browser does not block unless asked');
+    const off = await visit(plain, false);
+    assert.deepEqual(off.loaded, { own: true, ad: true, tracker: true });
+    assert.deepEqual([...new Set(off.hosts)].sort(), ['ad.doubleclick.net', 'news.example.org', 'www.googletagmanager.com']);
+    assert.match(off.text, /advertisement/);
+    assert.match(off.text, /Sponsored slot/);
+    await h.pool.stop(P, plain.id, 'user');
+  });
+
+  test('when the filter lists cannot be read, then a browser that blocks ads is refused and nothing is recorded; others start', async () => {
+    const broken = await harness({ warmSize: 0, adblockLists: [path.join(dataDir, 'no-such-list.txt')] });
+    const before = (await broken.browsers.list(P, { limit: 200 })).items.length;
+    await assert.rejects(broken.pool.create({ projectId: P, blockAds: true }), (e) => e instanceof UnavailableError && /Ad blocking is not available/.test(e.message));
+    assert.equal((await broken.browsers.list(P, { limit: 200 })).items.length, before);
+    const row = await broken.pool.create({ projectId: P });
+    await broken.pool.stop(P, row.id, 'user');
+    await broken.stop();
+  });
+});
+
 describe('shutdown', () => {
   test('when the pool stops while warm browsers are still launching, then none of them survives', async () => {
     const rootDir = path.join(dataDir, 'root-launching');
@@ -628,10 +831,10 @@ describe('frames, input and downloads', () => {
 
 describe('proxies per country', () => {
   test('when a browser asks for a country whose proxy needs credentials, then its pages load through that proxy with them', async () => {
-    const seen: { host: string | undefined; auth: string | undefined }[] = [];
+    const seen: { host: string | undefined; auth: string | undefined; lang: string | undefined }[] = [];
     // A forward proxy that wants Basic credentials and serves every host from the fixture site.
     const upstream = http.createServer((req, res) => {
-      seen.push({ host: req.headers.host, auth: req.headers['proxy-authorization'] });
+      seen.push({ host: req.headers.host, auth: req.headers['proxy-authorization'], lang: req.headers['accept-language'] });
       if (req.headers['proxy-authorization'] !== `Basic ${Buffer.from('user:s3cret').toString('base64')}`) {
         res.writeHead(407, { 'Proxy-Authenticate': 'Basic realm="test"' }).end();
         return;
@@ -652,6 +855,11 @@ describe('proxies per country', () => {
     assert.equal(await page.title(), 'Fixture home');
     assert.equal(await page.evaluate(() => [innerWidth, innerHeight].join('x')), '800x600');
     assert.ok(seen.some((s) => s.host === 'shop.example.de' && s.auth));
+    // Its locale and timezone default to the country's, and every surface agrees.
+    assert.equal(row.locale, 'de-DE');
+    assert.equal(row.timezone, 'Europe/Berlin');
+    assert.equal(seen.at(-1)!.lang, 'de-DE,de;q=0.9');
+    assert.deepEqual(await page.evaluate(() => [navigator.language, Intl.DateTimeFormat().resolvedOptions().timeZone, new Date(Date.UTC(2026, 0, 15, 12)).getHours()]), ['de-DE', 'Europe/Berlin', 13]);
     await b.disconnect();
     await h.stop();
     await new Promise<void>((r) => upstream.close(() => r()));
@@ -668,7 +876,7 @@ describe('restart after a crash', () => {
     const rows: BrowserRow[] = [];
     for (const c of launched.slice(0, 3)) {
       const timeoutAt = new Date(now + 3600_000).toISOString();
-      rows.push((await repo.insertUnderCap({ id: c.id, projectId: P, profileId: null, sessionId: null, runId: null, agent: null, screenWidth: 800, screenHeight: 600, proxyCountryCode: null, liveViewUrl: null, instanceId: 'bpi_crash', pid: c.pid, timeoutAt }, 100, new Date(now)))!);
+      rows.push((await repo.insertUnderCap({ id: c.id, projectId: P, profileId: null, sessionId: null, runId: null, agent: null, screenWidth: 800, screenHeight: 600, proxyCountryCode: null, stealth: true, locale: null, timezone: null, allowedDomains: null, blockAds: false, liveViewUrl: null, instanceId: 'bpi_crash', pid: c.pid, timeoutAt }, 100, new Date(now)))!);
     }
     const groups = new Set(chromiumUnder(rootDir).map((p) => p.pgid));
     assert.deepEqual([...groups].sort(), launched.map((c) => c.pgid).sort());
@@ -770,35 +978,5 @@ describe('what a browser may reach', () => {
       await a.disconnect();
       internal.close();
     }
-  });
-});
-
-describe('a live view URL minted again on read', () => {
-  test('when live-view was down at create and is slow now, then a GET and a list answer without the URL rather than wait for it, and the next read has it', async () => {
-    let release!: () => void;
-    const slow = new Promise<void>((r) => (release = r));
-    let mints = 0;
-    const h = await harness({
-      warmSize: 0,
-      liveView: {
-        async mint(projectId, browserId) {
-          mints++;
-          if (mints === 1) throw new Error('live-view unavailable'); // at create
-          await slow; // a live-view stalled by a burst of starts
-          return `http://live.test/browsers/${browserId}?project=${projectId}`;
-        },
-      },
-    });
-    const b = await h.pool.create({ projectId: P });
-    assert.equal(b.liveViewUrl, null, 'created without a link while live-view was down');
-    // Both reads answer while the mint they started is still waiting on live-view.
-    assert.equal((await h.pool.get(P, b.id)).liveViewUrl, null);
-    const listed = await h.pool.list(P, { status: 'active', limit: 50, cursor: '' });
-    assert.equal(listed.items.find((r) => r.id === b.id)?.liveViewUrl, null);
-    assert.equal(mints, 2, 'one mint for both reads, not one each');
-    release();
-    const url = `http://live.test/browsers/${b.id}?project=${P}`;
-    assert.equal((await h.pool.get(P, b.id)).liveViewUrl, url, 'the URL minted meanwhile is stored');
-    await h.pool.stop(P, b.id, 'user');
   });
 });

@@ -17,8 +17,10 @@ import { cdpUrl } from './cdp-token.js';
 import { killStrays, strayTempDirs } from './chromium.js';
 import type { CdpProxyBackend } from './cdp-proxy.js';
 import type { BrowserConfinement } from './confinement.js';
-import { EgressProxy } from './egress-proxy.js';
+import { AdBlocker, DEFAULT_ADBLOCK_LISTS } from './adblock.js';
+import { allowedDomainPatterns, EgressProxy, type LookupAll } from './egress-proxy.js';
 import type { Downloads, ListedDownload } from './downloads.js';
+import { localeAndTimezone, pickHardware, type Hardware } from './identity.js';
 import { dispatchInput, type BrowserInput } from './input.js';
 import { LiveBrowser, type LiveBrowserOptions } from './live-browser.js';
 import { applyProfileState, captureProfileState } from './profile-state.js';
@@ -71,6 +73,10 @@ export interface BrowserPoolOptions {
    * (the pool adds its browsers' egress proxies to `deniedLocalPorts`).
    */
   egress: { allowPrivateNetworks: boolean; deniedLocalPorts: number[]; deniedEndpoints?: { host: string; port: number }[] };
+  /** The filter lists of `block_ads` (default: EasyList and EasyPrivacy from Debian's uBlock Origin package). */
+  adblockLists?: string[] | undefined;
+  /** Name resolution of the browsers' egress proxies (default: the system's); tests map ad hosts to a local site with it. */
+  egressLookup?: LookupAll | undefined;
   screencast: ScreencastOptions;
   warmSize: number;
   maxActivePerProject: number;
@@ -86,6 +92,8 @@ export interface BrowserPoolOptions {
   profileTimeoutMs?: number;
   /** Bound on storing a stopping browser's downloads. */
   downloadSyncTimeoutMs?: number;
+  /** How long a read waits for live-view to mint a missing live view URL (default 1 s); it is stored when it comes. */
+  readMintWaitMs?: number;
 }
 
 /** A request for a browser; unset fields take the configured defaults. */
@@ -99,6 +107,16 @@ export interface CreateBrowserInput {
   sessionId?: string | undefined;
   runId?: string | undefined;
   agent?: AgentName | null | undefined;
+  /** Default true: the browser presents a person's browser's fingerprint (identity.ts). */
+  stealth?: boolean | undefined;
+  /** BCP 47 tag; default: the proxy country's, else en-US. */
+  locale?: string | undefined;
+  /** IANA name; default: the proxy country's, else UTC. */
+  timezone?: string | undefined;
+  /** Hosts its network may reach (`example.com`, `*.example.com`); empty: any. */
+  allowedDomains?: string[] | undefined;
+  /** Default false: ads and trackers blocked at its egress proxy and hidden in its pages (adblock.ts). */
+  blockAds?: boolean | undefined;
 }
 
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
@@ -124,6 +142,8 @@ export class BrowserPool implements CdpProxyBackend {
   readonly #removals = new Set<Promise<void>>();
   readonly #warm: WarmPool;
   #cdpInternalBase: string | undefined;
+  /** The hardware the last browser without a profile presented (the next one differs). */
+  #lastHardware: Hardware | undefined;
   #reaper: NodeJS.Timeout | undefined;
   #stopped = false;
   #draining = false;
@@ -138,7 +158,7 @@ export class BrowserPool implements CdpProxyBackend {
     this.#logger = o.logger;
     this.#now = o.now ?? Date.now;
     this.#cdpInternalBase = o.cdpInternalBase;
-    this.#warm = new WarmPool({ size: o.warmSize, logger: o.logger, launch: (signal) => this.#launch(newId('brw'), o.defaultWidth, o.defaultHeight, null, signal) });
+    this.#warm = new WarmPool({ size: o.warmSize, logger: o.logger, launch: (signal) => this.#launch(newId('brw'), o.defaultWidth, o.defaultHeight, null, true, signal) });
   }
 
   /** Ports no browser may reach on this host: the configured ones and every browser's egress proxy. */
@@ -146,8 +166,9 @@ export class BrowserPool implements CdpProxyBackend {
     return new Set([...this.#o.egress.deniedLocalPorts, ...EgressProxy.livePorts]);
   }
 
-  #launchOptions(id: string, width: number, height: number, upstream: URL | undefined, signal?: AbortSignal): LiveBrowserOptions {
+  #launchOptions(id: string, width: number, height: number, upstream: URL | undefined, stealth: boolean, signal?: AbortSignal): LiveBrowserOptions {
     return {
+      stealth,
       executable: this.#o.chromium.executable,
       confinement: this.#o.chromium.confinement,
       extraArgs: this.#o.chromium.extraArgs,
@@ -156,6 +177,7 @@ export class BrowserPool implements CdpProxyBackend {
       width,
       height,
       egress: { allowPrivateNetworks: this.#o.egress.allowPrivateNetworks, deniedLocalPorts: () => this.#deniedLocalPorts(), deniedEndpoints: this.#o.egress.deniedEndpoints },
+      egressLookup: this.#o.egressLookup,
       upstream,
       signal,
       screencast: this.#o.screencast,
@@ -164,10 +186,10 @@ export class BrowserPool implements CdpProxyBackend {
     };
   }
 
-  async #launch(id: string, width: number, height: number, proxyCountryCode: string | null, signal?: AbortSignal): Promise<LiveBrowser> {
+  async #launch(id: string, width: number, height: number, proxyCountryCode: string | null, stealth: boolean, signal?: AbortSignal): Promise<LiveBrowser> {
     if (proxyCountryCode) this.#o.proxies.check(proxyCountryCode);
     const upstream = proxyCountryCode ? this.#o.proxies.upstreamFor(proxyCountryCode) : undefined;
-    return LiveBrowser.launch(this.#launchOptions(id, width, height, upstream, signal), proxyCountryCode);
+    return LiveBrowser.launch(this.#launchOptions(id, width, height, upstream, stealth, signal), proxyCountryCode);
   }
 
   /** Reaps a crashed predecessor's browsers, then starts the warm pool and the reaper. */
@@ -209,7 +231,21 @@ export class BrowserPool implements CdpProxyBackend {
 
   // ---- create ----
 
-  #validate(input: CreateBrowserInput): { width: number; height: number; timeoutMinutes: number; proxy: string | null } {
+  /**
+   * The ad and tracker filter engine (parsed once per process, off the event loop); UNAVAILABLE
+   * when its lists cannot be read. main.ts starts loading it at start-up.
+   */
+  async adBlocker(): Promise<AdBlocker> {
+    const lists = this.#o.adblockLists ?? DEFAULT_ADBLOCK_LISTS;
+    try {
+      return await AdBlocker.load(lists);
+    } catch (err) {
+      this.#logger.error({ err, lists }, 'ad and tracker filter lists not loaded');
+      throw new UnavailableError('Ad blocking is not available on this server (its filter lists cannot be read)');
+    }
+  }
+
+  #validate(input: CreateBrowserInput): { width: number; height: number; timeoutMinutes: number; proxy: string | null; stealth: boolean; locale: string; timezone: string; allowedDomains: string[] | null; blockAds: boolean } {
     const { screenWidth: w, screenHeight: h } = input;
     if ((w === undefined) !== (h === undefined)) throw new InvalidArgumentError('screen_width and screen_height must be given together');
     if (w !== undefined && (!Number.isInteger(w) || w < 320 || w > 3840)) throw new InvalidArgumentError('screen_width must be an integer from 320 to 3840');
@@ -221,7 +257,11 @@ export class BrowserPool implements CdpProxyBackend {
       if (!/^[a-z]{2}$/.test(cc)) throw new InvalidArgumentError('proxy_country_code must be an ISO 3166-1 alpha-2 code in lower case');
       this.#o.proxies.check(cc);
     }
-    return { width: w ?? this.#o.defaultWidth, height: h ?? this.#o.defaultHeight, timeoutMinutes: t, proxy: cc };
+    return { width: w ?? this.#o.defaultWidth, height: h ?? this.#o.defaultHeight, timeoutMinutes: t, proxy: cc, stealth: input.stealth ?? true,
+      ...localeAndTimezone({ ...input, proxyCountryCode: cc }),
+      allowedDomains: input.allowedDomains?.length ? allowedDomainPatterns(input.allowedDomains) : null,
+      blockAds: input.blockAds ?? false,
+    };
   }
 
   /**
@@ -238,8 +278,10 @@ export class BrowserPool implements CdpProxyBackend {
   async create(input: CreateBrowserInput): Promise<BrowserRow> {
     if (this.#stopped || this.#draining) throw new UnavailableError('The browser pool is shutting down');
     const v = this.#validate(input);
+    const blocker = v.blockAds ? await this.adBlocker() : undefined;
     const state = input.profileId ? await this.#o.profiles.state(input.projectId, input.profileId) : undefined;
-    const fitsWarm = v.proxy === null && v.width === this.#o.defaultWidth && v.height === this.#o.defaultHeight;
+    // Warm browsers are stealth ones (the default); a browser without stealth is launched as headless Chromium is.
+    const fitsWarm = v.proxy === null && v.stealth && v.width === this.#o.defaultWidth && v.height === this.#o.defaultHeight;
     let browser = fitsWarm ? this.#warm.take() : undefined;
     const warm = browser !== undefined;
     const id = browser?.id ?? newId('brw');
@@ -258,6 +300,11 @@ export class BrowserPool implements CdpProxyBackend {
           screenWidth: v.width,
           screenHeight: v.height,
           proxyCountryCode: v.proxy,
+          stealth: v.stealth,
+          locale: v.locale,
+          timezone: v.timezone,
+          allowedDomains: v.allowedDomains,
+          blockAds: v.blockAds,
           liveViewUrl: await this.#mintLiveView(input.projectId, id, timeoutAt),
           instanceId: this.#o.instanceId,
           pid: browser?.chromium.pid ?? null,
@@ -279,7 +326,7 @@ export class BrowserPool implements CdpProxyBackend {
     }
     if (!browser) {
       try {
-        browser = await this.#launch(id, v.width, v.height, v.proxy);
+        browser = await this.#launch(id, v.width, v.height, v.proxy, v.stealth);
       } catch (err) {
         await this.#o.browsers.delete(id);
         this.#logger.error({ err, browserId: id }, 'chromium launch failed');
@@ -295,6 +342,8 @@ export class BrowserPool implements CdpProxyBackend {
       row = (await this.#o.browsers.setPid(id, browser.chromium.pid)) ?? row;
     }
     const b = browser;
+    b.egress.setAllowedDomains(v.allowedDomains ?? undefined);
+    b.egress.setBlocker(blocker);
     b.row = row;
     b.touch();
     this.#active.set(id, b);
@@ -303,23 +352,26 @@ export class BrowserPool implements CdpProxyBackend {
       this.#logger.warn({ browserId: id }, 'chromium exited on its own');
       this.#end(b, 'crashed').catch((err) => this.#logger.error({ err, browserId: id }, 'crashed browser not recorded as stopped'));
     });
-    if (state && input.profileId) {
-      const profileId = input.profileId;
-      try {
-        await b.serialize(async () => {
+    const hardware = v.stealth ? pickHardware(row.profileId, this.#lastHardware) : null;
+    if (hardware && !row.profileId) this.#lastHardware = hardware;
+    const profileId = input.profileId;
+    try {
+      await b.serialize(async () => {
+        await within(b.present({ hardware, locale: v.locale, timezone: v.timezone }, blocker), this.#profileTimeout, 'setting up its fingerprint');
+        if (state && profileId) {
           await within(applyProfileState(b.chromium.conn, state, this.#profileTimeout), this.#profileTimeout, 'loading the profile');
           await this.#o.profiles.markUsed(input.projectId, profileId);
-        });
-      } catch (err) {
-        this.#logger.error({ err, browserId: id }, 'profile could not be loaded');
-        this.#ending.set(id, Promise.resolve(undefined));
-        this.#active.delete(id);
-        await b.shutdown();
-        this.#trackRemoval(b);
-        this.#ending.delete(id);
-        await this.#o.browsers.delete(id);
-        throw new UnavailableError('Could not load the profile into the browser; try again', { cause: err });
-      }
+        }
+      });
+    } catch (err) {
+      this.#logger.error({ err, browserId: id }, 'browser could not be prepared (fingerprint or profile)');
+      this.#ending.set(id, Promise.resolve(undefined));
+      this.#active.delete(id);
+      await b.shutdown();
+      this.#trackRemoval(b);
+      this.#ending.delete(id);
+      await this.#o.browsers.delete(id);
+      throw new UnavailableError(state ? 'Could not load the profile into the browser; try again' : 'Could not prepare the browser; try again', { cause: err });
     }
     if (!row.liveViewUrl) this.#remintUntilMinted(row);
     this.#o.events.publish('started', row);
@@ -448,7 +500,7 @@ export class BrowserPool implements CdpProxyBackend {
   #remintOnRead(row: BrowserRow): Promise<BrowserRow> {
     const minted = this.#remintOnce(row);
     let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<BrowserRow>((r) => (timer = setTimeout(() => r(row), READ_REMINT_WAIT_MS)));
+    const late = new Promise<BrowserRow>((r) => (timer = setTimeout(() => r(row), this.#o.readMintWaitMs ?? READ_REMINT_WAIT_MS)));
     return Promise.race([minted, late]).finally(() => clearTimeout(timer));
   }
 

@@ -19,6 +19,15 @@ export interface BrowserRow {
   screenWidth: number;
   screenHeight: number;
   proxyCountryCode: string | null;
+  /** Presents a person's browser's fingerprint (false for records made before there was a choice). */
+  stealth: boolean;
+  /** BCP 47 locale and IANA timezone it presents (null for records made before they existed). */
+  locale: string | null;
+  timezone: string | null;
+  /** Hosts its network may reach (patterns, see egress-proxy.ts); null: any. */
+  allowedDomains: string[] | null;
+  /** Ads and trackers blocked (adblock.ts). */
+  blockAds: boolean;
   liveViewUrl: string | null;
   instanceId: string;
   pid: number | null;
@@ -55,6 +64,11 @@ export function browser(r: any): BrowserRow {
     screenWidth: Number(r.screen_width),
     screenHeight: Number(r.screen_height),
     proxyCountryCode: r.proxy_country_code,
+    stealth: !!r.stealth,
+    locale: r.locale ?? null,
+    timezone: r.timezone ?? null,
+    allowedDomains: r.allowed_domains ? (JSON.parse(r.allowed_domains) as string[]) : null,
+    blockAds: !!r.block_ads,
     liveViewUrl: r.live_view_url,
     instanceId: r.instance_id,
     pid: r.pid === null ? null : Number(r.pid),
@@ -95,13 +109,13 @@ export class BrowserRepository {
    */
   async insertUnderCap(b: NewBrowser, cap: number, createdAt: Date): Promise<BrowserRow | undefined> {
     const sql = `insert into browsers (id, project_id, status, profile_id, session_id, run_id, agent, screen_width, screen_height,
-        proxy_country_code, live_view_url, instance_id, pid, created_at, timeout_at)
-      select ?, ?, 'active', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+        proxy_country_code, stealth, locale, timezone, allowed_domains, block_ads, live_view_url, instance_id, pid, created_at, timeout_at)
+      select ?, ?, 'active', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
       where (select count(*) from browsers where project_id = ? and status = 'active') < ?
       returning *`;
     const bindings = [
       b.id, b.projectId, b.profileId, b.sessionId, b.runId, b.agent, b.screenWidth, b.screenHeight,
-      b.proxyCountryCode, b.liveViewUrl, b.instanceId, b.pid, createdAt, new Date(b.timeoutAt), b.projectId, cap,
+      b.proxyCountryCode, b.stealth, b.locale, b.timezone, b.allowedDomains ? JSON.stringify(b.allowedDomains) : null, b.blockAds, b.liveViewUrl, b.instanceId, b.pid, createdAt, new Date(b.timeoutAt), b.projectId, cap,
     ];
     const insert = async (k: Knex | Knex.Transaction) => {
       const r = await k.raw(sql, bindings);

@@ -34,6 +34,7 @@ export const browserPoolConfigSpec = {
   liveViewAddr: addressFields.liveViewAddr,
   chromiumPath: str('CHROMIUM_PATH', { default: '/usr/bin/chromium', describe: 'Chromium executable' }),
   chromiumArgs: optionalStr('CHROMIUM_ARGS', { describe: 'Extra Chromium flags, separated by spaces' }),
+  adblockLists: optionalStr('ADBLOCK_LISTS', { describe: "Filter list files of block_ads (Adblock Plus syntax), separated by commas; default: EasyList and EasyPrivacy of Debian's webext-ublock-origin-chromium" }),
   chromiumNoSandbox: optionalBool('CHROMIUM_NO_SANDBOX', { describe: "Run Chromium without its own sandbox; default: the sandbox is on wherever user namespaces work" }),
   browserConfinement: oneOf('BROWSER_CONFINEMENT', ['auto', 'off'] as const, {
     default: 'auto',
@@ -172,6 +173,7 @@ export function loadBrowserPoolConfig(env: Record<string, string | undefined> = 
   return {
     ...c,
     chromiumArgs: c.chromiumArgs ? c.chromiumArgs.split(/\s+/).filter(Boolean) : [],
+    adblockLists: c.adblockLists ? c.adblockLists.split(',').map((f) => f.trim()).filter(Boolean) : undefined,
     egress: browserEgress(c),
     proxies: parseProxies(c.proxies, env),
     cdpWsBase: toWebSocketBase(c.cdpPublicUrl ?? `http://localhost:${c.cdpPort}`),

@@ -6,6 +6,7 @@ import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import puppeteer from 'puppeteer-core';
 import { createLogger } from '../../common/src/logger.js';
+import { AdBlocker, requestType } from './adblock.js';
 import { EGRESS_FAILURE_HEADER } from './client/egress.js';
 import { EgressProxy, hostAddresses, refusal, type EgressPolicy, type LookupAll } from './egress-proxy.js';
 
@@ -531,6 +532,58 @@ describe('upstream proxy', () => {
     assert.deepEqual(asked, ['shop.example.fr:443', 'shop.example.fr:80']);
     await p.stop();
     await new Promise((r) => socks.close(r));
+  });
+});
+
+// ---- ads and trackers ----
+
+describe('ad and tracker blocking', () => {
+  let site: Site;
+  const toSite: LookupAll = async () => [{ address: '127.0.0.1', family: 4 }];
+  // A few rules of the lists' kinds: a host, a host for scripts from other sites only, a path on any host, an exception.
+  const blocker = AdBlocker.fromText(['||ads.example.test^', '||tracker.example.test^$script,third-party', '/banner-ads/*', '@@||ads.example.test^*/allowed/'].join('\n'));
+  before(async () => {
+    site = await startSite('sites', '127.0.0.1');
+  });
+  after(async () => site.close());
+
+  test('when blocking is on, then a tunnel to a listed host is refused before any connection, and other hosts tunnel as before', async () => {
+    const names: string[] = [];
+    const p = await egress(dev(), { lookup: async (h) => (names.push(h), toSite(h)) });
+    p.setBlocker(blocker);
+    assert.deepEqual(await tunnel(p.port, `ads.example.test:${site.port}`), { status: 403 });
+    assert.deepEqual(await tunnel(p.port, `cdn.ads.example.test:${site.port}`), { status: 403 }, 'a subdomain of a listed host too');
+    assert.deepEqual(names, [], 'a blocked host is not even resolved');
+    assert.equal((await tunnel(p.port, `news.example.test:${site.port}`)).status, 200);
+    assert.equal(p.blockedCount, 2);
+    p.setBlocker(undefined);
+    assert.equal((await tunnel(p.port, `ads.example.test:${site.port}`)).status, 200, 'off again: the host is reached');
+  });
+
+  test('when blocking is on, then plain http is matched on the whole URL, the page that asked and what is asked for; the refusal says which rule', async () => {
+    const p = await egress(dev(), { lookup: toSite });
+    p.setBlocker(blocker);
+    const before = site.hits.length;
+    const ad = await viaProxy(p.port, `http://ads.example.test:${site.port}/x.gif`, { headers: { Accept: 'image/avif,image/webp,*/*' } });
+    assert.equal(ad.status, 403);
+    assert.match(ad.body, /an ad or tracker \(filter list rule \|\|ads\.example\.test\^\)/);
+    assert.equal((await viaProxy(p.port, `http://news.example.test:${site.port}/banner-ads/1.png`)).status, 403, 'a path rule applies on any host over http');
+    const referer = `http://news.example.org:${site.port}/`;
+    assert.equal((await viaProxy(p.port, `http://tracker.example.test:${site.port}/t.js`, { headers: { Referer: referer, 'Sec-Fetch-Dest': 'script' } })).status, 403, 'a third-party script');
+    assert.equal(site.hits.length, before, 'nothing blocked reached the site');
+    assert.equal((await viaProxy(p.port, `http://tracker.example.test:${site.port}/t.png`, { headers: { Referer: referer, Accept: 'image/png' } })).status, 200, 'an image is not a script');
+    assert.equal((await viaProxy(p.port, `http://tracker.example.test:${site.port}/t.js`, { headers: { Referer: `http://tracker.example.test:${site.port}/`, 'Sec-Fetch-Dest': 'script' } })).status, 200, 'its own site loads it');
+    assert.equal((await viaProxy(p.port, `http://ads.example.test:${site.port}/allowed/x.gif`)).status, 200, 'an exception rule wins');
+    assert.equal((await viaProxy(p.port, `http://news.example.test:${site.port}/article`)).status, 200);
+  });
+
+  test('when a request has no Sec-Fetch-Dest, then its kind comes from the Accept Chromium sends for it', () => {
+    assert.equal(requestType({ 'sec-fetch-dest': 'script' }), 'script');
+    assert.equal(requestType({ 'sec-fetch-dest': 'iframe' }), 'sub_frame');
+    assert.equal(requestType({ accept: 'image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8' }), 'image');
+    assert.equal(requestType({ accept: 'text/css,*/*;q=0.1' }), 'stylesheet');
+    assert.equal(requestType({ accept: 'text/html,application/xhtml+xml' }), 'main_frame');
+    assert.equal(requestType({ accept: '*/*' }), 'other');
   });
 });
 

@@ -14,7 +14,9 @@ import net from 'node:net';
 import os from 'node:os';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
+import { InvalidArgumentError } from '../../common/src/errors.js';
 import type { Logger } from '../../common/src/logger.js';
+import { requestType, type RequestType } from './adblock.js';
 import { EGRESS_FAILURE_HEADER } from './client/egress.js';
 
 /** What a browser may reach. */
@@ -25,6 +27,11 @@ export interface EgressPolicy {
   deniedLocalPorts: ReadonlySet<number> | (() => ReadonlySet<number>);
   /** Extra host:port endpoints always refused (e.g. a remote Postgres from DATABASE_URL). Names are resolved by the proxy. */
   deniedEndpoints?: { host: string; port: number }[];
+}
+
+/** Decides on ad and tracker requests (adblock.ts): the rule that blocks `url`, or undefined. */
+export interface RequestBlocker {
+  blocking(url: string, sourceUrl?: string, type?: RequestType): string | undefined;
 }
 
 /** Resolves a name to every address it has (dns.lookup with `all: true`); injectable for tests. */
@@ -138,6 +145,25 @@ export function normaliseHost(host: string): string | undefined {
     return undefined;
   }
   return h.endsWith('.') ? h.slice(0, -1) : h;
+}
+
+/** True when `host` (normalised) matches one of `patterns`: `example.com` is that host, `*.example.com` it and every subdomain. */
+export function domainAllowed(host: string, patterns: readonly string[]): boolean {
+  return patterns.some((p) => (p.startsWith('*.') ? host === p.slice(2) || host.endsWith(p.slice(1)) : host === p));
+}
+
+/** Most patterns one browser may be limited to. */
+export const MAX_ALLOWED_DOMAINS = 100;
+
+/** The patterns of `allowed_domains` as they are matched (lower case, IP literals canonical); INVALID_ARGUMENT for a bad one. */
+export function allowedDomainPatterns(list: readonly string[]): string[] {
+  if (list.length > MAX_ALLOWED_DOMAINS) throw new InvalidArgumentError(`allowed_domains takes at most ${MAX_ALLOWED_DOMAINS} patterns`);
+  return list.map((p) => {
+    const wild = p.startsWith('*.');
+    const host = normaliseHost(wild ? p.slice(2) : p);
+    if (host === undefined || host === '' || (wild && classify(host))) throw new InvalidArgumentError(`allowed_domains: "${p}" is not a domain pattern such as example.com or *.example.com`);
+    return wild ? `*.${host}` : host;
+  });
 }
 
 /** This host's own interface addresses, canonical (see {@link refusal}). */
@@ -276,6 +302,9 @@ export class EgressProxy {
   #own: { at: number; set: Set<string> } | undefined;
   #endpoints: { at: number; list: Promise<{ host: string; port: number }[]> } | undefined;
   #stopping: Promise<void> | undefined;
+  #allowedDomains: readonly string[] | undefined;
+  #blocker: RequestBlocker | undefined;
+  #blocked = 0;
 
   private constructor(server: http.Server, o: EgressProxyOptions) {
     this.#server = server;
@@ -398,6 +427,40 @@ export class EgressProxy {
   }
 
   /**
+   * Limits every request of the browser to hosts matching `patterns` (`example.com`: that host;
+   * `*.example.com`: it and every subdomain); undefined or empty: no limit. Set when a warm browser
+   * is handed out. Enforced here, at the network, so navigations, new tabs, redirects, form posts,
+   * subresources and WebSockets outside are all refused alike.
+   */
+  setAllowedDomains(patterns: readonly string[] | undefined): void {
+    this.#allowedDomains = patterns?.length ? patterns : undefined;
+  }
+
+  /**
+   * Blocks ads and trackers from now on (`block_ads`; undefined: none). Here rather than in the
+   * browser: every request passes this proxy anyway, so a blocked one costs a lookup in memory
+   * and never reaches DNS or the network (see adblock.ts for what is matched on https).
+   */
+  setBlocker(blocker: RequestBlocker | undefined): void {
+    this.#blocker = blocker;
+  }
+
+  /** Requests refused as ads or trackers so far. */
+  get blockedCount(): number {
+    return this.#blocked;
+  }
+
+  /** The filter rule that blocks this request, counted, or undefined. */
+  #blockedBy(url: string, sourceUrl: string | undefined, type?: RequestType): string | undefined {
+    const rule = this.#blocker?.blocking(url, sourceUrl, type);
+    if (rule) {
+      this.#blocked++;
+      this.#logger.debug({ url, rule }, 'egress: ad or tracker blocked');
+    }
+    return rule;
+  }
+
+  /**
    * Checks a destination and decides where to connect: the checked addresses (direct), or the
    * normalised host for the upstream to resolve. Throws EgressError when refused.
    */
@@ -407,6 +470,7 @@ export class EgressProxy {
     const host = normaliseHost(rawHost);
     const first = host === undefined ? 'invalid host' : refusal(host, port, policy, own);
     if (first || host === undefined) throw new EgressError(403, first ?? 'invalid host', true);
+    if (this.#allowedDomains && !domainAllowed(host, this.#allowedDomains)) throw new EgressError(403, `${host} is outside the domains this browser may reach (${this.#allowedDomains.join(', ')})`, true);
     if (classify(host)) return { host, addresses: [host] };
     let resolved: { address: string }[];
     try {
@@ -501,6 +565,9 @@ export class EgressProxy {
       client.destroy();
     };
     if (!target) return reply(400);
+    // Only the host is known for a tunnel: the lists' host rules decide (adblock.ts).
+    const host = normaliseHost(target.host);
+    if (host && this.#blockedBy(`https://${net.isIPv6(host) ? `[${host}]` : host}${target.port === 443 ? '' : `:${target.port}`}/`, undefined)) return reply(403);
     void (async () => {
       let up: net.Socket;
       let rest: Buffer = Buffer.alloc(0);
@@ -547,6 +614,8 @@ export class EgressProxy {
     const port = Number(url.port) || 80;
     const host = url.hostname.replace(/^\[|\]$/g, '');
     const what = `${url.hostname}:${port}`;
+    const rule = this.#blocker && this.#blockedBy(url.href, typeof req.headers.referer === 'string' ? req.headers.referer : undefined, requestType(req.headers));
+    if (rule) return fail(403, blockedPage(`an ad or tracker (filter list rule ${rule})`), 'text/html; charset=utf-8');
     void (async () => {
       const upstream = this.#upstream;
       let options: http.RequestOptions;

@@ -10,14 +10,20 @@ import type { Logger } from '../../common/src/logger.js';
 import type { BrowserRow } from './browser.repository.js';
 import { Chromium, type LaunchOptions } from './chromium.js';
 import { egressSocketPath, FORWARDER_PORT } from './confinement.js';
-import { EgressProxy, type EgressPolicy } from './egress-proxy.js';
+import { cosmeticScript, type AdBlocker } from './adblock.js';
+import { EgressProxy, type EgressPolicy, type LookupAll } from './egress-proxy.js';
+import { acceptLanguage, userAgentOverride, type Identity } from './identity.js';
 import { Screencast, type ScreencastOptions } from './screencast.js';
 import { Tabs } from './tabs.js';
 
 /** How to launch and prepare a browser. */
 export interface LiveBrowserOptions extends Omit<LaunchOptions, 'width' | 'height' | 'proxyServer'> {
+  /** Launched to pass for a person's browser (Chromium's automation switches off); the rest of the fingerprint comes with `present`. */
+  stealth: boolean;
   /** What the browser's network may reach; every request goes through an egress proxy of its own that enforces it. */
   egress: EgressPolicy;
+  /** Name resolution of the egress proxy (default: the system's). */
+  egressLookup?: LookupAll | undefined;
   /** The operator's proxy (per country) the egress proxy chains to. */
   upstream?: URL | undefined;
   /** Viewport (CSS pixels) the page should get. */
@@ -33,6 +39,12 @@ export interface LiveBrowserOptions extends Omit<LaunchOptions, 'width' | 'heigh
  */
 let frameInsets: { dw: number; dh: number } | undefined;
 
+/**
+ * Launch switches of a stealth browser: `navigator.webdriver` is false through Chromium's own
+ * switch (a patched getter would be visible to a page script).
+ */
+const STEALTH_ARGS = ['--disable-blink-features=AutomationControlled'];
+
 /** A launched, prepared browser, warm or handed out. */
 export class LiveBrowser {
   readonly id: string;
@@ -44,6 +56,9 @@ export class LiveBrowser {
   readonly width: number;
   readonly height: number;
   readonly proxyCountryCode: string | null;
+  readonly stealth: boolean;
+  /** What it presents to pages, once handed out (`present`). */
+  identity: Identity | undefined;
   /** The record, once handed out. */
   row: BrowserRow | undefined;
   lastActivity: number;
@@ -66,6 +81,7 @@ export class LiveBrowser {
     this.width = o.width;
     this.height = o.height;
     this.proxyCountryCode = proxyCountryCode;
+    this.stealth = o.stealth;
     this.#logger = o.logger.child({ browserId: chromium.id });
     this.#now = o.now ?? Date.now;
     this.lastActivity = this.#now();
@@ -86,7 +102,7 @@ export class LiveBrowser {
     // In a network namespace the browser reaches its egress proxy through a socket in its own folder.
     const socketPath = o.confinement.netNamespace ? egressSocketPath(o.rootDir, o.id) : undefined;
     if (socketPath) fs.mkdirSync(path.dirname(socketPath), { recursive: true, mode: 0o700 });
-    const egress = await EgressProxy.start({ policy: o.egress, logger: o.logger.child({ browserId: o.id }), upstream: o.upstream, socketPath }).catch((err) => {
+    const egress = await EgressProxy.start({ policy: o.egress, logger: o.logger.child({ browserId: o.id }), upstream: o.upstream, socketPath, ...(o.egressLookup ? { lookup: o.egressLookup } : {}) }).catch((err) => {
       if (socketPath) fs.rmSync(path.dirname(socketPath), { recursive: true, force: true });
       throw err;
     });
@@ -97,7 +113,8 @@ export class LiveBrowser {
         proxyServer: `http://127.0.0.1:${socketPath ? FORWARDER_PORT : egress.port}`,
         width: o.width + insets.dw,
         height: o.height + insets.dh,
-        extraArgs: [`--screen-info={0,0 ${o.width + insets.dw}x${o.height + insets.dh}}`, ...(o.extraArgs ?? [])],
+        // The screen is the window's size: a maximized window, larger than the viewport by the browser's frame.
+        extraArgs: [`--screen-info={0,0 ${o.width + insets.dw}x${o.height + insets.dh}}`, ...(o.stealth ? STEALTH_ARGS : []), ...(o.extraArgs ?? [])],
       });
     } catch (err) {
       await egress.stop();
@@ -137,6 +154,65 @@ export class LiveBrowser {
       const { windowId } = await conn.send<{ windowId: number }>('Browser.getWindowForTarget', { targetId: first });
       await conn.send('Browser.setWindowBounds', { windowId, bounds: { width: this.width + dw, height: this.height + dh } });
     }
+  }
+
+  /**
+   * Presents `identity` to every page of the browser, the open ones and every one opened later (by
+   * a page, the agent or a CDP client): the pool auto-attaches to each new page while it waits to
+   * start, sets the overrides, then lets it run, so no script of the page runs before they hold.
+   * Dedicated workers take the page's UA; the CPU count and languages of workers stay Chromium's.
+   * With `blocker` (block_ads), each frame's document also gets the lists' hiding rules (see #hide).
+   */
+  async present(identity: Identity, blocker?: AdBlocker): Promise<void> {
+    this.identity = identity;
+    const conn = this.chromium.conn;
+    const version = await conn.send<{ product: string; userAgent: string }>('Browser.getVersion');
+    const ua = identity.hardware ? userAgentOverride(version, identity) : { userAgent: version.userAgent, acceptLanguage: acceptLanguage(identity.locale) };
+    const pending = new Set<Promise<unknown>>();
+    const emulate = (sessionId: string) =>
+      Promise.all([
+        conn.send('Emulation.setUserAgentOverride', ua, sessionId),
+        conn.send('Emulation.setLocaleOverride', { locale: identity.locale }, sessionId),
+        conn.send('Emulation.setTimezoneOverride', { timezoneId: identity.timezone }, sessionId),
+        identity.hardware ? conn.send('Emulation.setHardwareConcurrencyOverride', { hardwareConcurrency: identity.hardware.hardwareConcurrency }, sessionId) : undefined,
+        blocker ? conn.send('Page.enable', {}, sessionId).then(() => conn.send('Page.setLifecycleEventsEnabled', { enabled: true }, sessionId)).then(() => hiding.add(sessionId)) : undefined,
+      ]);
+    const hiding = new Set<string>();
+    if (blocker) {
+      conn.on('Page.lifecycleEvent', (p: { frameId: string; name: string }, sessionId: string | undefined) => {
+        if (p.name !== 'DOMContentLoaded' || sessionId === undefined || !hiding.has(sessionId)) return;
+        this.#hide(blocker, sessionId, p.frameId).catch((err) => this.#logger.debug({ err }, 'hiding rules not applied to a frame (gone meanwhile)'));
+      });
+      conn.on('Target.detachedFromTarget', (p: { sessionId: string }) => void hiding.delete(p.sessionId));
+    }
+    conn.on('Target.attachedToTarget', (p: { sessionId: string; targetInfo: { type: string }; waitingForDebugger: boolean }, parent: string | undefined) => {
+      if (parent !== undefined) return;
+      const done = (p.targetInfo.type === 'page' ? emulate(p.sessionId) : Promise.resolve())
+        .catch((err) => this.#logger.debug({ err }, 'identity not applied to a target (closed meanwhile)'))
+        .then(() => (p.waitingForDebugger ? conn.send('Runtime.runIfWaitingForDebugger', {}, p.sessionId).catch(() => {}) : undefined));
+      pending.add(done);
+      void done.finally(() => pending.delete(done));
+    });
+    // The open pages are attached (and announced) before this answers; their overrides are awaited.
+    await conn.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true });
+    await Promise.all(pending);
+  }
+
+  /**
+   * Cosmetic filtering of one loaded document: in an isolated world of the frame (no page script
+   * sees it run), reads the document's URL, classes, ids and links; then adds one stylesheet of the
+   * lists' rules for its host, their generic ones and those matching what it has. Hidden elements
+   * are `display: none`, which the agent's observation leaves out. Elements a script adds later
+   * are hidden only by host and generic rules.
+   */
+  async #hide(blocker: AdBlocker, sessionId: string, frameId: string): Promise<void> {
+    const conn = this.chromium.conn;
+    const { executionContextId: contextId } = await conn.send<{ executionContextId: number }>('Page.createIsolatedWorld', { frameId, worldName: 'ats-hiding', grantUniveralAccess: false }, sessionId);
+    const read = await conn.send<{ result: { value?: string } }>('Runtime.evaluate', { expression: `JSON.stringify({ url: location.href, dom: JSON.parse(${cosmeticScript('', true)}) })`, contextId, returnByValue: true }, sessionId);
+    const { url, dom } = JSON.parse(read.result.value ?? '{}') as { url?: string; dom?: { classes: string[]; ids: string[]; hrefs: string[] } };
+    if (!url || !dom) return;
+    const css = [blocker.hostStyles(url), blocker.domStyles(url, dom)].filter(Boolean).join('\n');
+    if (css) await conn.send('Runtime.evaluate', { expression: cosmeticScript(css, false), contextId }, sessionId);
   }
 
   get alive(): boolean {

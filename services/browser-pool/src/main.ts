@@ -72,6 +72,7 @@ runMain('browser-pool', async () => {
     events: natsBrowserEvents(bus.nc, logger),
     proxies: new Proxies(config.proxies),
     egress: config.egress,
+    adblockLists: config.adblockLists,
     signer,
     cdpWsBase: config.cdpWsBase,
     cdpInternalBase: config.cdpInternalBase,
@@ -99,6 +100,8 @@ runMain('browser-pool', async () => {
   });
   const router = new OwnerRouter({ runsHere: (id) => pool.runsHere(id), browsers, instances, logger });
   await pool.start();
+  // Runs block ads by default: the lists are parsed now (on a worker thread), not at the first run.
+  void pool.adBlocker().catch(() => {});
   const proxy = new CdpProxy({
     backend: { live: (id) => pool.live(id), publicUrl: (b) => pool.publicUrl(b), owner: (id, to) => router.cdpOwner(id, to), ownerUnreachable: (id) => router.ownerUnreachable(id) },
     signer,

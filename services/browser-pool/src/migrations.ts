@@ -91,4 +91,26 @@ export const migrations: Migration[] = [
   },
   // Webhook events, written in the transaction of the browser row's change (see BrowserChangeHook).
   outboxMigration('20261202000000_webhook_outbox'),
+  {
+    // What a browser presents to pages (issue 24): its fingerprint switch, locale and timezone; and where it may go.
+    name: '20261206010000_browsers_identity',
+    async up(knex) {
+      await knex.schema.alterTable('browsers', (t) => {
+        t.boolean('stealth').notNullable().defaultTo(false);
+        t.string('locale', 35);
+        t.string('timezone', 64);
+        // JSON list of host patterns its network may reach; null: any.
+        t.text('allowed_domains');
+      });
+    },
+  },
+  {
+    // Ads and trackers blocked (issue 24): at its egress proxy and hidden in its pages.
+    name: '20261206020000_browsers_block_ads',
+    async up(knex) {
+      await knex.schema.alterTable('browsers', (t) => {
+        t.boolean('block_ads').notNullable().defaultTo(false);
+      });
+    },
+  },
 ];

@@ -171,7 +171,7 @@ describe('calls about a browser on another replica', () => {
 
   before(async () => {
     const profile = (await a.client.api.createProfile({ projectId: P, name: 'routed' })).profile!;
-    const created = (await a.client.api.createBrowser({ projectId: P, profileId: profile.id, agent: Agent.AGENT_UNSPECIFIED })).browser!;
+    const created = (await a.client.api.createBrowser({ projectId: P, profileId: profile.id, agent: Agent.AGENT_UNSPECIFIED, allowedDomains: [] })).browser!;
     row = (await new BrowserRepository(db.knex).byId(created.id))!;
     pid = row.pid!;
     assert.equal(row.instanceId, 'pool-a');
@@ -221,7 +221,7 @@ describe('calls about a browser on another replica', () => {
 
 describe('a forwarded call', () => {
   test('when a call marked as forwarded reaches a replica that does not run the browser, then it is answered there and never forwarded again', async () => {
-    const created = (await a.client.api.createBrowser({ projectId: P, agent: Agent.AGENT_UNSPECIFIED })).browser!;
+    const created = (await a.client.api.createBrowser({ projectId: P, agent: Agent.AGENT_UNSPECIFIED, allowedDomains: [] })).browser!;
     const ref = { projectId: P, browserId: created.id };
     await assert.rejects(b.client.api.getCdpEndpoint(ref, forwardedTo('pool-b')), code(Status.FAILED_PRECONDITION), 'answered by B as B sees it');
     await assert.rejects(b.client.api.stopBrowser({ ...ref, reason: StopReason.STOP_REASON_USER }, forwardedTo('pool-b')), code(Status.UNAVAILABLE), 'B never stops what A runs');
@@ -237,9 +237,9 @@ describe('a forwarded call', () => {
 
   test("when a project at its cap needs a browser on one replica, then the other replica's idle session browser is reclaimed and its Chromium ends at once", async () => {
     const Q = 'prj_reclaim';
-    const kept = (await a.client.api.createBrowser({ projectId: Q, sessionId: 'ses_kept', agent: Agent.AGENT_BROWSER_AGENT })).browser!;
+    const kept = (await a.client.api.createBrowser({ projectId: Q, sessionId: 'ses_kept', agent: Agent.AGENT_BROWSER_AGENT, allowedDomains: [] })).browser!;
     const keptPid = (await new BrowserRepository(db.knex).byId(kept.id))!.pid!;
-    const standalone = (await a.client.api.createBrowser({ projectId: Q, agent: Agent.AGENT_UNSPECIFIED })).browser!;
+    const standalone = (await a.client.api.createBrowser({ projectId: Q, agent: Agent.AGENT_UNSPECIFIED, allowedDomains: [] })).browser!;
     const newer = await b.pool.create({ projectId: Q });
     assert.equal((await b.client.api.getBrowser({ projectId: Q, browserId: kept.id })).browser!.stopReason, StopReason.STOP_REASON_RECLAIMED);
     await until(() => groupMembers(keptPid).length === 0, { timeoutMs: 10_000, what: "the reclaimed browser's Chromium gone" });
@@ -254,7 +254,7 @@ describe('a forwarded call', () => {
     assert.equal(await b.pool.drain(50), false, 'the bound passed with the browser still running');
     await b.instances.drain();
     const drained = b.pool.drain(60_000);
-    const created = (await b.client.api.createBrowser({ projectId: P, agent: Agent.AGENT_UNSPECIFIED })).browser!;
+    const created = (await b.client.api.createBrowser({ projectId: P, agent: Agent.AGENT_UNSPECIFIED, allowedDomains: [] })).browser!;
     assert.equal((await new BrowserRepository(db.knex).byId(created.id))!.instanceId, 'pool-a');
     const { websocketUrl } = await a.client.api.getCdpEndpoint({ projectId: P, browserId: running.id });
     assert.equal(new URL(websocketUrl).port, String(b.cdpPort), 'the draining replica still serves its browser');
@@ -266,7 +266,7 @@ describe('a forwarded call', () => {
 
 describe('a dead owner', () => {
   test('when the owner is gone (its address refuses connections), then the first call about its browser reaps it before the heartbeat expires: the browser reads stopped (owner_lost), announced once', async () => {
-    const created = (await a.client.api.createBrowser({ projectId: P, agent: Agent.AGENT_UNSPECIFIED })).browser!;
+    const created = (await a.client.api.createBrowser({ projectId: P, agent: Agent.AGENT_UNSPECIFIED, allowedDomains: [] })).browser!;
     const ref = { projectId: P, browserId: created.id };
     const pid = (await new BrowserRepository(db.knex).byId(created.id))!.pid!;
     // A as a killed process looks to its peers: no gRPC, no CDP proxy, no heartbeat.
@@ -281,7 +281,7 @@ describe('a dead owner', () => {
     assert.deepEqual(await frames(b.client.api.streamFrames({ ...ref, passive: false }), () => true), [], 'a stream about it ends at once');
     assert.equal(await upgradeStatus(onPort(created.cdpUrl, b.cdpPort)), 404);
     assert.deepEqual(b.events.filter((e) => e.row.id === created.id).map((e) => [e.kind, e.row.stopReason]), [['stopped', 'owner_lost']]);
-    await assert.rejects(b.client.api.createBrowser({ projectId: P, agent: Agent.AGENT_UNSPECIFIED }), code(Status.UNAVAILABLE), 'draining with no live peer: refused');
+    await assert.rejects(b.client.api.createBrowser({ projectId: P, agent: Agent.AGENT_UNSPECIFIED, allowedDomains: [] }), code(Status.UNAVAILABLE), 'draining with no live peer: refused');
 
     now += TIMEOUT_MS + 1000;
     await b.instances.tick(); // the heartbeat timeout finds nothing more to reap

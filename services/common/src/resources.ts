@@ -109,6 +109,11 @@ export interface BrowserResource {
   sessionId: string | null;
   runId: string | null;
   proxyCountryCode: string | null;
+  stealth: boolean;
+  locale: string | null;
+  timezone: string | null;
+  allowedDomains: string[];
+  blockAds: boolean;
   screenWidth: number;
   screenHeight: number;
   createdAt: string;
@@ -144,6 +149,11 @@ export function browserResource(b: Browser, recordingUrl: string | null = null):
     sessionId: orNull(b.sessionId),
     runId: orNull(b.runId),
     proxyCountryCode: orNull(b.proxyCountryCode),
+    stealth: b.stealth,
+    locale: orNull(b.locale),
+    timezone: orNull(b.timezone),
+    allowedDomains: b.allowedDomains,
+    blockAds: b.blockAds,
     screenWidth: b.screenWidth,
     screenHeight: b.screenHeight,
     createdAt: b.createdAt,

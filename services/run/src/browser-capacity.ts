@@ -99,6 +99,12 @@ export class BrowserCapacity {
         proxyCountryCode: run.browser.proxyCountryCode,
         screenWidth: run.browser.screenWidth,
         screenHeight: run.browser.screenHeight,
+        stealth: run.browser.stealth,
+        locale: run.browser.locale,
+        timezone: run.browser.timezone,
+        allowedDomains: run.browser.allowedDomains ?? [],
+        // A run's browser blocks ads and trackers unless told not to (they cost the agent time and tokens).
+        blockAds: run.browser.blockAds ?? true,
         sessionId: run.sessionId,
         runId: run.id,
         agent: agentEnum(run.agent),

@@ -74,7 +74,7 @@ export function runHandlers(runs: Runs): Handlers<typeof RunServiceService> {
         agent: requireAgentName(req.agent),
         task: req.task,
         model: req.model,
-        browser: req.browser ? { proxyCountryCode: req.browser.proxyCountryCode, screenWidth: req.browser.screenWidth, screenHeight: req.browser.screenHeight, profileId: req.browser.profileId } : undefined,
+        browser: req.browser ? { proxyCountryCode: req.browser.proxyCountryCode, screenWidth: req.browser.screenWidth, screenHeight: req.browser.screenHeight, profileId: req.browser.profileId, stealth: req.browser.stealth, locale: req.browser.locale, timezone: req.browser.timezone, allowedDomains: req.browser.allowedDomains, blockAds: req.browser.blockAds } : undefined,
         sessionId: req.sessionId,
         attachedFileIds: req.attachedFileIds,
         workspaceId: req.workspaceId,

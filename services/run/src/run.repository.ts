@@ -126,6 +126,13 @@ export interface BrowserOptions {
   screenWidth?: number | undefined;
   screenHeight?: number | undefined;
   profileId?: string | undefined;
+  /** What the browser presents to pages (browser-pool's identity.ts); unset: the pool's defaults. */
+  stealth?: boolean | undefined;
+  locale?: string | undefined;
+  timezone?: string | undefined;
+  allowedDomains?: string[] | undefined;
+  /** Unset: true (a run's browser blocks ads and trackers). */
+  blockAds?: boolean | undefined;
 }
 
 export interface RunRow {

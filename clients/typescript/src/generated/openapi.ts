@@ -997,6 +997,16 @@ export interface components {
             sessionId: string | null;
             runId: string | null;
             proxyCountryCode: string | null;
+            /** @description Created with stealth (a person's browser's fingerprint) */
+            stealth: boolean;
+            /** @description BCP 47 locale it presents */
+            locale: string | null;
+            /** @description IANA time zone it presents */
+            timezone: string | null;
+            /** @description Host patterns its network may reach; empty: any */
+            allowedDomains: string[];
+            /** @description Blocks ads and trackers (EasyList and EasyPrivacy) */
+            blockAds: boolean;
             screenWidth: number;
             screenHeight: number;
             /**
@@ -1122,6 +1132,16 @@ export interface components {
             screen_height?: number;
             /** @description Id (prefix prf_) */
             profile_id?: string;
+            /** @description Present a person's browser's fingerprint (no automation tells, a varied CPU count, stable per profile); default true. false: headless Chromium as it is */
+            stealth?: boolean;
+            /** @description BCP 47 language tag for navigator.language, Intl and Accept-Language; default: the proxy country's, else en-US */
+            locale?: string;
+            /** @description Hosts the browser may reach: example.com (that host) or *.example.com (it and every subdomain); anything else is refused at the network (navigation, tabs, redirects, form posts). Empty or omitted: any */
+            allowed_domains?: string[];
+            /** @description IANA time zone for Intl and Date; default: the proxy country's, else UTC */
+            timezone?: string;
+            /** @description Block ads and trackers (EasyList and EasyPrivacy): their requests never leave the browser and the elements the lists hide are hidden; default true for a run's browser */
+            block_ads?: boolean;
         };
         AddFilesRequest: {
             files: {
@@ -1143,6 +1163,16 @@ export interface components {
             screen_height?: number;
             /** @description Hard limit; default 60 */
             timeout_minutes?: number;
+            /** @description Present a person's browser's fingerprint (no automation tells, a varied CPU count, stable per profile); default true. false: headless Chromium as it is */
+            stealth?: boolean;
+            /** @description BCP 47 language tag for navigator.language, Intl and Accept-Language; default: the proxy country's, else en-US */
+            locale?: string;
+            /** @description Hosts the browser may reach: example.com (that host) or *.example.com (it and every subdomain); anything else is refused at the network (navigation, tabs, redirects, form posts). Empty or omitted: any */
+            allowed_domains?: string[];
+            /** @description IANA time zone for Intl and Date; default: the proxy country's, else UTC */
+            timezone?: string;
+            /** @description Block ads and trackers (EasyList and EasyPrivacy): their requests never leave the browser and the elements the lists hide are hidden; default false */
+            block_ads?: boolean;
         };
         CreateLiveViewLinkRequest: {
             /**

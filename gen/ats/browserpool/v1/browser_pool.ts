@@ -377,7 +377,23 @@ export interface Browser {
   /** Why it was stopped; unspecified while active. */
   stopReason: StopReason;
   /** Fresh presigned MP4 URL; set only by GetBrowser and only when the recording is ready. */
-  recordingUrl?: string | undefined;
+  recordingUrl?:
+    | string
+    | undefined;
+  /** Presents a person's browser's fingerprint (false when created with stealth off, or before stealth existed). */
+  stealth: boolean;
+  /** BCP 47 locale it presents (navigator.language, Intl, Accept-Language); unset for records older than the field. */
+  locale?:
+    | string
+    | undefined;
+  /** IANA timezone it presents (Intl, Date); unset for records older than the field. */
+  timezone?:
+    | string
+    | undefined;
+  /** Host patterns its network may reach (example.com, *.example.com); empty: any. */
+  allowedDomains: string[];
+  /** Ads and trackers blocked (EasyList and EasyPrivacy, at the network and hidden in pages). */
+  blockAds: boolean;
 }
 
 /** Tab is one page tab of a browser. */
@@ -534,6 +550,22 @@ export interface CreateBrowserRequest {
     | undefined;
   /** Agent of the session/run; unspecified for a standalone browser. */
   agent: Agent;
+  /** Present a person's browser's fingerprint; default true. */
+  stealth?:
+    | boolean
+    | undefined;
+  /** BCP 47 locale; default: the proxy country's, else en-US. */
+  locale?:
+    | string
+    | undefined;
+  /** IANA timezone; default: the proxy country's, else UTC. */
+  timezone?:
+    | string
+    | undefined;
+  /** Host patterns its network may reach (example.com: that host; *.example.com: it and its subdomains); empty: any. */
+  allowedDomains: string[];
+  /** Block ads and trackers (EasyList and EasyPrivacy); default false (a run's browser: the run service passes true unless told). */
+  blockAds?: boolean | undefined;
 }
 
 /** Response of CreateBrowser. */
@@ -859,6 +891,11 @@ function createBaseBrowser(): Browser {
     stoppedAt: undefined,
     stopReason: 0,
     recordingUrl: undefined,
+    stealth: false,
+    locale: undefined,
+    timezone: undefined,
+    allowedDomains: [],
+    blockAds: false,
   };
 }
 
@@ -914,6 +951,21 @@ export const Browser: MessageFns<Browser> = {
     }
     if (message.recordingUrl !== undefined) {
       writer.uint32(138).string(message.recordingUrl);
+    }
+    if (message.stealth !== false) {
+      writer.uint32(144).bool(message.stealth);
+    }
+    if (message.locale !== undefined) {
+      writer.uint32(154).string(message.locale);
+    }
+    if (message.timezone !== undefined) {
+      writer.uint32(162).string(message.timezone);
+    }
+    for (const v of message.allowedDomains) {
+      writer.uint32(170).string(v!);
+    }
+    if (message.blockAds !== false) {
+      writer.uint32(176).bool(message.blockAds);
     }
     return writer;
   },
@@ -1067,6 +1119,46 @@ export const Browser: MessageFns<Browser> = {
             message.recordingUrl = reader.string();
             continue;
           }
+          case 18: {
+            if (tag !== 144) {
+              break;
+            }
+
+            message.stealth = reader.bool();
+            continue;
+          }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.locale = reader.string();
+            continue;
+          }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.timezone = reader.string();
+            continue;
+          }
+          case 21: {
+            if (tag !== 170) {
+              break;
+            }
+
+            message.allowedDomains.push(reader.string());
+            continue;
+          }
+          case 22: {
+            if (tag !== 176) {
+              break;
+            }
+
+            message.blockAds = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1154,6 +1246,19 @@ export const Browser: MessageFns<Browser> = {
         : isSet(object.recording_url)
         ? globalThis.String(object.recording_url)
         : undefined,
+      stealth: isSet(object.stealth) ? globalThis.Boolean(object.stealth) : false,
+      locale: isSet(object.locale) ? globalThis.String(object.locale) : undefined,
+      timezone: isSet(object.timezone) ? globalThis.String(object.timezone) : undefined,
+      allowedDomains: globalThis.Array.isArray(object?.allowedDomains)
+        ? object.allowedDomains.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.allowed_domains)
+        ? object.allowed_domains.map((e: any) => globalThis.String(e))
+        : [],
+      blockAds: isSet(object.blockAds)
+        ? globalThis.Boolean(object.blockAds)
+        : isSet(object.block_ads)
+        ? globalThis.Boolean(object.block_ads)
+        : false,
     };
   },
 
@@ -1210,6 +1315,21 @@ export const Browser: MessageFns<Browser> = {
     if (message.recordingUrl !== undefined) {
       obj.recordingUrl = message.recordingUrl;
     }
+    if (message.stealth !== false) {
+      obj.stealth = message.stealth;
+    }
+    if (message.locale !== undefined) {
+      obj.locale = message.locale;
+    }
+    if (message.timezone !== undefined) {
+      obj.timezone = message.timezone;
+    }
+    if (message.allowedDomains?.length) {
+      obj.allowedDomains = message.allowedDomains;
+    }
+    if (message.blockAds !== false) {
+      obj.blockAds = message.blockAds;
+    }
     return obj;
   },
 
@@ -1235,6 +1355,11 @@ export const Browser: MessageFns<Browser> = {
     message.stoppedAt = object.stoppedAt ?? undefined;
     message.stopReason = object.stopReason ?? 0;
     message.recordingUrl = object.recordingUrl ?? undefined;
+    message.stealth = object.stealth ?? false;
+    message.locale = object.locale ?? undefined;
+    message.timezone = object.timezone ?? undefined;
+    message.allowedDomains = object.allowedDomains?.map((e) => e) || [];
+    message.blockAds = object.blockAds ?? false;
     return message;
   },
 };
@@ -2310,6 +2435,11 @@ function createBaseCreateBrowserRequest(): CreateBrowserRequest {
     sessionId: undefined,
     runId: undefined,
     agent: 0,
+    stealth: undefined,
+    locale: undefined,
+    timezone: undefined,
+    allowedDomains: [],
+    blockAds: undefined,
   };
 }
 
@@ -2341,6 +2471,21 @@ export const CreateBrowserRequest: MessageFns<CreateBrowserRequest> = {
     }
     if (message.agent !== 0) {
       writer.uint32(72).int32(message.agent);
+    }
+    if (message.stealth !== undefined) {
+      writer.uint32(80).bool(message.stealth);
+    }
+    if (message.locale !== undefined) {
+      writer.uint32(90).string(message.locale);
+    }
+    if (message.timezone !== undefined) {
+      writer.uint32(98).string(message.timezone);
+    }
+    for (const v of message.allowedDomains) {
+      writer.uint32(106).string(v!);
+    }
+    if (message.blockAds !== undefined) {
+      writer.uint32(112).bool(message.blockAds);
     }
     return writer;
   },
@@ -2430,6 +2575,46 @@ export const CreateBrowserRequest: MessageFns<CreateBrowserRequest> = {
             message.agent = reader.int32() as any;
             continue;
           }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.stealth = reader.bool();
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.locale = reader.string();
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.timezone = reader.string();
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.allowedDomains.push(reader.string());
+            continue;
+          }
+          case 14: {
+            if (tag !== 112) {
+              break;
+            }
+
+            message.blockAds = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2485,6 +2670,19 @@ export const CreateBrowserRequest: MessageFns<CreateBrowserRequest> = {
         ? globalThis.String(object.run_id)
         : undefined,
       agent: isSet(object.agent) ? agentFromJSON(object.agent) : 0,
+      stealth: isSet(object.stealth) ? globalThis.Boolean(object.stealth) : undefined,
+      locale: isSet(object.locale) ? globalThis.String(object.locale) : undefined,
+      timezone: isSet(object.timezone) ? globalThis.String(object.timezone) : undefined,
+      allowedDomains: globalThis.Array.isArray(object?.allowedDomains)
+        ? object.allowedDomains.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.allowed_domains)
+        ? object.allowed_domains.map((e: any) => globalThis.String(e))
+        : [],
+      blockAds: isSet(object.blockAds)
+        ? globalThis.Boolean(object.blockAds)
+        : isSet(object.block_ads)
+        ? globalThis.Boolean(object.block_ads)
+        : undefined,
     };
   },
 
@@ -2517,6 +2715,21 @@ export const CreateBrowserRequest: MessageFns<CreateBrowserRequest> = {
     if (message.agent !== 0) {
       obj.agent = agentToJSON(message.agent);
     }
+    if (message.stealth !== undefined) {
+      obj.stealth = message.stealth;
+    }
+    if (message.locale !== undefined) {
+      obj.locale = message.locale;
+    }
+    if (message.timezone !== undefined) {
+      obj.timezone = message.timezone;
+    }
+    if (message.allowedDomains?.length) {
+      obj.allowedDomains = message.allowedDomains;
+    }
+    if (message.blockAds !== undefined) {
+      obj.blockAds = message.blockAds;
+    }
     return obj;
   },
 
@@ -2534,6 +2747,11 @@ export const CreateBrowserRequest: MessageFns<CreateBrowserRequest> = {
     message.sessionId = object.sessionId ?? undefined;
     message.runId = object.runId ?? undefined;
     message.agent = object.agent ?? 0;
+    message.stealth = object.stealth ?? undefined;
+    message.locale = object.locale ?? undefined;
+    message.timezone = object.timezone ?? undefined;
+    message.allowedDomains = object.allowedDomains?.map((e) => e) || [];
+    message.blockAds = object.blockAds ?? undefined;
     return message;
   },
 };

@@ -349,7 +349,25 @@ export interface BrowserOptions {
     | number
     | undefined;
   /** Browser profile to start with (prf_...). */
-  profileId?: string | undefined;
+  profileId?:
+    | string
+    | undefined;
+  /** Present a person's browser's fingerprint; default true. */
+  stealth?:
+    | boolean
+    | undefined;
+  /** BCP 47 locale; default: the proxy country's, else en-US. */
+  locale?:
+    | string
+    | undefined;
+  /** IANA timezone; default: the proxy country's, else UTC. */
+  timezone?:
+    | string
+    | undefined;
+  /** Host patterns the browser's network may reach (example.com, *.example.com); empty: any. */
+  allowedDomains: string[];
+  /** Block ads and trackers (EasyList and EasyPrivacy); default true for a run's browser. */
+  blockAds?: boolean | undefined;
 }
 
 /** Step is one browser action of a run. */
@@ -1107,7 +1125,17 @@ export const Run: MessageFns<Run> = {
 };
 
 function createBaseBrowserOptions(): BrowserOptions {
-  return { proxyCountryCode: undefined, screenWidth: undefined, screenHeight: undefined, profileId: undefined };
+  return {
+    proxyCountryCode: undefined,
+    screenWidth: undefined,
+    screenHeight: undefined,
+    profileId: undefined,
+    stealth: undefined,
+    locale: undefined,
+    timezone: undefined,
+    allowedDomains: [],
+    blockAds: undefined,
+  };
 }
 
 export const BrowserOptions: MessageFns<BrowserOptions> = {
@@ -1123,6 +1151,21 @@ export const BrowserOptions: MessageFns<BrowserOptions> = {
     }
     if (message.profileId !== undefined) {
       writer.uint32(34).string(message.profileId);
+    }
+    if (message.stealth !== undefined) {
+      writer.uint32(40).bool(message.stealth);
+    }
+    if (message.locale !== undefined) {
+      writer.uint32(50).string(message.locale);
+    }
+    if (message.timezone !== undefined) {
+      writer.uint32(58).string(message.timezone);
+    }
+    for (const v of message.allowedDomains) {
+      writer.uint32(66).string(v!);
+    }
+    if (message.blockAds !== undefined) {
+      writer.uint32(72).bool(message.blockAds);
     }
     return writer;
   },
@@ -1172,6 +1215,46 @@ export const BrowserOptions: MessageFns<BrowserOptions> = {
             message.profileId = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.stealth = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.locale = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.timezone = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.allowedDomains.push(reader.string());
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.blockAds = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1206,6 +1289,19 @@ export const BrowserOptions: MessageFns<BrowserOptions> = {
         : isSet(object.profile_id)
         ? globalThis.String(object.profile_id)
         : undefined,
+      stealth: isSet(object.stealth) ? globalThis.Boolean(object.stealth) : undefined,
+      locale: isSet(object.locale) ? globalThis.String(object.locale) : undefined,
+      timezone: isSet(object.timezone) ? globalThis.String(object.timezone) : undefined,
+      allowedDomains: globalThis.Array.isArray(object?.allowedDomains)
+        ? object.allowedDomains.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.allowed_domains)
+        ? object.allowed_domains.map((e: any) => globalThis.String(e))
+        : [],
+      blockAds: isSet(object.blockAds)
+        ? globalThis.Boolean(object.blockAds)
+        : isSet(object.block_ads)
+        ? globalThis.Boolean(object.block_ads)
+        : undefined,
     };
   },
 
@@ -1223,6 +1319,21 @@ export const BrowserOptions: MessageFns<BrowserOptions> = {
     if (message.profileId !== undefined) {
       obj.profileId = message.profileId;
     }
+    if (message.stealth !== undefined) {
+      obj.stealth = message.stealth;
+    }
+    if (message.locale !== undefined) {
+      obj.locale = message.locale;
+    }
+    if (message.timezone !== undefined) {
+      obj.timezone = message.timezone;
+    }
+    if (message.allowedDomains?.length) {
+      obj.allowedDomains = message.allowedDomains;
+    }
+    if (message.blockAds !== undefined) {
+      obj.blockAds = message.blockAds;
+    }
     return obj;
   },
 
@@ -1235,6 +1346,11 @@ export const BrowserOptions: MessageFns<BrowserOptions> = {
     message.screenWidth = object.screenWidth ?? undefined;
     message.screenHeight = object.screenHeight ?? undefined;
     message.profileId = object.profileId ?? undefined;
+    message.stealth = object.stealth ?? undefined;
+    message.locale = object.locale ?? undefined;
+    message.timezone = object.timezone ?? undefined;
+    message.allowedDomains = object.allowedDomains?.map((e) => e) || [];
+    message.blockAds = object.blockAds ?? undefined;
     return message;
   },
 };

@@ -16,6 +16,8 @@ const TYPES: Record<string, string> = { '.html': 'text/html; charset=utf-8', '.c
 export interface FixtureSite {
   /** http://127.0.0.1:<port> */
   origin: string;
+  /** Every request served, as `host path` (the Host header, e.g. ad.doubleclick.net:1234, and the path). */
+  requests: string[];
   close(): Promise<void>;
 }
 
@@ -28,9 +30,19 @@ function cookie(req: http.IncomingMessage, name: string): string | undefined {
 }
 
 /** Serves the fixture site on a free port of 127.0.0.1. */
+/** A 1×1 transparent GIF (the ad and tracker pixels of ads.html). */
+const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
+
 export async function startFixtureSite(): Promise<FixtureSite> {
+  const requests: string[] = [];
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://site');
+    requests.push(`${req.headers.host ?? ''} ${url.pathname}`);
+    if (url.pathname.endsWith('/pixel.gif')) {
+      res.writeHead(200, { 'Content-Type': 'image/gif', 'Cache-Control': 'no-store', 'Content-Length': PIXEL.length });
+      res.end(PIXEL);
+      return;
+    }
     if (req.method === 'POST' && url.pathname === '/api/login') {
       let body = '';
       req.on('data', (c) => (body += c));
@@ -38,6 +50,12 @@ export async function startFixtureSite(): Promise<FixtureSite> {
         res.writeHead(200, { 'Set-Cookie': `session=${encodeURIComponent(body)}; Path=/; HttpOnly; Max-Age=3600`, 'Content-Type': 'text/plain' });
         res.end('ok');
       });
+      return;
+    }
+    if (url.pathname === '/api/headers') {
+      // What the browser sent (the Accept-Language and client hints a page's scripts must agree with).
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' });
+      res.end(JSON.stringify(req.headers));
       return;
     }
     if (url.pathname === '/api/me') {
@@ -63,6 +81,7 @@ export async function startFixtureSite(): Promise<FixtureSite> {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
     origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
