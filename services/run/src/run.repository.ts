@@ -594,6 +594,11 @@ export class RunRepository {
     });
   }
 
+  /** Whether the run has an event of this type. */
+  async hasEvent(runId: string, type: string): Promise<boolean> {
+    return Boolean(await this.knex('events').where({ run_id: runId, type }).first('id'));
+  }
+
   /** The type and id of a run's newest event, if any. */
   async lastEvent(runId: string): Promise<{ id: number; type: string } | undefined> {
     const r = await this.knex('events').where('run_id', runId).orderBy('id', 'desc').first('id', 'type');
