@@ -112,6 +112,7 @@ runMain('run', async () => {
     stopGraceMs: config.stopGraceMs,
     leaseMs: config.leaseMs,
     maxTakeovers: config.maxTakeovers,
+    instanceId: config.instanceId,
     maxRunningPerProject: config.maxRunningPerProject,
     pollMs: config.pollMs,
   });

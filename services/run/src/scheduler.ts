@@ -16,7 +16,9 @@ import { settleWithin } from './run-bounds.js';
 
 export const LEASE_EXPIRED_REASON = 'the worker running it stopped responding (its lease expired)';
 export const takeoverLimitError = (max: number) =>
-  `The run was interrupted: the worker running it stopped responding (its lease expired), and it was already taken over by another worker ${max} time${max === 1 ? '' : 's'} (RUN_MAX_TAKEOVERS), so it was not resumed again.`;
+  max === 0
+    ? 'The run was interrupted: the worker running it stopped responding (its lease expired), and runs are not taken over by another worker here (RUN_MAX_TAKEOVERS=0).'
+    : `The run was interrupted: the worker running it stopped responding (its lease expired), and it had already been taken over by another worker ${max} time${max === 1 ? '' : 's'}, the most a run may be (RUN_MAX_TAKEOVERS), so it was not resumed again.`;
 
 /** How a run taken over from a dead worker is handed to `execute`. */
 export interface Takeover {
@@ -38,13 +40,16 @@ export interface SchedulerOptions {
   /** Takeovers of one run after its worker died; beyond, it fails. 0 = never taken over. */
   maxTakeovers: number;
   maxRunningPerProject: number;
+  /** Names this process in its leases (RUN_INSTANCE_ID). */
+  instanceId?: string;
   pollMs: number;
   /** After a run is aborted, how long its work may take to wind down before its slot is freed anyway. */
   stopGraceMs: number;
 }
 
 export class RunScheduler {
-  readonly owner = `worker_${randomBytes(6).toString('hex')}`;
+  /** The lease owner: the process's instance id and a random part (a restart of the same pod is another owner). */
+  readonly owner: string;
   readonly #o: SchedulerOptions;
   readonly #active = new Map<string, AbortController>();
   readonly #timers: NodeJS.Timeout[] = [];
@@ -57,6 +62,7 @@ export class RunScheduler {
 
   constructor(options: SchedulerOptions) {
     this.#o = options;
+    this.owner = `${options.instanceId ?? 'worker'}.${randomBytes(6).toString('hex')}`;
   }
 
   get activeRunIds(): string[] {
