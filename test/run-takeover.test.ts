@@ -3,10 +3,12 @@
  * browser-agent run is killed mid-run, and the other takes the run over once its lease runs out
  * and finishes it from its last completed step, on the same browser, with the right answer, a
  * `run.resumed` event and step numbers 1..n. A run stopped while its worker was dead stays
- * stopped; a run whose browser is gone by then fails saying so.
+ * stopped; a run whose browser is gone by then fails saying so. A browsercode run killed
+ * mid-command goes on with its disk and conversation, the command reported interrupted to the model.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { startFakeOpenAI, userText, type FakeOpenAI } from './support/fake-openai.js';
 import { freshDatabase, postgresUrl, type FreshDatabase } from './support/infra.js';
 import { serveSite, type TestSite } from './support/site.js';
 import { readSse, type SseEvent } from './support/sse.js';
@@ -21,21 +23,24 @@ describe('a run whose worker dies', { skip: !pg && 'needs Postgres on 127.0.0.1:
   let f: StackFixture;
   let db: FreshDatabase;
   let site: TestSite;
+  let fake: FakeOpenAI;
 
   before(async () => {
     site = await serveSite();
+    fake = await startFakeOpenAI();
     db = await freshDatabase(pg!, 'ats_takeover');
     f = await startStackFixture({
       databaseUrl: db.url,
       replicas: { run: 2 },
       projects: ['alpha'],
-      env: { RUN_LEASE_MS: String(LEASE_MS), DEFAULT_MODEL: 'builtin', POOL_WARM_SIZE: '0' },
+      env: { RUN_LEASE_MS: String(LEASE_MS), DEFAULT_MODEL: 'builtin', POOL_WARM_SIZE: '0', OPENAI_BASE_URL: fake.baseUrl, OPENAI_MODELS: 'fake-gpt', MODEL_MAX_RETRIES: '0' },
     });
   });
   after(async () => {
     await f?.stop();
     await db?.drop();
     await site?.close();
+    await fake?.close();
   });
 
   const key = () => f.projects.alpha!.key;
@@ -45,14 +50,14 @@ describe('a run whose worker dies', { skip: !pg && 'needs Postgres on 127.0.0.1:
     `Open ${site.url(`run-slow.html?ms=${readyAfterMs}`)}. Wait for 'Shop ready'. Click 'Continue to the order form'. Type 'Ada Lovelace' into 'Full name'. ` +
     `Type 'ada@example.com' into 'you@example.com'. Select 'Blue' from 'Colour'. Click 'Place order'. Wait for 'Thank you'. Extract the text of '#confirmation'.`;
 
-  async function start(body: Record<string, unknown>): Promise<{ id: string }> {
-    const res = await json('POST', `${BASE}/runs`, body);
+  async function start(body: Record<string, unknown>, base = BASE): Promise<{ id: string }> {
+    const res = await json('POST', `${base}/runs`, body);
     assert.equal(res.status, 202, await res.clone().text());
     return (await res.json()) as { id: string };
   }
   /** Follows the run's events until `until` (default: its terminal event). */
-  const events = async (id: string, stop?: (e: SseEvent) => boolean) => readSse(await f.api(`${BASE}/runs/${id}/events/stream`, { key: key() }), stop);
-  const read = async (id: string) => (await (await json('GET', `${BASE}/runs/${id}`)).json()) as Record<string, any>;
+  const events = async (id: string, stop?: (e: SseEvent) => boolean, base = BASE) => readSse(await f.api(`${base}/runs/${id}/events/stream`, { key: key() }), stop);
+  const read = async (id: string, base = BASE) => (await (await json('GET', `${base}/runs/${id}`)).json()) as Record<string, any>;
   /** The replica (1 or 2) whose worker holds the run's lease: its owner is `<RUN_INSTANCE_ID>.<random>`. */
   async function holder(id: string): Promise<number> {
     const { rows } = await db.knex.raw('select lease_owner from "run".runs where id = ?', [id]);
@@ -137,6 +142,39 @@ describe('a run whose worker dies', { skip: !pg && 'needs Postgres on 127.0.0.1:
       assert.equal((await read(stopped.id)).status, 'stopped');
     } finally {
       await f.stack.revive('run', 1);
+    }
+  });
+
+  test('when the replica running a browsercode turn is killed mid-command, then the other goes on with its disk and conversation, and the model is told the command was interrupted', async () => {
+    const CODE = '/api/v1/agents/browsercode';
+    const sent: string[] = [];
+    fake.script = (req, n) => {
+      const text = userText(req);
+      sent.push(text);
+      if (/cut short/.test(text)) return { tool: 'shell', args: { command: 'cat first.txt' } };
+      if (/Step \d+: run cat first\.txt/.test(text)) return { tool: 'done', args: { result: 'resumed after the interrupted command' } };
+      return [{ tool: 'shell', args: { command: 'echo kept > first.txt' } }, { tool: 'shell', args: { command: 'echo waiting; sleep 4712' } }][n] ?? { text: 'lost' };
+    };
+    fake.requests.length = 0;
+    const { id } = await start({ task: 'Write a file, then wait, then read it', model: 'fake-gpt' }, CODE);
+    await events(id, (e) => e.event === 'terminal.output' && String(e.data.data.chunk).includes('waiting'), CODE);
+    const n = await holder(id);
+    await f.stack.kill('run', n);
+    try {
+      const all = await events(id, undefined, CODE);
+      const run = await read(id, CODE);
+      assert.equal(run.status, 'completed', `${run.error}\n${f.logs('run').slice(-3000)}`);
+      assert.equal(run.result, 'resumed after the interrupted command');
+      const results = all.filter((e) => e.event === 'tool.result').map((e) => e.data.data);
+      assert.deepEqual(results.map((r) => [r.number, r.tool, r.ok]), [[1, 'shell', true], [2, 'shell', false], [3, 'shell', true]], 'the cut command answered as failed, numbering on');
+      assert.match(String(results[1]!.error), /^Interrupted: the worker running this run stopped while this ran/);
+      assert.equal(String(results[2]!.output).trim(), 'kept', 'the disk holds what the first command wrote');
+      assert.equal(all.filter((e) => e.event === 'run.resumed').length, 1);
+      const told = sent.find((t) => /cut short/.test(t))!;
+      assert.match(told, /resumed on another worker/);
+      assert.match(told, /echo kept > first\.txt/, 'the conversation so far is kept');
+    } finally {
+      await f.stack.revive('run', n);
     }
   });
 });

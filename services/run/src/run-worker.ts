@@ -226,6 +226,10 @@ export class RunWorker {
       await events.append(run.id, 'tool.result', { number: cut.number, tool, ok: false, error: INTERRUPTED_COMMAND_ERROR });
       history.push({ thought: String(cut.thought ?? ''), action: { name: tool, ...input } as Action, error: INTERRUPTED_COMMAND_ERROR });
       notes.push(`Your last ${tool} call was cut short: ${INTERRUPTED_COMMAND_ERROR}`);
+      // The builtin cannot judge whether to run it again (a failed instruction ends its runs): the run ends, saying why.
+      if (run.model === 'builtin') {
+        throw new CannotResume(`The run was resumed on another worker after its worker stopped responding, but the ${tool} call it was making then was interrupted and may have partly run; the builtin model does not repeat it, so the run ends here`);
+      }
     }
     if (!(await repo.hasEvent(run.id, 'run.started'))) await events.append(run.id, 'run.started', { model: run.model });
     await events.append(run.id, 'run.resumed', { reason: takeover.reason, takeover: takeover.count, fromStep: browserSteps, actions: steps });
