@@ -218,22 +218,23 @@ export class RunWorker {
     const browserSteps = Math.max(state?.browserSteps ?? 0, lastStep);
     let steps = (state?.steps ?? 0) + Math.max(0, lastStep - (state?.browserSteps ?? 0));
     const notes = [`This run was resumed on another worker (${takeover.reason}) after ${steps} action(s); ${code ? 'the disk holds what earlier commands stored' : 'the browser is as the last step left it'}.`];
-    const cut = code ? await repo.unansweredToolCall(run.id) : undefined;
-    if (cut && typeof cut.number === 'number' && cut.number > steps) {
-      steps = cut.number;
+    const call = code ? await repo.unansweredToolCall(run.id) : undefined;
+    const cut = call && typeof call.number === 'number' && call.number > steps ? call : undefined;
+    if (cut) {
+      steps = cut.number as number;
       const tool = String(cut.tool);
       const input = (cut.input && typeof cut.input === 'object' ? cut.input : {}) as Record<string, unknown>;
       await events.append(run.id, 'tool.result', { number: cut.number, tool, ok: false, error: INTERRUPTED_COMMAND_ERROR });
       history.push({ thought: String(cut.thought ?? ''), action: { name: tool, ...input } as Action, error: INTERRUPTED_COMMAND_ERROR });
       notes.push(`Your last ${tool} call was cut short: ${INTERRUPTED_COMMAND_ERROR}`);
-      // The builtin cannot judge whether to run it again (a failed instruction ends its runs): the run ends, saying why.
-      if (run.model === 'builtin') {
-        throw new CannotResume(`The run was resumed on another worker after its worker stopped responding, but the ${tool} call it was making then was interrupted and may have partly run; the builtin model does not repeat it, so the run ends here`);
-      }
     }
     if (!(await repo.hasEvent(run.id, 'run.started'))) await events.append(run.id, 'run.started', { model: run.model });
     await events.append(run.id, 'run.resumed', { reason: takeover.reason, takeover: takeover.count, fromStep: browserSteps, actions: steps });
     this.#d.logger.info({ runId: run.id, takeover: takeover.count, fromStep: browserSteps, actions: steps }, 'run resumed');
+    // The builtin cannot judge whether to run a cut command again (a failed instruction ends its runs): the run ends, saying why.
+    if (cut && run.model === 'builtin') {
+      throw new CannotResume(`The run was resumed on another worker after its worker stopped responding, but the ${String(cut.tool)} call it was making then was interrupted and may have partly run; the builtin model does not repeat it, so the run ends here`);
+    }
     return { history, steps, browserSteps, model: state?.model, notes };
   }
 
