@@ -225,7 +225,7 @@ export interface StackOptions {
 }
 
 /** The variable naming each process among its service's replicas (its leases, its browsers, its temporaries). */
-const INSTANCE_ID_VARS: Partial<Record<ServiceName, string>> = { 'live-view': 'LIVE_VIEW_INSTANCE_ID', 'browser-pool': 'POOL_INSTANCE_ID', 'file-storage': 'FILES_INSTANCE_ID' };
+const INSTANCE_ID_VARS: Partial<Record<ServiceName, string>> = { run: 'RUN_INSTANCE_ID', 'live-view': 'LIVE_VIEW_INSTANCE_ID', 'browser-pool': 'POOL_INSTANCE_ID', 'file-storage': 'FILES_INSTANCE_ID' };
 
 /** How many processes of `service` the `replicas` option asks for. */
 export function replicaCount(replicas: StackOptions['replicas'], service: ServiceName): number {
@@ -497,6 +497,14 @@ export class Stack {
     if (signal === 'SIGTERM') return stopChild(child, (this.opts.shutdownTimeoutMs ?? 10000) + 2000);
     killGroup(child.pid, 'SIGKILL');
     await exited(child);
+  }
+
+  /** Starts again replica `n` (1 = the first) of a service that `kill` stopped; resolves when it listens. */
+  async revive(service: ServiceName, n = 1): Promise<void> {
+    if (n === 1) return this.startService(service);
+    const replica = this.replicas.find((x) => x.service === service && x.n === n);
+    if (!replica) throw new Error(`${service} has no replica ${n}`);
+    await this.#startReplica(replica);
   }
 
   /** Process ids of everything the stack started. */

@@ -24,6 +24,8 @@ before(async () => {
     projects: ['alpha', 'limits', 'beta'],
     env: {
       RUN_LEASE_MS: String(LEASE_MS),
+      // Not taken over (test/run-takeover.test.ts covers that): the bound's end, a run failed saying why.
+      RUN_MAX_TAKEOVERS: '0',
       MAX_RUNNING_RUNS_PER_PROJECT: '2',
       MAX_ACTIVE_BROWSERS_PER_PROJECT: '40',
       DEFAULT_MODEL: 'builtin',
@@ -447,7 +449,7 @@ describe('limits and failures', () => {
     assert.equal(most, 2, 'the limit was used');
   });
 
-  test('when the run service is killed mid-run, then after a restart that run is failed within the lease, and others still complete', async () => {
+  test('when the run service is killed mid-run and runs may not be taken over, then after a restart that run is failed within the lease, saying why, and others still complete', async () => {
     const victim = await start('beta', { task: `Open ${site.url('run-table.html')}. Wait for 'never'.` });
     await readSse(await f.api(`${BASE}/runs/${victim.id}/events/stream`, { key: key('beta') }), (e) => e.event === 'step');
     const killedAt = Date.now();
@@ -456,7 +458,7 @@ describe('limits and failures', () => {
     const back = Date.now();
     const { run } = await finished('beta', victim.id);
     assert.equal(run.status, 'failed');
-    assert.match(run.error, /lease expired/);
+    assert.match(run.error, /lease expired\), and runs are not taken over by another worker here \(RUN_MAX_TAKEOVERS=0\)/);
     // Nobody can fail it while the only run service is down; once one is back, within a reaper cycle.
     const due = Math.max(killedAt + LEASE_MS, back) + LEASE_MS;
     assert.ok(Date.parse(run.finishedAt) <= due, `failed by ${new Date(due).toISOString()} (killed ${new Date(killedAt).toISOString()}, back ${new Date(back).toISOString()}, failed ${run.finishedAt})`);

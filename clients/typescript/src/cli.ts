@@ -738,6 +738,8 @@ class TerminalText {
         return this.#line(s.yellow(text('message') || 'waiting'));
       case 'run.started':
         return this.#line(s.dim(`started${text('model') ? ` · model ${text('model')}` : ''}`));
+      case 'run.resumed':
+        return this.#line(s.yellow(`resumed on another worker after step ${String(d.fromStep ?? 0)}${text('reason') ? ` (${text('reason')})` : ''}`));
       case 'browser.ready':
         return this.#line(s.dim(`browser ready${text('liveViewUrl') ? ` · live view ${text('liveViewUrl')}` : ''}`));
       case 'step': {

@@ -1,4 +1,4 @@
-import { addressFields, commonFields, outboxFields, grpcClientFields, grpcFields, int, loadConfig, natsFields, oneOf, optionalStr, optionalUrl, FieldProblem, type Field, DEFAULT_PORTS } from '../../common/src/config.js';
+import { addressFields, commonFields, ConfigError, instanceId, instanceIdProblem, outboxFields, grpcClientFields, grpcFields, int, loadConfig, natsFields, oneOf, optionalStr, optionalUrl, FieldProblem, type Field, DEFAULT_PORTS } from '../../common/src/config.js';
 import type { PriceTable } from './agents/models.js';
 
 const list = (env: string, describe: string): Field<string[]> => ({
@@ -33,9 +33,11 @@ export const runConfigSpec = {
   ...outboxFields,
   browserPoolAddr: addressFields.browserPoolAddr,
   fileStorageAddr: addressFields.fileStorageAddr,
+  instanceId: instanceId('RUN_INSTANCE_ID', 'Names this run process in the leases of the runs it holds (`<id>.<random>`), so a run is traced to its replica; the pod name'),
   maxRunningPerProject: int('MAX_RUNNING_RUNS_PER_PROJECT', { default: 5, min: 1, max: 1000, describe: 'Runs of one project running at once; more wait queued' }),
   concurrency: int('RUN_WORKER_CONCURRENCY', { default: 8, min: 1, max: 256, describe: 'Runs this process executes at once' }),
-  leaseMs: int('RUN_LEASE_MS', { default: 15000, min: 1000, max: 600000, describe: 'A run whose worker stops renewing for this long is failed' }),
+  leaseMs: int('RUN_LEASE_MS', { default: 15000, min: 1000, max: 600000, describe: 'A run whose worker stops renewing for this long is taken over by another replica (or failed, see RUN_MAX_TAKEOVERS)' }),
+  maxTakeovers: int('RUN_MAX_TAKEOVERS', { default: 2, min: 0, max: 100, describe: 'How often one run is taken over by another replica after its worker died; one more death fails it' }),
   pollMs: int('RUN_POLL_MS', { default: 2000, min: 100, max: 60000, describe: 'Fallback poll for queued runs (NATS wakes workers first)' }),
   maxSteps: int('RUN_MAX_STEPS', { default: 50, min: 1, max: 10000, describe: 'Steps before a run ends (with its best partial answer in result)' }),
   maxModelFailures: int('RUN_MAX_MODEL_FAILURES', { default: 3, min: 1, max: 100, describe: 'Unusable model replies in a row (malformed tool call, no tool call, provider error or timeout) before a run ends with its best partial answer' }),
@@ -76,5 +78,8 @@ export const runConfigSpec = {
 
 /** The run service's configuration from the environment. */
 export function loadRunConfig(env: Record<string, string | undefined> = process.env) {
-  return loadConfig(runConfigSpec, env);
+  const c = loadConfig(runConfigSpec, env);
+  const problem = instanceIdProblem('RUN_INSTANCE_ID', c.instanceId);
+  if (problem) throw new ConfigError([problem]);
+  return c;
 }

@@ -120,10 +120,12 @@ runMain('run', async () => {
     clients,
     nc: bus.nc,
     logger,
-    execute: (run, signal) => worker.execute(run, signal),
+    execute: (run, signal, takeover) => worker.execute(run, signal, takeover),
     concurrency: config.concurrency,
     stopGraceMs: config.stopGraceMs,
     leaseMs: config.leaseMs,
+    maxTakeovers: config.maxTakeovers,
+    instanceId: config.instanceId,
     maxRunningPerProject: config.maxRunningPerProject,
     pollMs: config.pollMs,
   });

@@ -13,9 +13,11 @@ import { StopReason } from '../../../gen/ats/browserpool/v1/browser_pool.js';
 import { AppError, RemoteError } from '../../common/src/errors.js';
 import type { Logger } from '../../common/src/logger.js';
 import { materializeDisk, syncDisk, type DiskManifest } from '../../file-storage/src/client/disk-sync.js';
-import type { RecordedStep } from './agents/agent-loop.js';
+import type { LoopCheckpoint, LoopResume, RecordedStep } from './agents/agent-loop.js';
+import type { Action } from './agents/actions.js';
+import type { StepMemory } from './agents/model.js';
 import { runBrowserAgent } from './agents/browser-agent.js';
-import { LimitReached, RunStopped } from './agents/run-errors.js';
+import { CannotResume, LimitReached, RunStopped } from './agents/run-errors.js';
 import { runBrowsercode } from './agents/browsercode-agent.js';
 import { ModelError, type Usage } from './agents/model.js';
 import type { Terminal } from './agents/shell.js';
@@ -29,6 +31,10 @@ import type { RunRepository, RunRow } from './run.repository.js';
 import { BrowserLimitReached, type BrowserCapacity, type ProvisionedBrowser } from './browser-capacity.js';
 import { BrowserLost, RunGuard, TIME_LIMIT_ERROR } from './run-bounds.js';
 import type { Runs } from './runs.js';
+import type { Takeover } from './scheduler.js';
+
+/** What the model is told of a command its dead worker was running. */
+export const INTERRUPTED_COMMAND_ERROR = 'Interrupted: the worker running this run stopped while this ran, and the run was resumed on another worker. It may have partly run (or finished): check its effects before running it again.';
 
 export interface RunLimits {
   maxSteps: number;
@@ -63,7 +69,7 @@ export interface RunWorkerDeps {
 
 /** The message a failed run shows: what the user can act on, never internals. */
 function failureMessage(err: unknown): string | undefined {
-  if (err instanceof ModelError || err instanceof LimitReached || err instanceof ActionError || err instanceof BrowserLost) return err.message;
+  if (err instanceof ModelError || err instanceof LimitReached || err instanceof ActionError || err instanceof BrowserLost || err instanceof CannotResume) return err.message;
   if (err instanceof RemoteError) return err.publicMessage ? `Browser or storage error: ${err.publicMessage}` : undefined;
   if (err instanceof AppError) return err.message;
   return undefined;
@@ -198,8 +204,53 @@ export class RunWorker {
     return reasons;
   }
 
-  /** Runs one claimed run to its end. Never throws. */
-  async execute(run: RunRow, stop: AbortSignal): Promise<void> {
+  /**
+   * A run taken over from a dead worker: takes its browser back (the same one, through the pool;
+   * gone = the run cannot go on), tells its events it resumed, and rebuilds the loop from its
+   * checkpoints. A browsercode command cut short is answered as interrupted, for the model to judge.
+   */
+  async #resume(run: RunRow, takeover: Takeover, held: Held, signal: AbortSignal): Promise<LoopResume> {
+    const { repo, events, capacity } = this.#d;
+    const code = run.agent === 'browsercode';
+    if (run.browserId) {
+      const kept = await capacity.claimKept(run, run.browserId, signal);
+      if (kept) {
+        held.browserId = kept.id;
+        held.liveViewUrl = kept.liveViewUrl;
+      } else if (!code) {
+        await repo.closeSession(run.sessionId, 'browser stopped');
+        throw new CannotResume("The run was interrupted (the worker running it stopped responding) and could not be resumed on another worker: its browser is gone (stopped or not found), so the session is closed; start a new conversation");
+      }
+    }
+    const checkpoints = await repo.checkpoints(run.id);
+    const state = checkpoints.at(-1)?.state;
+    const lastStep = await repo.lastStepNumber(run.id);
+    const history = checkpoints.map((c) => c.memory as StepMemory);
+    const browserSteps = Math.max(state?.browserSteps ?? 0, lastStep);
+    let steps = (state?.steps ?? 0) + Math.max(0, lastStep - (state?.browserSteps ?? 0));
+    const notes = [`This run was resumed on another worker (${takeover.reason}) after ${steps} action(s); ${code ? 'the disk holds what earlier commands stored' : 'the browser is as the last step left it'}.`];
+    const call = code ? await repo.unansweredToolCall(run.id) : undefined;
+    const cut = call && typeof call.number === 'number' && call.number > steps ? call : undefined;
+    if (cut) {
+      steps = cut.number as number;
+      const tool = String(cut.tool);
+      const input = (cut.input && typeof cut.input === 'object' ? cut.input : {}) as Record<string, unknown>;
+      await events.append(run.id, 'tool.result', { number: cut.number, tool, ok: false, error: INTERRUPTED_COMMAND_ERROR });
+      history.push({ thought: String(cut.thought ?? ''), action: { name: tool, ...input } as Action, error: INTERRUPTED_COMMAND_ERROR });
+      notes.push(`Your last ${tool} call was cut short: ${INTERRUPTED_COMMAND_ERROR}`);
+    }
+    if (!(await repo.hasEvent(run.id, 'run.started'))) await events.append(run.id, 'run.started', { model: run.model });
+    await events.append(run.id, 'run.resumed', { reason: takeover.reason, takeover: takeover.count, fromStep: browserSteps, actions: steps });
+    this.#d.logger.info({ runId: run.id, takeover: takeover.count, fromStep: browserSteps, actions: steps }, 'run resumed');
+    // The builtin cannot judge whether to run a cut command again (a failed instruction ends its runs): the run ends, saying why.
+    if (cut && run.model === 'builtin') {
+      throw new CannotResume(`The run was resumed on another worker after its worker stopped responding, but the ${String(cut.tool)} call it was making then was interrupted and may have partly run; the builtin model does not repeat it, so the run ends here`);
+    }
+    return { history, steps, browserSteps, model: state?.model, notes };
+  }
+
+  /** Runs one claimed run to its end (`takeover`: one taken over from a dead worker goes on where it was). Never throws. */
+  async execute(run: RunRow, stop: AbortSignal, takeover?: Takeover): Promise<void> {
     const { repo, events, clients, logger } = this.#d;
     const log = logger.child({ runId: run.id });
     let workDir = path.join(this.#d.workDir, run.id);
@@ -218,10 +269,12 @@ export class RunWorker {
     let manifest: DiskManifest | undefined;
     let tenant: Tenant | undefined;
     let released = false;
+    let resume: LoopResume | undefined;
     try {
+      if (takeover) resume = await this.#resume(run, takeover, held, signal);
       // A browser-agent run needs its browser first: at the project's browser limit it waits queued.
-      if (!code && !(await this.#browserOrWait(run, held, signal))) return;
-      await events.append(run.id, 'run.started', { model: run.model });
+      if (!code && !held.browserId && !(await this.#browserOrWait(run, held, signal))) return;
+      if (!resume) await events.append(run.id, 'run.started', { model: run.model });
       // Held before the work folder exists, so a crash from here on leaves a record to reap.
       tenant = await this.#d.tenancy?.acquire(run.id);
       if (tenant) workDir = tenant.dir;
@@ -241,6 +294,10 @@ export class RunWorker {
         actionTimeoutMs: this.#d.limits.actionTimeoutMs,
         signal,
         recordStep: (step: RecordedStep) => this.#recordStep(run, step, signal),
+        saveCheckpoint: async (c: LoopCheckpoint) => {
+          if (!(await repo.saveCheckpoint(run.id, c))) throw new RunStopped();
+        },
+        resume,
         recordUsage: async (usage: Usage) => {
           await repo.addUsage(run.id, { ...usage, costUsd: this.#d.price(run.model, usage) });
         },
@@ -334,7 +391,7 @@ export class RunWorker {
       });
     }
     // Refused once the run has ended (stopped, or failed by another worker): it ends here too.
-    if (!(await this.#d.repo.insertStep({ runId: run.id, number: step.number, url: step.url, action: step.action, thought: step.thought, screenshotKey: key, ts: step.startedAt.toISOString(), durationMs: step.durationMs }))) throw new RunStopped();
+    if (!(await this.#d.repo.insertStep({ runId: run.id, number: step.number, url: step.url, action: step.action, thought: step.thought, screenshotKey: key, ts: step.startedAt.toISOString(), durationMs: step.durationMs }, step.checkpoint))) throw new RunStopped();
     const downloads = step.downloads?.map((d) => ({ name: d.name, sizeBytes: d.sizeBytes, contentType: d.contentType, ...(d.diskPath ? { path: d.diskPath } : {}) }));
     await this.#d.events.append(run.id, 'step', { number: step.number, url: step.url, action: step.action, thought: step.thought, durationMs: step.durationMs, actionMs: step.actionMs, ...(downloads ? { downloads } : {}) });
   }

@@ -80,18 +80,77 @@ for (const driver of await drivers()) {
       for (const id of [a2, a3, b2]) await repo.finish(id, ['running'], 'completed');
     });
 
-    test('when a lease is not renewed, then the run is failed with the given error; a renewing owner keeps its runs', async () => {
+    test('when a lease is not renewed, then another owner takes the run over (takeovers counted); a renewing owner keeps its runs', async () => {
       const kept = await queue('prj_c');
       const lost = await queue('prj_c');
       assert.equal((await repo.claim('alive', 200, 5))!.id, kept);
       assert.equal((await repo.claim('dead', 200, 5))!.id, lost);
       skewMs += 1000; // past both leases
       assert.deepEqual(await repo.renewLeases('alive', [kept], 10000), []);
-      const failed = await repo.failExpired('lease expired');
-      assert.deepEqual(failed.map((r) => [r.id, r.status, r.error]), [[lost, 'failed', 'lease expired']]);
+      const { taken, failed } = await repo.takeOverExpired('heir', 10000, 2, 'too many takeovers');
+      assert.deepEqual(taken.map((r) => [r.id, r.status, r.leaseOwner, r.takeovers]), [[lost, 'running', 'heir', 1]]);
+      assert.deepEqual(failed, []);
       assert.deepEqual(await repo.renewLeases('dead', [lost], 10000), [lost], 'the dead owner no longer holds it');
-      assert.equal(await repo.finish(lost, ['running'], 'completed'), false, 'a failed run is not completed later');
+      assert.deepEqual(await repo.renewLeases('heir', [lost], 10000), [], 'the new owner does');
+      assert.deepEqual(await repo.takeOverExpired('other', 10000, 2, 'x'), { taken: [], failed: [] }, 'a live lease is not taken');
       await repo.finish(kept, ['running'], 'completed');
+      await repo.finish(lost, ['running'], 'completed');
+    });
+
+    test('when a run was taken over as often as the bound allows and its lease runs out again, then it fails with the reason', async () => {
+      const id = await queue('prj_bound');
+      await repo.claim('w0', 200, 5);
+      for (let i = 1; i <= 2; i++) {
+        skewMs += 1000;
+        const { taken } = await repo.takeOverExpired(`w${i}`, 200, 2, 'taken over too often');
+        assert.deepEqual(taken.map((r) => [r.id, r.takeovers]), [[id, i]]);
+      }
+      skewMs += 1000;
+      const { taken, failed } = await repo.takeOverExpired('w3', 200, 2, 'taken over too often');
+      assert.deepEqual(taken, []);
+      assert.deepEqual(failed.map((r) => [r.id, r.status, r.error, r.takeovers]), [[id, 'failed', 'taken over too often', 2]]);
+      assert.equal((await repo.run(id))!.status, 'failed');
+    });
+
+    test('when a run is stopped while its lease runs out, then it is not taken over and stays stopped', async () => {
+      const id = await queue('prj_stop');
+      await repo.claim('dead', 200, 5);
+      assert.ok(await repo.finish(id, ['running'], 'stopped', {}, { keepLease: true }));
+      skewMs += 1000;
+      assert.deepEqual(await repo.takeOverExpired('heir', 10000, 2, 'x'), { taken: [], failed: [] });
+      const r = (await repo.run(id))!;
+      assert.deepEqual([r.status, r.takeovers], ['stopped', 0]);
+    });
+
+    test('when two replicas race to take over the same expired runs, then each run is taken once', async () => {
+      const ids = [await queue('prj_race'), await queue('prj_race'), await queue('prj_race')];
+      for (let i = 0; i < ids.length; i++) await repo.claim('dead', 200, 5);
+      skewMs += 1000;
+      const other = new RunRepository(db.knex, { now });
+      const [a, b] = await Promise.all([repo.takeOverExpired('a', 10000, 2, 'x'), other.takeOverExpired('b', 10000, 2, 'x')]);
+      const taken = [...a.taken, ...b.taken];
+      assert.deepEqual(taken.map((r) => r.id).sort(), ids);
+      for (const id of ids) {
+        const r = (await repo.run(id))!;
+        assert.equal(r.takeovers, 1, 'taken once');
+        assert.equal(r.leaseOwner, taken.find((t) => t.id === id)!.leaseOwner);
+        await repo.finish(id, ['running'], 'completed');
+      }
+    });
+
+    test('when a step is recorded with a checkpoint, then both are stored; a checkpoint is replaced by its seq; nothing is stored once the run ended', async () => {
+      const id = await queue('prj_ckpt');
+      await repo.claim('w', 10000, 5);
+      const step = { runId: id, number: 1, url: 'about:blank', action: 'navigate', thought: 't', screenshotKey: null, ts: new Date().toISOString(), durationMs: 1 };
+      assert.ok(await repo.insertStep(step, { seq: 1, memory: { thought: 't' }, state: { steps: 1, browserSteps: 1 } }));
+      assert.ok(await repo.saveCheckpoint(id, { seq: 1, memory: { thought: 't', notes: ['n'] }, state: { steps: 1, browserSteps: 1, model: { next: 1 } } }));
+      assert.deepEqual(await repo.checkpoints(id), [{ seq: 1, memory: { thought: 't', notes: ['n'] }, state: { steps: 1, browserSteps: 1, model: { next: 1 } } }]);
+      assert.equal(await repo.lastStepNumber(id), 1);
+      await repo.finish(id, ['running'], 'stopped');
+      assert.equal(await repo.insertStep({ ...step, number: 2 }, { seq: 2, memory: {}, state: { steps: 2, browserSteps: 2 } }), false);
+      assert.equal(await repo.saveCheckpoint(id, { seq: 2, memory: {}, state: { steps: 2, browserSteps: 2 } }), false);
+      assert.equal((await repo.checkpoints(id)).length, 1);
+      assert.equal(await repo.lastStepNumber(id), 1);
     });
 
     test('when events are appended concurrently, then their ids are 1..n without gaps', async () => {

@@ -105,7 +105,33 @@ export const migrations: Migration[] = [
   },
   // Webhook events, written in the transaction of the run's status change (see RunChangeHook).
   outboxMigration('20261202000000_webhook_outbox'),
+  {
+    // A run whose worker died is taken over by another (takeovers counts them, up to a bound), which
+    // rebuilds the agent loop from its checkpoints: one per action the model took (see Checkpoint).
+    name: '20261203000000_run_takeovers_checkpoints',
+    async up(knex) {
+      await knex.schema.alterTable('runs', (t) => {
+        t.integer('takeovers').notNullable().defaultTo(0);
+      });
+      await knex.schema.createTable('run_checkpoints', (t) => {
+        t.string('run_id').notNullable();
+        t.integer('seq').notNullable();
+        t.text('data').notNullable();
+        t.primary(['run_id', 'seq']);
+      });
+    },
+  },
 ];
+
+/**
+ * What the agent loop needs to go on after an action: the action as the model remembers it
+ * (`memory`, a StepMemory) and the loop's counters after it. `seq` is its place in the history (1-based).
+ */
+export interface Checkpoint {
+  seq: number;
+  memory: unknown;
+  state: { steps: number; browserSteps: number; model?: unknown };
+}
 
 /** The run events a webhook endpoint can receive. */
 export type RunChange = 'run.queued' | 'run.started' | 'run.completed' | 'run.failed' | 'run.stopped';
@@ -154,6 +180,8 @@ export interface RunRow {
   totalInputTokens: number;
   totalOutputTokens: number;
   leaseOwner: string | null;
+  /** How often another worker took the run over after its worker died. */
+  takeovers: number;
   /** The request that created the run; null for runs created before it was kept, or outside a request. */
   requestId: string | null;
   createdAt: string;
@@ -223,6 +251,7 @@ function run(r: any): RunRow {
     totalInputTokens: Number(r.total_input_tokens),
     totalOutputTokens: Number(r.total_output_tokens),
     leaseOwner: r.lease_owner,
+    takeovers: Number(r.takeovers ?? 0),
     requestId: r.request_id ?? null,
     createdAt: iso(r.created_at)!,
     startedAt: iso(r.started_at),
@@ -414,13 +443,27 @@ export class RunRepository {
     return ids.filter((id) => !held.has(id));
   }
 
-  /** Fails running runs whose lease ran out (their worker died); returns them. */
-  async failExpired(error: string): Promise<RunRow[]> {
+  /**
+   * Takes over running runs whose lease ran out (their worker died): each gets `owner` and a new
+   * lease, its takeover count one up, in one statement, so of replicas racing one takes it. Only
+   * `running` rows: a run stopped meanwhile stays stopped. A run taken over `maxTakeovers` times
+   * already fails with `overError` instead. Returns both.
+   */
+  async takeOverExpired(owner: string, leaseMs: number, maxTakeovers: number, overError: string): Promise<{ taken: RunRow[]; failed: RunRow[] }> {
     const now = this.#iso();
     return this.knex.transaction(async (trx) => {
-      const rows = await trx('runs').where('status', 'running').andWhere('lease_expires_at', '<', now).update({ status: 'failed', error, finished_at: now, updated_at: now, lease_owner: null }, ['*']);
-      for (const r of rows) await this.#changed(trx, r.id, 'run.failed');
-      return rows.map(run);
+      const taken = await trx('runs')
+        .where('status', 'running')
+        .andWhere('lease_expires_at', '<', now)
+        .andWhere('takeovers', '<', maxTakeovers)
+        .update({ lease_owner: owner, lease_expires_at: this.#iso(leaseMs), takeovers: trx.raw('takeovers + 1'), updated_at: now }, ['*']);
+      const failed = await trx('runs')
+        .where('status', 'running')
+        .andWhere('lease_expires_at', '<', now)
+        .andWhere('takeovers', '>=', maxTakeovers)
+        .update({ status: 'failed', error: overError, finished_at: now, updated_at: now, lease_owner: null }, ['*']);
+      for (const r of failed) await this.#changed(trx, r.id, 'run.failed');
+      return { taken: taken.map(run), failed: failed.map(run) };
     });
   }
 
@@ -472,15 +515,53 @@ export class RunRepository {
 
   // ---- steps ----
 
-  /** Records a step of a running run; false (nothing stored) once the run has ended. */
-  async insertStep(s: StepRow): Promise<boolean> {
-    const r = await this.knex.raw(
-      `insert into steps (run_id, number, url, action, thought, screenshot_key, ts, duration_ms)
-       select ?, ?, ?, ?, ?, ?, ?, ? where exists (select 1 from runs where id = ? and status in ('queued', 'running'))
-       returning number`,
-      [s.runId, s.number, storable(s.url), storable(s.action), storable(s.thought), s.screenshotKey, s.ts, s.durationMs, s.runId],
+  /**
+   * Records a step of a running run, and with it (same transaction) the loop's checkpoint after
+   * it, so a run taken over never repeats a recorded step; false (nothing stored) once the run has ended.
+   */
+  async insertStep(s: StepRow, checkpoint?: Checkpoint): Promise<boolean> {
+    return this.knex.transaction(async (trx) => {
+      const r = await trx.raw(
+        `insert into steps (run_id, number, url, action, thought, screenshot_key, ts, duration_ms)
+         select ?, ?, ?, ?, ?, ?, ?, ? where exists (select 1 from runs where id = ? and status in ('queued', 'running'))
+         returning number`,
+        [s.runId, s.number, storable(s.url), storable(s.action), storable(s.thought), s.screenshotKey, s.ts, s.durationMs, s.runId],
+      );
+      if (!r.rows.length) return false;
+      if (checkpoint) await this.saveCheckpoint(s.runId, checkpoint, trx);
+      return true;
+    });
+  }
+
+  /** Stores (or replaces) a checkpoint of a running run; false (nothing stored) once the run has ended. */
+  async saveCheckpoint(runId: string, c: Checkpoint, trx: Knex = this.knex): Promise<boolean> {
+    const data = storable(JSON.stringify({ memory: c.memory, state: c.state }));
+    const r = await trx.raw(
+      `insert into run_checkpoints (run_id, seq, data)
+       select ?, ?, ? where exists (select 1 from runs where id = ? and status in ('queued', 'running'))
+       on conflict (run_id, seq) do update set data = excluded.data
+       returning seq`,
+      [runId, c.seq, data, runId],
     );
     return r.rows.length > 0;
+  }
+
+  /** A run's checkpoints, in order. */
+  async checkpoints(runId: string): Promise<Checkpoint[]> {
+    const rows = await this.knex('run_checkpoints').where('run_id', runId).orderBy('seq');
+    return rows.map((r) => ({ seq: r.seq, ...JSON.parse(r.data) }));
+  }
+
+  /** The number of a run's last recorded step (0 when none). */
+  async lastStepNumber(runId: string): Promise<number> {
+    const r = await this.knex('steps').where('run_id', runId).max({ n: 'number' }).first();
+    return Number(r?.n ?? 0);
+  }
+
+  /** The run's last `tool.call` event when no `tool.result` followed it (its command was cut short). */
+  async unansweredToolCall(runId: string): Promise<Record<string, unknown> | undefined> {
+    const last = await this.knex('events').where('run_id', runId).whereIn('type', ['tool.call', 'tool.result']).orderBy('id', 'desc').first('type', 'data');
+    return last?.type === 'tool.call' ? JSON.parse(last.data) : undefined;
   }
 
   async steps(runId: string, after: number, limit: number): Promise<{ steps: StepRow[]; hasMore: boolean }> {
@@ -518,6 +599,11 @@ export class RunRepository {
       if (row && type === 'run.started') await this.#changed(trx, runId, 'run.started');
       return row ? { runId, id: Number(row.id), ts, type, data } : undefined;
     });
+  }
+
+  /** Whether the run has an event of this type. */
+  async hasEvent(runId: string, type: string): Promise<boolean> {
+    return Boolean(await this.knex('events').where({ run_id: runId, type }).first('id'));
   }
 
   /** The type and id of a run's newest event, if any. */

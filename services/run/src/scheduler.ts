@@ -1,8 +1,9 @@
 /**
  * Claims queued runs and runs them, up to `concurrency` at once in this process. Wake-ups come
  * over NATS; a slow poll is the fallback. Each claimed run holds a lease that this process renews;
- * a run whose lease expires (its process died) is failed by whichever scheduler notices, and its
- * browser released. A stop request (NATS) aborts the run here at once.
+ * a run whose lease expires (its process died) is taken over by whichever scheduler notices first
+ * and continues here from its last completed step (see RunWorker); after `maxTakeovers` takeovers
+ * it fails instead, and its browser is released. A stop request (NATS) aborts the run here at once.
  */
 import { randomBytes } from 'node:crypto';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
@@ -13,7 +14,18 @@ import type { RunEvents } from './run-events.js';
 import type { RunRepository, RunRow } from './run.repository.js';
 import { settleWithin } from './run-bounds.js';
 
-export const LEASE_EXPIRED_ERROR = 'The run was interrupted: the worker running it stopped responding (its lease expired). Browser actions are not safely repeatable, so the run was not retried.';
+export const LEASE_EXPIRED_REASON = 'the worker running it stopped responding (its lease expired)';
+export const takeoverLimitError = (max: number) =>
+  max === 0
+    ? 'The run was interrupted: the worker running it stopped responding (its lease expired), and runs are not taken over by another worker here (RUN_MAX_TAKEOVERS=0).'
+    : `The run was interrupted: the worker running it stopped responding (its lease expired), and it had already been taken over by another worker ${max} time${max === 1 ? '' : 's'}, the most a run may be (RUN_MAX_TAKEOVERS), so it was not resumed again.`;
+
+/** How a run taken over from a dead worker is handed to `execute`. */
+export interface Takeover {
+  reason: string;
+  /** How many times the run has been taken over, this one included. */
+  count: number;
+}
 export const SHUTDOWN_ERROR = 'The run was interrupted: the run service shut down while it was running.';
 
 export interface SchedulerOptions {
@@ -22,17 +34,22 @@ export interface SchedulerOptions {
   clients: RunClients;
   nc: NatsConnection;
   logger: Logger;
-  execute(run: RunRow, signal: AbortSignal): Promise<void>;
+  execute(run: RunRow, signal: AbortSignal, takeover?: Takeover): Promise<void>;
   concurrency: number;
   leaseMs: number;
+  /** Takeovers of one run after its worker died; beyond, it fails. 0 = never taken over. */
+  maxTakeovers: number;
   maxRunningPerProject: number;
+  /** Names this process in its leases (RUN_INSTANCE_ID). */
+  instanceId?: string;
   pollMs: number;
   /** After a run is aborted, how long its work may take to wind down before its slot is freed anyway. */
   stopGraceMs: number;
 }
 
 export class RunScheduler {
-  readonly owner = `worker_${randomBytes(6).toString('hex')}`;
+  /** The lease owner: the process's instance id and a random part (a restart of the same pod is another owner). */
+  readonly owner: string;
   readonly #o: SchedulerOptions;
   readonly #active = new Map<string, AbortController>();
   readonly #timers: NodeJS.Timeout[] = [];
@@ -45,6 +62,7 @@ export class RunScheduler {
 
   constructor(options: SchedulerOptions) {
     this.#o = options;
+    this.owner = `${options.instanceId ?? 'worker'}.${randomBytes(6).toString('hex')}`;
   }
 
   get activeRunIds(): string[] {
@@ -91,21 +109,21 @@ export class RunScheduler {
   }
 
   /** Runs `run` here; its work (and every log line of it) belongs to the request that created it. */
-  #launch(run: RunRow): void {
-    withRequestId(run.requestId, () => this.#work(run));
+  #launch(run: RunRow, takeover?: Takeover): void {
+    withRequestId(run.requestId, () => this.#work(run, takeover));
   }
 
-  #work(run: RunRow): void {
+  #work(run: RunRow, takeover?: Takeover): void {
     const ctl = new AbortController();
     if (this.#active.size === 0) this.#idle = new Promise((r) => (this.#markIdle = r));
     this.#active.set(run.id, ctl);
-    this.#o.logger.info({ runId: run.id, projectId: run.projectId }, 'run claimed');
+    this.#o.logger.info({ runId: run.id, projectId: run.projectId, ...(takeover ? { takeover: takeover.count } : {}) }, takeover ? 'run taken over' : 'run claimed');
     // A stop published before this run was registered here would be missed: look once now.
     void this.#o.repo.run(run.id).then(
       (now) => now?.status === 'stopped' && this.#active.get(run.id) === ctl && ctl.abort(),
       () => undefined,
     );
-    const work = this.#o.execute(run, ctl.signal).catch((err) => this.#o.logger.error({ err, runId: run.id }, 'run execution threw'));
+    const work = this.#o.execute(run, ctl.signal, takeover).catch((err) => this.#o.logger.error({ err, runId: run.id }, 'run execution threw'));
     // A stopped run frees its slot even when a step ignores the abort; the stuck work is logged.
     settleWithin(
       work,
@@ -135,13 +153,24 @@ export class RunScheduler {
     }
   }
 
-  /** Fails runs whose worker died, releases their browsers; returns how many. */
+  /**
+   * Takes over the runs whose worker died (they continue here, beyond the slots if need be: they
+   * were running already) and fails those taken over too often, releasing their browsers;
+   * returns how many runs it handled.
+   */
   async reapExpired(): Promise<number> {
+    if (this.#stopped) return 0;
     try {
-      const expired = await this.#o.repo.failExpired(LEASE_EXPIRED_ERROR);
-      for (const run of expired) await this.#afterInterrupted(run, LEASE_EXPIRED_ERROR);
-      if (expired.length) this.poke();
-      return expired.length;
+      const error = takeoverLimitError(this.#o.maxTakeovers);
+      const { taken, failed } = await this.#o.repo.takeOverExpired(this.owner, this.#o.leaseMs, this.#o.maxTakeovers, error);
+      for (const run of failed) await this.#afterInterrupted(run, error);
+      for (const run of taken) {
+        if (this.#stopped) break; // its lease runs out again and another replica takes it
+        if (this.#active.has(run.id)) continue; // still running here (this process stalled past its lease): the lease is ours again
+        this.#launch(run, { reason: LEASE_EXPIRED_REASON, count: run.takeovers });
+      }
+      if (failed.length) this.poke();
+      return taken.length + failed.length;
     } catch (err) {
       this.#o.logger.warn({ err: (err as Error).message }, 'reaping expired leases failed');
       return 0;

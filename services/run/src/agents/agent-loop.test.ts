@@ -13,6 +13,8 @@ import type { TestSite } from '../../../../test/support/site.js';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import type { LoopCheckpoint } from './agent-loop.js';
+import { runBrowserAgent } from './browser-agent.js';
 import { runBrowsercode } from './browsercode-agent.js';
 import { LimitReached } from './run-errors.js';
 import { shellUser } from './shell.js';
@@ -282,5 +284,42 @@ describe('browsercode recovery with an OpenAI-compatible model', () => {
       const pages = await browser.pages();
       await Promise.all(pages.slice(1).map((p) => p.close()));
     }
+  });
+});
+
+describe('a run taken over from a dead worker', () => {
+  test('when the loop is rebuilt from the checkpoints stored with its steps, then the builtin goes on with the next instruction on the same page, numbering steps on, and gives the whole answer', async () => {
+    const task = `Open ${site.url('run-form.html')}. Type 'Ada Lovelace' into 'Full name'. Type 'ada@example.com' into 'you@example.com'. Select 'Blue' from 'Colour'. Click 'Place order'. Wait for 'Thank you'. Extract the text of '#confirmation'.`;
+    const stored: LoopCheckpoint[] = [];
+    const base = { task, turns: [], diskFiles: [], maxSteps: 15, deadline: Date.now() + 60000, actionTimeoutMs: 10000, signal: new AbortController().signal, recordUsage: async () => {} };
+    // The first worker records four steps (each with its checkpoint), then dies.
+    await assert.rejects(
+      runBrowserAgent({
+        ...base,
+        browser,
+        model: models.create('builtin', task),
+        recordStep: async (s) => {
+          stored.push(s.checkpoint!);
+          if (s.number === 4) throw new Error('the worker died');
+        },
+        saveCheckpoint: async (c) => void (stored[c.seq - 1] = c),
+      }),
+      /the worker died/,
+    );
+    assert.deepEqual(stored.map((c) => c.seq), [1, 2, 3, 4]);
+    const last = stored.at(-1)!;
+    assert.deepEqual([last.state.steps, last.state.browserSteps, last.state.model], [4, 4, { next: 4 }]);
+    // JSON round trip: what another process reads back from the database.
+    const back = JSON.parse(JSON.stringify(stored)) as LoopCheckpoint[];
+    const numbers: number[] = [];
+    const result = await runBrowserAgent({
+      ...base,
+      browser,
+      model: models.create('builtin', task),
+      recordStep: async (s) => void numbers.push(s.number),
+      resume: { history: back.map((c) => c.memory), steps: 4, browserSteps: 4, model: back.at(-1)!.state.model, notes: ['resumed'] },
+    });
+    assert.equal(result, 'Thank you, Ada Lovelace! A blue lamp is on its way to ada@example.com.');
+    assert.deepEqual(numbers, [5, 6, 7], 'the steps after the last stored one, none repeated');
   });
 });

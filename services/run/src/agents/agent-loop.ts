@@ -33,6 +33,29 @@ export interface RecordedStep {
   actionMs: number;
   /** Files the browser finished downloading during the step. */
   downloads?: DownloadedFile[];
+  /** The loop after this step, stored with it: a run taken over goes on from there, never repeating it. */
+  checkpoint?: LoopCheckpoint;
+}
+
+/** The loop after one action of the model: the action as it remembers it, and the counters. */
+export interface LoopCheckpoint {
+  /** Its place in the history (1-based). */
+  seq: number;
+  memory: StepMemory;
+  state: { steps: number; browserSteps: number; model?: unknown };
+}
+
+/** Where a run taken over from a dead worker goes on: its history and counters, rebuilt from its checkpoints. */
+export interface LoopResume {
+  history: StepMemory[];
+  /** Actions taken (max_steps counts them all). */
+  steps: number;
+  /** Browser steps recorded (the next one is numbered after them). */
+  browserSteps: number;
+  /** The model's own state (the builtin's place in the task). */
+  model?: unknown;
+  /** Told to the model at its first decision here (it was resumed; a command was cut short). */
+  notes: string[];
 }
 
 /** What both agents' loops take. */
@@ -51,6 +74,10 @@ export interface LoopInput {
   recordUsage(usage: Usage): Promise<void>;
   /** What the run's browser downloaded (the browser-pool's list); without it downloads go unseen. */
   downloads?: DownloadSource | undefined;
+  /** Stores the loop's state after each action (a run taken over resumes from it). */
+  saveCheckpoint?(c: LoopCheckpoint): Promise<void>;
+  /** The run was taken over from a dead worker: it goes on from here. */
+  resume?: LoopResume | undefined;
 }
 
 /** What the loop works with: a browser (open, or opened on first need) and, for browsercode, a terminal and the disk. */
@@ -127,7 +154,9 @@ export async function runAgentLoop(input: LoopInput, tools: LoopTools): Promise<
   const structured = llm && wantsJson(input.task);
   const ask = pageAsker(model, input.signal, input.recordUsage);
   const watch = new LoopWatch();
-  const history: StepMemory[] = [];
+  const resume = input.resume;
+  const history: StepMemory[] = [...(resume?.history ?? [])];
+  if (resume?.model !== undefined) model.restore?.(resume.model);
   let browser = tools.browser;
   let page: Page | undefined;
   let dialogs: DialogWatcher | undefined;
@@ -136,10 +165,11 @@ export async function runAgentLoop(input: LoopInput, tools: LoopTools): Promise<
   /** Downloads finished when the run last asked the source. */
   let filesSeen = 0;
   let diskFiles = await tools.listFiles();
-  let notes: string[] = [];
+  let notes: string[] = [...(resume?.notes ?? [])];
   let failures = 0;
-  let steps = 0;
-  let browserSteps = 0;
+  let steps = resume?.steps ?? 0;
+  let browserSteps = resume?.browserSteps ?? 0;
+  const checkpoint = (memory: StepMemory, seq: number): LoopCheckpoint => ({ seq, memory, state: { steps, browserSteps, ...(model.snapshot ? { model: model.snapshot() } : {}) } });
   /** An answer given in prose instead of through done: the fallback partial answer. */
   let prose: string | undefined;
   let jsonChecked = false;
@@ -257,7 +287,9 @@ export async function runAgentLoop(input: LoopInput, tools: LoopTools): Promise<
       // Bounded: mid-navigation a title waits for the next document.
       memory.title = await Promise.race([p.title().catch(() => ''), new Promise<string>((r) => setTimeout(() => r(''), 2000).unref())]);
       changed = p !== before || navigated > 0 || p.url() !== url;
-      await recordBrowserStep(input.recordStep, p, { number: ++browserSteps, action, thought, started: first ? started : actionStarted, actionMs, downloads: downloaded });
+      const number = ++browserSteps;
+      const remembered: StepMemory = { ...memory, ...(outcome.error !== undefined ? { error: outcome.error } : {}), ...(outcome.output !== undefined ? { extracted: outcome.output } : {}) };
+      await recordBrowserStep(input.recordStep, p, { number, action, thought, started: first ? started : actionStarted, actionMs, downloads: downloaded, checkpoint: checkpoint(remembered, history.length + 1) });
       outcome.data = { url: p.url() };
     }
     if (input.signal.aborted) throw new RunStopped();
@@ -357,6 +389,7 @@ export async function runAgentLoop(input: LoopInput, tools: LoopTools): Promise<
         }
         if (said.length) memory.notes = said;
         history.push(memory);
+        await input.saveCheckpoint?.(checkpoint(memory, history.length));
         if (skip) break;
       }
     }
@@ -370,7 +403,7 @@ export async function runAgentLoop(input: LoopInput, tools: LoopTools): Promise<
 export async function recordBrowserStep(
   record: (step: RecordedStep) => Promise<void>,
   page: Page,
-  s: { number: number; action: Action; thought: string; started: number; actionMs: number; downloads?: DownloadedFile[] },
+  s: { number: number; action: Action; thought: string; started: number; actionMs: number; downloads?: DownloadedFile[]; checkpoint?: LoopCheckpoint },
 ): Promise<void> {
   const screenshot = await page.screenshot({ type: 'jpeg', quality: 60 }).catch(() => undefined);
   const downloads = s.downloads ?? [];
@@ -385,5 +418,6 @@ export async function recordBrowserStep(
     durationMs: Date.now() - s.started,
     actionMs: s.actionMs,
     ...(downloads.length ? { downloads } : {}),
+    ...(s.checkpoint ? { checkpoint: s.checkpoint } : {}),
   });
 }

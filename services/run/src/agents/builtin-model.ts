@@ -347,6 +347,17 @@ export class BuiltinModel implements AgentModel {
     this.#instructions = parseTask(task, toolset);
   }
 
+  /** Its place in the task (and what it derived), so a run taken over goes on with the next instruction. */
+  snapshot(): { next: number; found?: { text: string; at: number } } {
+    return { next: this.#next, ...(this.#found ? { found: this.#found } : {}) };
+  }
+
+  restore(state: unknown): void {
+    const s = state as { next?: unknown; found?: { text: string; at: number } } | undefined;
+    if (typeof s?.next === 'number') this.#next = s.next;
+    this.#found = s?.found;
+  }
+
   /** The answer: an explicit `answer`, else what was extracted (one per line), else "Done". */
   #result(input: DecideInput): string {
     if (this.#found && this.#found.at === input.history.length) return this.#found.text;

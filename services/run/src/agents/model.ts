@@ -95,6 +95,10 @@ export interface AgentModel {
   decide(input: DecideInput, signal: AbortSignal): Promise<Decision>;
   /** Answers a question about (a part of) the page, for `extract` with a question; models without it extract deterministically. */
   ask?(question: PageQuestion, signal: AbortSignal): Promise<{ text: string; usage?: Usage }>;
+  /** State the model keeps beyond the history (JSON), stored after each action so a run taken over goes on where it was. */
+  snapshot?(): unknown;
+  /** Takes back a snapshot (a run taken over from a dead worker). */
+  restore?(state: unknown): void;
 }
 
 /**

@@ -18,3 +18,11 @@ export class LimitReached extends Error {
     this.partial = partial?.trim() ? partial : undefined;
   }
 }
+
+/** A run taken over from a dead worker cannot go on (its browser is gone): the message says why. */
+export class CannotResume extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = this.constructor.name;
+  }
+}
