@@ -5,6 +5,7 @@
 import { InvalidArgumentError } from '../../common/src/errors.js';
 import { agentEnum, agentName } from '../../common/src/agent-name.js';
 import type { Handlers } from '../../common/src/grpc.js';
+import { BROWSER_STOP_REASON_CODES } from '../../common/src/resources.js';
 import {
   BrowserStatus,
   KeyEventType,
@@ -25,18 +26,7 @@ import type { Profiles } from './profiles.js';
 import { forwardedTo, type OwnerRouter } from './owner-routing.js';
 import type { Frame } from './screencast.js';
 
-const REASONS: Record<StopReasonName, StopReason> = {
-  user: StopReason.STOP_REASON_USER,
-  run_ended: StopReason.STOP_REASON_RUN_ENDED,
-  run_stopped: StopReason.STOP_REASON_RUN_STOPPED,
-  session_closed: StopReason.STOP_REASON_SESSION_CLOSED,
-  timeout: StopReason.STOP_REASON_TIMEOUT,
-  idle: StopReason.STOP_REASON_IDLE,
-  shutdown: StopReason.STOP_REASON_SHUTDOWN,
-  reclaimed: StopReason.STOP_REASON_RECLAIMED,
-  owner_lost: StopReason.STOP_REASON_OWNER_LOST,
-  crashed: StopReason.STOP_REASON_CRASHED,
-};
+const REASONS: Record<StopReasonName, StopReason> = BROWSER_STOP_REASON_CODES;
 
 function reasonName(r: StopReason): StopReasonName {
   // A client asks for a stop: it never says crashed (or owner_lost) of its own.

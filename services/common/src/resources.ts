@@ -123,21 +123,21 @@ export interface BrowserResource {
   recordingUrl: string | null;
 }
 
-/** Why a browser stopped, as the API names it. */
-export const BROWSER_STOP_REASONS = ['user', 'run_ended', 'run_stopped', 'session_closed', 'timeout', 'idle', 'shutdown', 'reclaimed', 'owner_lost', 'crashed'] as const;
-export type BrowserStopReason = (typeof BROWSER_STOP_REASONS)[number];
-const STOP_REASON_NAMES: Partial<Record<StopReason, BrowserStopReason>> = {
-  [StopReason.STOP_REASON_USER]: 'user',
-  [StopReason.STOP_REASON_RUN_ENDED]: 'run_ended',
-  [StopReason.STOP_REASON_RUN_STOPPED]: 'run_stopped',
-  [StopReason.STOP_REASON_SESSION_CLOSED]: 'session_closed',
-  [StopReason.STOP_REASON_TIMEOUT]: 'timeout',
-  [StopReason.STOP_REASON_IDLE]: 'idle',
-  [StopReason.STOP_REASON_SHUTDOWN]: 'shutdown',
-  [StopReason.STOP_REASON_RECLAIMED]: 'reclaimed',
-  [StopReason.STOP_REASON_OWNER_LOST]: 'owner_lost',
-  [StopReason.STOP_REASON_CRASHED]: 'crashed',
-};
+/** Why a browser stopped, as the API names it, and its value in the contract. */
+export const BROWSER_STOP_REASON_CODES = {
+  user: StopReason.STOP_REASON_USER,
+  run_ended: StopReason.STOP_REASON_RUN_ENDED,
+  run_stopped: StopReason.STOP_REASON_RUN_STOPPED,
+  session_closed: StopReason.STOP_REASON_SESSION_CLOSED,
+  timeout: StopReason.STOP_REASON_TIMEOUT,
+  idle: StopReason.STOP_REASON_IDLE,
+  shutdown: StopReason.STOP_REASON_SHUTDOWN,
+  reclaimed: StopReason.STOP_REASON_RECLAIMED,
+  owner_lost: StopReason.STOP_REASON_OWNER_LOST,
+  crashed: StopReason.STOP_REASON_CRASHED,
+} as const satisfies Record<string, StopReason>;
+export type BrowserStopReason = keyof typeof BROWSER_STOP_REASON_CODES;
+const STOP_REASON_NAMES = new Map(Object.entries(BROWSER_STOP_REASON_CODES).map(([name, code]) => [code as StopReason, name as BrowserStopReason]));
 
 export function browserResource(b: Browser, recordingUrl: string | null = null): BrowserResource {
   return {
@@ -159,7 +159,7 @@ export function browserResource(b: Browser, recordingUrl: string | null = null):
     createdAt: b.createdAt,
     timeoutAt: orNull(b.timeoutAt),
     stoppedAt: orNull(b.stoppedAt),
-    stopReason: b.status === BrowserStatus.BROWSER_STATUS_STOPPED ? (STOP_REASON_NAMES[b.stopReason] ?? null) : null,
+    stopReason: b.status === BrowserStatus.BROWSER_STATUS_STOPPED ? (STOP_REASON_NAMES.get(b.stopReason) ?? null) : null,
     recordingUrl,
   };
 }
