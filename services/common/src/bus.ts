@@ -23,10 +23,10 @@ export interface BusAuth {
 
 /**
  * How the client reconnects: forever, trying again every `reconnectTimeWait` (plus a little
- * jitter) so a NATS server that comes back is found within about a second; a server that
- * vanished without closing the socket is noticed after `maxPingOut` pings `pingInterval` apart.
+ * jitter) so a NATS server that comes back is found well within a second. (Pings keep the
+ * client's defaults: short ones would drop healthy connections of a busy process.)
  */
-export const RECONNECT = { maxReconnectAttempts: -1, reconnectTimeWait: 250, reconnectJitter: 100, pingInterval: 2000, maxPingOut: 2 } as const;
+export const RECONNECT = { maxReconnectAttempts: -1, reconnectTimeWait: 250, reconnectJitter: 100 } as const;
 
 /** Connects to NATS; waits for the first connection, then reconnects forever. */
 export async function connectBus(url: string, name: string, logger: Logger, auth: BusAuth = {}): Promise<Bus> {
