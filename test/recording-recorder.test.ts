@@ -14,13 +14,14 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { openDatabase, type Database } from '../services/common/src/db.js';
 import { createLogger } from '../services/common/src/logger.js';
+import { recordOutboxEvent } from '../services/common/src/outbox.js';
 import { Ffmpeg } from '../services/live-view/src/ffmpeg.js';
 import { createPoolClient, type FrameSource } from '../services/live-view/src/pool-client.js';
 import { FakePool } from '../services/live-view/src/pool.fake.js';
 import { PartStore, scratchDir } from '../services/live-view/src/part-store.js';
 import { Recorder } from '../services/live-view/src/recorder.js';
 import { RecordingRepository, migrations } from '../services/live-view/src/recording.repository.js';
-import { Finalizer } from '../services/live-view/src/recording-finalizer.js';
+import { Finalizer, type FinalizerOptions } from '../services/live-view/src/recording-finalizer.js';
 import { RecordingLeases } from '../services/live-view/src/recording-leases.js';
 import { recordingKey } from '../services/live-view/src/recording-store.js';
 import { FolderStore } from '../services/live-view/src/recording-store.fake.js';
@@ -63,13 +64,13 @@ async function world(browserId: string) {
   const source: FrameSource = createPoolClient(`127.0.0.1:${await pool.server.listen('127.0.0.1', 0)}`, 5000, pool.token);
   const recorders: { recorder: Recorder; finalizer: Finalizer; ffmpeg: Ffmpeg; leases: RecordingLeases }[] = [];
   /** A recorder process of instance `instanceId` (another id: another replica), with its own clock for leases. */
-  const startRecorder = async (instanceId = 'test', o: { leaseMs?: number; now?: () => number; partMs?: number } = {}) => {
+  const startRecorder = async (instanceId = 'test', o: { leaseMs?: number; now?: () => number; partMs?: number; announceReady?: FinalizerOptions['announceReady']; maxAttempts?: number } = {}) => {
     const ffmpeg = new Ffmpeg({ ffmpegPath: 'ffmpeg', ffprobePath: 'ffprobe' });
     const instanceRepo = o.now ? new RecordingRepository(db.knex, { now: o.now }) : repo;
     const leaseMs = o.leaseMs ?? 20000;
     const leases = new RecordingLeases({ repo: instanceRepo, instanceId, leaseMs, renewMs: Math.min(200, leaseMs / 2), logger });
     const parts = new PartStore({ repo: instanceRepo, store, ffmpeg, holder: leases.holder, dir: scratchDir(path.join(dir, 'parts'), instanceId), logger });
-    const finalizer = new Finalizer({ repo: instanceRepo, store, ffmpeg, parts, concurrency: 1, logger, retryBaseMs: 50 });
+    const finalizer = new Finalizer({ repo: instanceRepo, store, ffmpeg, parts, concurrency: 1, logger, retryBaseMs: 50, announceReady: o.announceReady, maxAttempts: o.maxAttempts });
     const settings = { ffmpegPath: 'ffmpeg', fps: FPS, crf: 30, preset: 'ultrafast', dir: path.join(dir, 'parts'), maxWidth: 1280, maxHeight: 1280, partMs: o.partMs ?? 10000 };
     const recorder = new Recorder({ repo: instanceRepo, source, finalizer, ffmpeg, settings, parts, leases, logger });
     await recorder.start(undefined);
@@ -246,6 +247,31 @@ test('when a browser stops before it showed anything, then its recording is a bl
     assert.ok(Math.abs(durationS(file) - 0.8) < 0.06, `0.8 s (got ${durationS(file)})`);
     assert.equal(brightness(file, 0.4), 0, 'black');
     assert.equal(await recorder.status(PROJECT, 'brw_blank', true).then((r) => r?.state), 'ready');
+  } finally {
+    await w.stop();
+  }
+});
+
+test('when its recording.ready event cannot be prepared for longer than the attempts allowed (the pool away), then the recording waits in finalizing, is not failed, and turns ready with its event once it can', async () => {
+  const w = await world('brw_announce');
+  let refusals = 4;
+  try {
+    const recorder = await w.startRecorder('test', {
+      maxAttempts: 2,
+      announceReady: async (row, objectKey) => {
+        if (refusals-- > 0) throw new Error('browser pool unavailable');
+        return (trx) => recordOutboxEvent(trx, { projectId: row.projectId, type: 'recording.ready', orderingKey: row.browserId, data: { id: row.browserId, objectKey } });
+      },
+    });
+    const t0 = Date.now();
+    w.pool.createdAtMs = t0 - 500;
+    recorder.onStarted({ browserId: 'brw_announce', projectId: PROJECT, tsMs: t0 });
+    await w.streaming();
+    recorder.onStopped({ browserId: 'brw_announce', projectId: PROJECT, tsMs: t0 + 300 });
+    await ready('brw_announce');
+    assert.equal(refusals, -1, 'four refusals, then the event');
+    const rows = await db.knex('webhook_outbox').where({ ordering_key: 'brw_announce' }).select('type', 'data');
+    assert.deepEqual(rows.map((r: { type: string; data: string }) => [r.type, JSON.parse(r.data)]), [['recording.ready', { id: 'brw_announce', objectKey: recordingKey('brw_announce') }]]);
   } finally {
     await w.stop();
   }

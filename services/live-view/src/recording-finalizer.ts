@@ -14,6 +14,14 @@ import type { PartStore } from './part-store.js';
 import type { ReadyWrite, RecordingRepository, RecordingRow } from './recording.repository.js';
 import { recordingKey, type RecordingStore } from './recording-store.js';
 
+/** The `recording.ready` event could not be prepared (the pool or file-storage did not answer): tried again, never given up on. */
+class AnnounceError extends Error {
+  constructor(cause: unknown) {
+    super(`recording.ready not prepared: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = this.constructor.name;
+  }
+}
+
 export interface FinalizerOptions {
   repo: RecordingRepository;
   store: RecordingStore;
@@ -24,7 +32,8 @@ export interface FinalizerOptions {
   logger: Logger;
   /**
    * Prepares the `recording.ready` event of a recording stored at `objectKey` (undefined: none),
-   * written in the transaction that marks it ready. A failure is a failed attempt, retried.
+   * written in the transaction that marks it ready. A failure is a failed attempt, retried with
+   * the backoff but never given up on (the recording is not failed for the pool being away).
    */
   announceReady?: (row: RecordingRow, objectKey: string) => Promise<ReadyWrite | undefined>;
   maxAttempts?: number;
@@ -71,7 +80,8 @@ export class Finalizer {
       const message = err instanceof Error ? err.message : String(err);
       const attempts = await this.#o.repo.recordAttempt(this.#o.parts.holder, browserId, message).catch(() => Number.MAX_SAFE_INTEGER);
       if (attempts === undefined) return; // another replica holds it now
-      if (attempts >= (this.#o.maxAttempts ?? 8)) {
+      // A video that is stored but not yet announced is not failed: it waits (409) for the pool.
+      if (attempts >= (this.#o.maxAttempts ?? 8) && !(err instanceof AnnounceError)) {
         log.error({ err, attempts }, 'recording could not be stored; giving up');
         // Its parts go only when this process still held it (another replica may have taken it over).
         if (await this.#o.repo.markEnded(this.#o.parts.holder, browserId, 'failed', message).catch(() => false)) {
@@ -112,7 +122,7 @@ export class Finalizer {
     const durationMs = await this.#o.ffmpeg.durationMs(out);
     const key = recordingKey(browserId);
     const { sizeBytes } = await this.#o.store.put(row.projectId, key, out);
-    const event = await this.#o.announceReady?.(row, key);
+    const event = await this.#o.announceReady?.(row, key).catch((err: unknown) => Promise.reject(new AnnounceError(err)));
     if (!(await repo.markReady(holder, browserId, { objectKey: key, sizeBytes, durationMs }, event))) {
       this.#o.logger.warn({ browserId }, 'recording taken over while it was being stored; its holder finishes it');
       return;
