@@ -1,6 +1,6 @@
 /**
  * `make bench`: runs each benchmark and prints its figures; JSON goes to bench/results/.
- * BENCH_ONLY=name[,name] runs some: gateway, guards, files, s3, runs, queue (part of runs), browsercode, pool, stealth, adblock, pool-replicas, live-view, live-view-idle (the idle recording part alone), live-view-burst, observe, requests, webhooks
+ * BENCH_ONLY=name[,name] runs some: gateway, guards, files, s3, runs, queue (part of runs), browsercode, pool, stealth, adblock, pool-replicas, takeover, live-view, live-view-idle (the idle recording part alone), live-view-burst, observe, requests, webhooks
  * (BENCH_BASELINE=rev: the commit `requests` compares with).
  */
 import fs from 'node:fs';
@@ -20,6 +20,7 @@ import { browsercodeBench } from './browsercode.bench.js';
 import { observeBench, promptSizeBench } from './observe.bench.js';
 import { agentRequestsBench, type RequestFigures } from './agent-requests.bench.js';
 import { webhooksBench } from './webhooks.bench.js';
+import { takeoverBench } from './takeover.bench.js';
 
 const f = (n: number, d = 2) => n.toFixed(d);
 const roundMs = Number(process.env.BENCH_ROUND_MS ?? 3000);
@@ -141,6 +142,16 @@ if (want('pool-replicas')) {
     `  lifecycle p50 ${f(pr.oneReplicaLifecycleMs.p50, 1)} ms one replica vs ${f(pr.twoReplicasLifecycleMs.p50, 1)} ms two (ratio ${f(pr.lifecycleRatio)}; p95 ${f(pr.oneReplicaLifecycleMs.p95, 1)} vs ${f(pr.twoReplicasLifecycleMs.p95, 1)} ms)\n` +
       `  steps p50, one vs two: create ${f(pr.oneReplicaStepsMs.create, 1)} vs ${f(pr.twoReplicasStepsMs.create, 1)}, connect ${f(pr.oneReplicaStepsMs.connect, 1)} vs ${f(pr.twoReplicasStepsMs.connect, 1)}, goto ${f(pr.oneReplicaStepsMs.goto, 1)} vs ${f(pr.twoReplicasStepsMs.goto, 1)}, stop ${f(pr.oneReplicaStepsMs.stop, 1)} vs ${f(pr.twoReplicasStepsMs.stop, 1)} ms\n` +
       `  Runtime.evaluate('1') p50 ${f(pr.ownerRoundTripMs.p50, 1)} ms through the owner vs ${f(pr.relayedRoundTripMs.p50, 1)} ms relayed (hop ${f(pr.relayHopMs, 2)} ms; p95 ${f(pr.ownerRoundTripMs.p95, 1)} vs ${f(pr.relayedRoundTripMs.p95, 1)} ms, n=${pr.ownerRoundTripMs.n}); errors ${pr.errors}\n`,
+  );
+}
+if (want('takeover')) {
+  const n = Math.max(3, rounds);
+  process.stdout.write(`\nrun takeover (Postgres, two run replicas): a nine-step builtin run undisturbed vs its replica killed after step 1, ${n} alternating rounds\n`);
+  const t = await takeoverBench({ rounds: n, mode: 'dist' });
+  results.takeover = t;
+  process.stdout.write(
+    `  kill → next step p50 ${f(t.takeoverGapMs.p50, 0)} ms (max ${f(t.takeoverGapMs.max, 0)}) with a ${t.leaseMs} ms lease (${t.beyondLeaseMs} ms beyond it); an ordinary step gap p50 ${f(t.stepGapMs.p50, 0)} ms\n` +
+      `  run duration p50 ${f(t.undisturbedMs.p50, 0)} ms undisturbed vs ${f(t.killedMs.p50, 0)} ms killed (ratio ${f(t.durationRatio)})\n`,
   );
 }
 if (want('live-view') || want('live-view-idle')) {

@@ -62,7 +62,7 @@ runMain('run', async () => {
   const tenancy = await ShellTenancy.open({ workDir, uidBase: config.shellUidBase, uidCount: config.shellUidCount, caps, cgroups: config.shellCgroups, logger });
   // Before any run starts here: what earlier processes of this service left (commands, cgroups, work folders) goes.
   await tenancy.reap(async (id) => {
-    const run = await repo.run(id);
+    const run = await repo.run(id.replace(/\.takeover-\d+$/, '')); // a run taken over works in <id>.takeover-<n>
     return !run ? 'unknown' : run.status === 'running' || run.status === 'queued' ? 'running' : 'ended';
   });
   // The service's data, every run's disk and the directories listed are covered in each command.

@@ -253,7 +253,9 @@ export class RunWorker {
   async execute(run: RunRow, stop: AbortSignal, takeover?: Takeover): Promise<void> {
     const { repo, events, clients, logger } = this.#d;
     const log = logger.child({ runId: run.id });
-    let workDir = path.join(this.#d.workDir, run.id);
+    // A run taken over gets a folder of its own: the dead worker's (on the same host) is reaped by whoever starts next.
+    const workName = takeover ? `${run.id}.takeover-${takeover.count}` : run.id;
+    let workDir = path.join(this.#d.workDir, workName);
     // The paths this run stored as output files (counted against its limit).
     const stored = new Set<string>();
     const code = run.agent === 'browsercode';
@@ -276,7 +278,7 @@ export class RunWorker {
       if (!code && !held.browserId && !(await this.#browserOrWait(run, held, signal))) return;
       if (!resume) await events.append(run.id, 'run.started', { model: run.model });
       // Held before the work folder exists, so a crash from here on leaves a record to reap.
-      tenant = await this.#d.tenancy?.acquire(run.id);
+      tenant = await this.#d.tenancy?.acquire(workName);
       if (tenant) workDir = tenant.dir;
       const model = this.#d.models.create(run.model, run.task, code ? 'code' : 'browser');
       manifest = run.diskId ? await materializeDisk(clients.fileStorage, run.projectId, run.diskId, workDir, { signal }) : new Map<string, string>();
