@@ -267,6 +267,19 @@ describe('a confined browser', () => {
     assert.match(t.run.error, /^Could not open https:\/\/no-such-host\.invalid\/: no-such-host\.invalid could not be reached through the browser's egress proxy: .* \(net::ERR_TUNNEL_CONNECTION_FAILED\)$/);
   });
 
+  test("when a run has allowed domains and its page links outside them, then the click reaches nothing there and the page the run reads says why", async () => {
+    const { id } = await start('alpha', {
+      task: `Open ${site.url('leave-domains.html')}. Click 'Partner offers'. Extract the text of 'body'.`,
+      model: 'builtin',
+      browser: { allowed_domains: ['127.0.0.1'] },
+    });
+    const { run } = await finished('alpha', id);
+    assert.equal(run.status, 'completed', run.error);
+    assert.match(run.result, /Blocked by the browser network policy: localhost is outside the domains this browser may reach \(127\.0\.0\.1\)/);
+    assert.deepEqual(site.requests.filter((r) => r.host.startsWith('localhost')), [], 'nothing reached the site under the name outside');
+    assert.ok(site.requests.some((r) => r.path === '/leave-domains.html'), 'the allowed page was served');
+  });
+
   test('when a model opens a host file, then it sees the refusal as an action error and the run goes on to complete', async () => {
     const secret = fs.readFileSync(secretFile(), 'utf8').trim();
     fake.script = (req, n) => {

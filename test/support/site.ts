@@ -9,6 +9,8 @@ const TYPES: Record<string, string> = { '.html': 'text/html; charset=utf-8', '.j
 
 export interface TestSite {
   url(page: string): string;
+  /** Every request the site answered: the Host it was sent to and its path. */
+  requests: { host: string; path: string }[];
   close(): Promise<void>;
 }
 
@@ -20,7 +22,9 @@ function servedFile(file: string): string {
 }
 
 export async function serveSite(): Promise<TestSite> {
+  const requests: TestSite['requests'] = [];
   const server = http.createServer((req, res) => {
+    requests.push({ host: req.headers.host ?? '', path: req.url ?? '' });
     const p = path.normalize(decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname)).replace(/^(\.\.[/\\])+/, '');
     const file = servedFile(path.join(ROOT, p));
     if (!file.startsWith(ROOT) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) {
@@ -34,6 +38,7 @@ export async function serveSite(): Promise<TestSite> {
   const port = (server.address() as { port: number }).port;
   return {
     url: (page) => `http://127.0.0.1:${port}/${page}`,
+    requests,
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections();
