@@ -17,6 +17,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../../common/src/logger.js';
 
@@ -154,23 +155,73 @@ export function fitToRoot(c: BrowserConfinement, rootDir: string, logger: Logger
   return { ...c, netNamespace: false };
 }
 
-/** Uids handed to live browsers of this process; a uid is reused only once its browser's processes are gone. */
-const uidsInUse = new Set<number>();
+/** Uids handed to live browsers of this process (→ the base of their range); a uid is reused only once its browser's processes are gone. */
+const uidsInUse = new Map<number, number>();
 const UID_RANGE = 10000;
 
-/** Takes the lowest free uid of the range. */
+/**
+ * The host's registry of browser uids taken: one file per uid naming the process that holds it
+ * (pid and start time). Every pool on this host (another replica, another checkout's `make up`)
+ * shares it, so two pools never give their browsers one uid, which would let one stack's pages
+ * signal or read the other's browsers. A file whose process is gone is stale and taken over.
+ */
+const registryDir = (base: number) => path.join(os.tmpdir(), `ats-browser-uids-${process.getuid?.() ?? 0}-${base}`);
+
+function startTime(pid: number): number | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+  } catch {
+    return undefined;
+  }
+}
+const MY_CLAIM = JSON.stringify({ pid: process.pid, start: startTime(process.pid) ?? 0 });
+
+/** Claims `uid` in the host registry; false when a live process (another pool) holds it. */
+function claimOnHost(dir: string, uid: number): boolean {
+  const file = path.join(dir, String(uid));
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      fs.writeFileSync(file, MY_CLAIM, { flag: 'wx', mode: 0o600 });
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    let holder: { pid: number; start: number } | undefined;
+    try {
+      holder = JSON.parse(fs.readFileSync(file, 'utf8')) as { pid: number; start: number };
+    } catch {
+      /* half written or gone: looked at again below */
+    }
+    if (holder && (holder.pid === process.pid || startTime(holder.pid) === holder.start)) return false;
+    fs.rmSync(file, { force: true }); // its process is gone
+  }
+  return false;
+}
+
+/** Takes the lowest uid of the range that neither this process nor another pool on this host holds. */
 export function takeUid(base: number): number {
+  const dir = registryDir(base);
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   for (let uid = base; uid < base + UID_RANGE; uid++) {
-    if (!uidsInUse.has(uid)) {
-      uidsInUse.add(uid);
+    if (!uidsInUse.has(uid) && claimOnHost(dir, uid)) {
+      uidsInUse.set(uid, base);
       return uid;
     }
   }
-  throw new Error(`no free browser uid in ${base}..${base + UID_RANGE - 1}`);
+  throw new Error(`no free browser uid in ${base}..${base + UID_RANGE - 1} (other pools on this host hold the rest)`);
 }
 
 export function releaseUid(uid: number): void {
+  const base = uidsInUse.get(uid);
   uidsInUse.delete(uid);
+  if (base === undefined) return;
+  const file = path.join(registryDir(base), String(uid));
+  try {
+    if (fs.readFileSync(file, 'utf8') === MY_CLAIM) fs.rmSync(file, { force: true });
+  } catch {
+    /* not claimed */
+  }
 }
 
 /**

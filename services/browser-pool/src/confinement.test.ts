@@ -1,0 +1,41 @@
+/** Browser uids on a host shared by several pools (another replica, another checkout's stack). */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+import { releaseUid, takeUid } from './confinement.js';
+
+const startTime = (pid: number) => {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+};
+
+describe('browser uids on one host', () => {
+  // A range no real pool uses, so the test never takes a live pool's uid.
+  const base = 1_500_000 + Math.floor(Math.random() * 100_000) * 10;
+  const registry = path.join(os.tmpdir(), `ats-browser-uids-${process.getuid?.() ?? 0}-${base}`);
+  after(() => fs.rmSync(registry, { recursive: true, force: true }));
+
+  test('when another live pool holds a uid, then this pool skips it; a uid whose holder is gone is taken over; a release frees only its own', () => {
+    fs.mkdirSync(registry, { recursive: true });
+    // The first uid is held by a live process of another pool (the test runner's parent stands in for it).
+    const other = JSON.stringify({ pid: process.ppid, start: startTime(process.ppid) });
+    fs.writeFileSync(path.join(registry, String(base)), other);
+    // The second by a pool that died: its pid is gone.
+    const dead = spawnSync('true').pid!;
+    fs.writeFileSync(path.join(registry, String(base + 1)), JSON.stringify({ pid: dead, start: 1 }));
+
+    const first = takeUid(base);
+    const second = takeUid(base);
+    assert.deepEqual([first, second], [base + 1, base + 2], "the live pool's uid is skipped, the dead one's taken over");
+    assert.equal(JSON.parse(fs.readFileSync(path.join(registry, String(first)), 'utf8')).pid, process.pid, 'claimed on the host');
+
+    releaseUid(first);
+    releaseUid(second);
+    assert.deepEqual(fs.readdirSync(registry).sort(), [String(base)], "released uids leave the registry; the other pool's claim stays");
+    assert.equal(takeUid(base), base + 1, 'a released uid is taken again');
+    releaseUid(base + 1);
+  });
+});
