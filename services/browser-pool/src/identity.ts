@@ -107,13 +107,16 @@ export function userAgentOverride(version: { product: string; userAgent: string 
     acceptLanguage: acceptLanguage(identity.locale),
     platform: 'Linux x86_64',
     userAgentMetadata: {
-      // Chromium's own brand list for this version (its "greasy" brand as Chromium 156 makes it).
+      // As Google Chrome of this version lists them (the UA string says Chrome): Chromium, Google
+      // Chrome and the "greasy" brand Chromium 156 makes; most people's browser, not a rare Chromium.
       brands: [
         { brand: 'Chromium', version: major },
+        { brand: 'Google Chrome', version: major },
         { brand: 'Not/A)Brand', version: '24' },
       ],
       fullVersionList: [
         { brand: 'Chromium', version: full },
+        { brand: 'Google Chrome', version: full },
         { brand: 'Not/A)Brand', version: '24.0.0.0' },
       ],
       fullVersion: full,
