@@ -59,11 +59,16 @@ interface FileResult {
   failures?: string;
 }
 
-/** The runner's "failing tests" section of a file's output (or its last lines), at most 60 lines. */
+/**
+ * The runner's "failing tests" section of a file's output (or its last lines), at most 60 lines,
+ * then the error lines of a pytest run in it (`E   …`, which come after a long traceback).
+ */
 function failureSummary(output: string): string {
   const at = output.lastIndexOf('✖ failing tests:');
   const lines = (at >= 0 ? output.slice(at) : output).trimEnd().split('\n');
-  return (at >= 0 ? lines.slice(0, 60) : lines.slice(-60)).join('\n');
+  const head = at >= 0 ? lines.slice(0, 60) : lines.slice(-60);
+  const pytest = [...new Set(lines.slice(60).filter((l) => /^\s*E\s{2,}\S/.test(l)).map((l) => l.trim()))].slice(0, 20);
+  return [...head, ...(pytest.length ? ['  pytest errors:', ...pytest.map((l) => `    ${l}`)] : [])].join('\n');
 }
 
 /** One integration file in its own runner; its output is printed whole when it ends, so files running side by side don't interleave. */

@@ -70,7 +70,7 @@ def test_async_create_wait_follow_up_and_read_back(stack) -> None:
         assert events[-1].type == "run.completed"
         assert await collect(client.runs.stream(run)) == events
         health = await client.health()
-        assert set(health.services) == {"run", "browser-pool", "file-storage", "live-view", "webhooks"}
+        assert set(health.services) == {"run", "browser-pool", "file-storage", "live-view", "webhooks", "nats"}
         assert health.status == ("ok" if set(health.services.values()) == {"SERVING"} else "degraded")
 
     run_async(body)

@@ -21,7 +21,7 @@ def test_agents_list_names_both_agents_and_their_watch_verb(client: AgentTaskSer
     assert agents["browsercode"].session.kind == "durable"
     assert agents["browser-agent"].example_tasks
     health = client.health()
-    assert set(health.services) == {"run", "browser-pool", "file-storage", "live-view", "webhooks"}
+    assert set(health.services) == {"run", "browser-pool", "file-storage", "live-view", "webhooks", "nats"}
     assert health.status == ("ok" if set(health.services.values()) == {"SERVING"} else "degraded")
 
 
