@@ -30,10 +30,10 @@ import type { Proxies } from './proxies.js';
 import type { Frame, ScreencastOptions } from './screencast.js';
 import { WarmPool } from './warm-pool.js';
 
-/** Mints the signed live view page URL of a browser (the live-view service in production). */
-
 /** How long a read waits for a live view URL to be minted again before it answers without one. */
 const READ_REMINT_WAIT_MS = 1000;
+
+/** Mints the signed live view page URL of a browser (the live-view service in production). */
 export interface LiveViewMinter {
   mint(projectId: string, browserId: string, ttlSeconds: number): Promise<string>;
 }

@@ -5,12 +5,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
+import { processStartTime } from '../../common/src/process-start.js';
 import { releaseUid, takeUid } from './confinement.js';
-
-const startTime = (pid: number) => {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
-};
 
 describe('browser uids on one host', () => {
   // A range no real pool uses, so the test never takes a live pool's uid.
@@ -21,7 +17,7 @@ describe('browser uids on one host', () => {
   test('when another live pool holds a uid, then this pool skips it; a uid whose holder is gone is taken over; a release frees only its own', () => {
     fs.mkdirSync(registry, { recursive: true });
     // The first uid is held by a live process of another pool (the test runner's parent stands in for it).
-    const other = JSON.stringify({ pid: process.ppid, start: startTime(process.ppid) });
+    const other = JSON.stringify({ pid: process.ppid, start: processStartTime(process.ppid) });
     fs.writeFileSync(path.join(registry, String(base)), other);
     // The second by a pool that died: its pid is gone.
     const dead = spawnSync('true').pid!;

@@ -20,6 +20,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../../common/src/logger.js';
+import { processStartTime } from '../../common/src/process-start.js';
 
 /** What a browser launch gets from the pool's confinement. */
 export interface BrowserConfinement {
@@ -167,15 +168,7 @@ const UID_RANGE = 10000;
  */
 const registryDir = (base: number) => path.join(os.tmpdir(), `ats-browser-uids-${process.getuid?.() ?? 0}-${base}`);
 
-function startTime(pid: number): number | undefined {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
-  } catch {
-    return undefined;
-  }
-}
-const MY_CLAIM = JSON.stringify({ pid: process.pid, start: startTime(process.pid) ?? 0 });
+const MY_CLAIM = JSON.stringify({ pid: process.pid, start: processStartTime(process.pid) ?? 0 });
 
 /** Claims `uid` in the host registry; false when a live process (another pool) holds it. */
 function claimOnHost(dir: string, uid: number): boolean {
@@ -193,7 +186,7 @@ function claimOnHost(dir: string, uid: number): boolean {
     } catch {
       /* half written or gone: looked at again below */
     }
-    if (holder && (holder.pid === process.pid || startTime(holder.pid) === holder.start)) return false;
+    if (holder && (holder.pid === process.pid || processStartTime(holder.pid) === holder.start)) return false;
     fs.rmSync(file, { force: true }); // its process is gone
   }
   return false;

@@ -14,6 +14,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../../../common/src/logger.js';
+import { processStartTime } from '../../../common/src/process-start.js';
 import type { ShellCaps } from './shell.js';
 
 const CONTROLLERS = ['pids', 'memory', 'cpu'] as const;
@@ -57,19 +58,10 @@ interface Owner {
 }
 
 /** Start time of a process, or undefined when there is none. */
-function startTime(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
-  } catch {
-    return undefined;
-  }
-}
-
 const defaultSlots = (uidBase: number) => path.join(os.tmpdir(), `ats-shell-slots-${process.getuid?.() ?? 0}-${uidBase}`);
 
-const MY_START = startTime(process.pid) ?? 0;
-const alive = (o: Owner) => startTime(o.pid) === o.start;
+const MY_START = processStartTime(process.pid) ?? 0;
+const alive = (o: Owner) => processStartTime(o.pid) === o.start;
 
 /** Every process whose real or effective uid is one of `uids`. */
 function processesOf(uids: Set<number>): number[] {
@@ -271,7 +263,7 @@ export class ShellTenancy {
       const full = path.join(this.#slots, name);
       if (name.startsWith('.new-')) {
         const pid = Number(name.split('-')[1]);
-        if (startTime(pid) === undefined) await fs.rm(full, { recursive: true, force: true });
+        if (processStartTime(pid) === undefined) await fs.rm(full, { recursive: true, force: true });
         continue;
       }
       const n = Number(name);

@@ -150,8 +150,7 @@ const under = (p: string, dir: string) => p === dir || p.startsWith(dir.endsWith
  * resolved, nested ones dropped), /dev/null over every host socket bound inside one (from
  * /proc/net/unix), and last the run's disk at its own path.
  */
-export function sandboxMounts(hide: string[], tmpMb: number, cwd: string): string {
-  void tmpMb; // the private /tmp and /dev/shm are made by the setup
+export function sandboxMounts(hide: string[], cwd: string): string {
   const shown = (p: string) => SHOWN_TREES.some((t) => under(p, t));
   const dirs: string[] = [];
   for (const d of hide) {
@@ -274,7 +273,7 @@ export async function canSandbox(user: { uid: number; gid: number } | undefined,
   try {
     await giveTo(dir, user);
     const table = path.join(scratch, `${path.basename(dir)}.fstab`);
-    await fs.writeFile(table, sandboxMounts([...HIDDEN_DIRS, ...(sandbox.hide ?? [])], 1, dir));
+    await fs.writeFile(table, sandboxMounts([...HIDDEN_DIRS, ...(sandbox.hide ?? [])], dir));
     const { file, args, user: as } = shellArgv(check, { user, sandbox, cwd: dir, timeoutMs: 5000 }, table);
     const r = spawnSync(file, args, { stdio: 'ignore', env: shellEnv(dir), cwd: '/', timeout: 5000, ...(as ? { uid: as.uid, gid: as.gid } : {}) });
     await fs.rm(table, { force: true });
@@ -403,7 +402,7 @@ async function prepare(o: ShellOptions): Promise<{ table?: string | undefined; q
   if (o.sandbox) {
     const scratch = o.scratchDir ?? (await fallbackScratch());
     table = path.join(scratch, `fstab-${process.pid}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`);
-    await fs.writeFile(table, sandboxMounts([...HIDDEN_DIRS, ...(o.sandbox.hide ?? [])], o.caps?.tmpMb ?? 64, o.cwd), { mode: 0o600 });
+    await fs.writeFile(table, sandboxMounts([...HIDDEN_DIRS, ...(o.sandbox.hide ?? [])], o.cwd), { mode: 0o600 });
   }
   // A disk that was already larger (attached files) may not grow further.
   const quota = o.caps ? Math.max(o.caps.maxDiskMb * 1024 * 1024, await diskUsage(o.cwd)) : undefined;
