@@ -49,13 +49,13 @@ down: ## Stop a background make start
 	@$(NODE) dist/scripts/up.js down 2>/dev/null || $(TSX) scripts/up.ts down
 
 test: deps proto-check clients-check build ## Unit tests, integration tests, proto and client type checks, and the build
-	@$(TSX) scripts/test.ts
+	@ATS_STACK_MODE=dist $(TSX) scripts/test.ts
 
 test-unit: deps
 	@$(TSX) scripts/test.ts unit
 
-test-integration: deps
-	@$(TSX) scripts/test.ts integration
+test-integration: deps build
+	@ATS_STACK_MODE=dist $(TSX) scripts/test.ts integration
 
 bench: build ## Benchmarks (figures are ratios against a baseline in the same run)
 	@$(TSX) bench/run.ts

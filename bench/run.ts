@@ -1,12 +1,14 @@
 /**
  * `make bench`: runs each benchmark and prints its figures; JSON goes to bench/results/.
- * BENCH_ONLY=name[,name] runs some: gateway, guards, files, s3, runs, queue (part of runs), browsercode, pool, stealth, adblock, pool-replicas, takeover, live-view, live-view-idle (the idle recording part alone), live-view-burst, observe, requests, webhooks
+ * BENCH_ONLY=name[,name] runs some: gateway, guards, files, s3, runs, queue (part of runs), browsercode, pool, lifecycle, confined-path, stealth, adblock, pool-replicas, pool-restart, takeover, live-view, live-view-idle (the idle recording part alone), live-view-burst, observe, requests, webhooks, footprint
  * (BENCH_BASELINE=rev: the commit `requests` compares with).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT } from '../scripts/stack.js';
 import { browserPoolBench, stealthCostBench } from './browser-pool.bench.js';
+import { lifecycleBench, lifecycleReport } from './lifecycle.bench.js';
+import { confinedPathBench } from './confined-path.bench.js';
 import { adblockBench } from './adblock.bench.js';
 import { poolReplicasBench } from './browser-pool-replicas.bench.js';
 import { fileStorageBench } from './file-storage.bench.js';
@@ -21,6 +23,8 @@ import { observeBench, promptSizeBench } from './observe.bench.js';
 import { agentRequestsBench, type RequestFigures } from './agent-requests.bench.js';
 import { webhooksBench } from './webhooks.bench.js';
 import { takeoverBench } from './takeover.bench.js';
+import { footprintBench, footprintTable } from './footprint.bench.js';
+import { poolRestartBench } from './pool-restart.bench.js';
 
 const f = (n: number, d = 2) => n.toFixed(d);
 const roundMs = Number(process.env.BENCH_ROUND_MS ?? 3000);
@@ -43,13 +47,13 @@ if (want('gateway')) {
 }
 if (want('live-view-burst')) {
   const browsers = Number(process.env.BENCH_BURST_BROWSERS ?? 10);
-  process.stdout.write(`\nlive view under a burst: ${browsers} browsers started at once, live-view asked all along (gRPC mint + GetRecording, gateway GET …/recording); ffmpeg started on the event loop (before) vs from a worker thread (after), one stack each\n`);
+  process.stdout.write(`\nlive view under a burst: ${browsers} browsers started at once, live-view asked all along (gRPC mint + GetRecording, gateway GET …/recording); browsers at the services' priority (before) vs 10 nicer (after), one stack each\n`);
   const lb = await liveViewBurstBench({ browsers });
   results.liveViewBurst = lb;
-  process.stdout.write('mode                     answers  p50 ms   p99 ms   max ms  failed  links at create  rec. start max ms (after creation / after reply)  burst ms\n');
+  process.stdout.write('mode                      answers  p50 ms   p99 ms   max ms  failed  links at create  rec. start max ms (after creation / after reply)  burst ms\n');
   for (const r of lb.rounds) {
     process.stdout.write(
-      `${r.mode.padEnd(23)}  ${String(r.calls).padStart(7)}  ${f(r.p50Ms, 1).padStart(6)}  ${f(r.p99Ms, 1).padStart(7)}  ${f(r.maxMs, 1).padStart(7)}  ${String(r.failed).padStart(6)}  ${`${r.withLinkAtCreate}/${r.browsers}`.padStart(15)}  ${`${r.recordingLateMaxMs} / ${r.recordingAfterReplyMaxMs}`.padStart(48)}  ${String(r.burstMs).padStart(8)}\n`,
+      `${r.mode.padEnd(24)}  ${String(r.calls).padStart(7)}  ${f(r.p50Ms, 1).padStart(6)}  ${f(r.p99Ms, 1).padStart(7)}  ${f(r.maxMs, 1).padStart(7)}  ${String(r.failed).padStart(6)}  ${`${r.withLinkAtCreate}/${r.browsers}`.padStart(15)}  ${`${r.recordingLateMaxMs} / ${r.recordingAfterReplyMaxMs}`.padStart(48)}  ${String(r.burstMs).padStart(8)}\n`,
     );
   }
   process.stdout.write(`  p99 before/after ${f(lb.p99Ratio)}x, max before/after ${f(lb.maxRatio)}x\n`);
@@ -133,6 +137,21 @@ if (want('pool')) {
       `  launch → page loaded p50 ${f(bp.confined.launchToLoadMs.p50, 1)} ms confined vs ${f(bp.unconfined.launchToLoadMs.p50, 1)} ms unconfined; memory per browser (PSS) p50 ${f(bp.confined.pssMiB.p50, 1)} MiB vs ${f(bp.unconfined.pssMiB.p50, 1)} MiB\n`,
   );
 }
+if (want('lifecycle')) {
+  process.stdout.write('\nbrowser lifecycle, parts and back to back: our stack (defaults, recording on) vs a pre-launched bare Chromium vs puppeteer.launch, taking turns\n');
+  const lc = await lifecycleBench({ rounds: Math.max(10, rounds * 4), perClient: Math.max(3, rounds), mode: 'dist' });
+  results.lifecycle = lc;
+  process.stdout.write(lifecycleReport(lc));
+}
+if (want('confined-path')) {
+  process.stdout.write('\nconfined path per request: a GET straight vs through an egress proxy (name lookup cached vs each time); a 1 MiB CDP answer to the pool vs relayed to a client\n');
+  const cp = await confinedPathBench(Math.max(100, rounds * 50));
+  results.confinedPath = cp;
+  process.stdout.write(
+    `  egress: direct p50 ${f(cp.egress.directUs.p50, 0)} µs, proxied ${f(cp.egress.proxiedUs.p50, 0)} µs (+${cp.egress.overheadUs}), proxied looking the name up each time ${f(cp.egress.proxiedNoDnsCacheUs.p50, 0)} µs (+${cp.egress.overheadNoDnsCacheUs})\n` +
+      `  CDP 1 MiB answer: pool's own p50 ${f(cp.cdp.directMs.p50, 1)} ms, relayed to a client ${f(cp.cdp.relayedMs.p50, 1)} ms (+${cp.cdp.overheadMs})\n`,
+  );
+}
 if (want('pool-replicas')) {
   const n = Math.max(5, rounds * 2);
   process.stdout.write(`\nbrowser pool replicas (Postgres): create → CDP → goto → stop, one replica vs two behind the per-call balancer (${n} each); CDP round trip through the owner's proxy vs the other replica's\n`);
@@ -143,6 +162,12 @@ if (want('pool-replicas')) {
       `  steps p50, one vs two: create ${f(pr.oneReplicaStepsMs.create, 1)} vs ${f(pr.twoReplicasStepsMs.create, 1)}, connect ${f(pr.oneReplicaStepsMs.connect, 1)} vs ${f(pr.twoReplicasStepsMs.connect, 1)}, goto ${f(pr.oneReplicaStepsMs.goto, 1)} vs ${f(pr.twoReplicasStepsMs.goto, 1)}, stop ${f(pr.oneReplicaStepsMs.stop, 1)} vs ${f(pr.twoReplicasStepsMs.stop, 1)} ms\n` +
       `  Runtime.evaluate('1') p50 ${f(pr.ownerRoundTripMs.p50, 1)} ms through the owner vs ${f(pr.relayedRoundTripMs.p50, 1)} ms relayed (hop ${f(pr.relayHopMs, 2)} ms; p95 ${f(pr.ownerRoundTripMs.p95, 1)} vs ${f(pr.relayedRoundTripMs.p95, 1)} ms, n=${pr.ownerRoundTripMs.n}); errors ${pr.errors}\n`,
   );
+}
+if (want('pool-restart')) {
+  process.stdout.write(`\npool restart: SIGKILL of the pool → CDP usable again on the same cdpUrl (the browser taken over) vs the pool's cold start, ${rounds} rounds\n`);
+  const pr = await poolRestartBench({ rounds, mode: 'dist' });
+  results.poolRestart = pr;
+  process.stdout.write(`  kill → CDP back p50 ${f(pr.cdpBackMs.p50, 0)} ms (max ${f(pr.cdpBackMs.max, 0)}) vs cold start p50 ${f(pr.coldStartMs.p50, 0)} ms (ratio ${f(pr.ratio)})\n`);
 }
 if (want('takeover')) {
   const n = Math.max(3, rounds);
@@ -225,6 +250,12 @@ if (want('webhooks')) {
   const w = await webhooksBench({ runs });
   results.webhooks = w;
   process.stdout.write(`webhook p50 ${f(w.webhookMsP50, 0)} ms  p95 ${f(w.webhookMsP95, 0)} ms   SSE p50 ${f(w.sseMsP50, 0)} ms  p95 ${f(w.sseMsP95, 0)} ms   webhook/SSE p50 ${f(w.p50Ratio)}  (${w.events} events)\n`);
+}
+if (want('footprint')) {
+  process.stdout.write(`\nfootprint: the stack's PSS per process (children included) with no session and with 10 idle recorded sessions, and the CPU of an idle recorded session; previous defaults (before) vs today's (after), one stack each\n`);
+  const fp = await footprintBench();
+  results.footprint = fp;
+  process.stdout.write(`${footprintTable(fp)}\n`);
 }
 const dir = path.join(ROOT, 'bench/results');
 fs.mkdirSync(dir, { recursive: true });

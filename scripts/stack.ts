@@ -36,6 +36,25 @@ const ENTRY: Record<ServiceName, string> = {
   gateway: 'gateway/src/main',
 };
 
+/**
+ * V8 heap limits per service. Without them a Node process sizes its heap for the machine and lets
+ * garbage pile up to that (young generation 3 × 16 MB, old generation growing towards ~2 GB before
+ * it collects hard); with five services that is most of the idle footprint. A smaller young
+ * generation costs a few more (cheap) scavenges, except where every screencast frame passes (the
+ * pool's CDP relay, live-view's viewers and recorders): 2 MB there promotes frames that die young
+ * into the old generation, and mark-sweeps follow on the loaded path; 8 MB. The old-generation caps sit far above what a
+ * service holds under load (the run service holds transcripts and agent steps: more room), and a
+ * process that reached one crashes and is restarted rather than swapping the node.
+ */
+export const HEAP_LIMIT_ARGS: Record<ServiceName, string[]> = {
+  'file-storage': ['--max-semi-space-size=2', '--max-old-space-size=256'],
+  'live-view': ['--max-semi-space-size=8', '--max-old-space-size=384'],
+  'browser-pool': ['--max-semi-space-size=8', '--max-old-space-size=512'],
+  webhooks: ['--max-semi-space-size=2', '--max-old-space-size=256'],
+  run: ['--max-semi-space-size=2', '--max-old-space-size=1024'],
+  gateway: ['--max-semi-space-size=2', '--max-old-space-size=512'],
+};
+
 /** The public HTTP edges some services serve besides gRPC, and the variables that place them. */
 export type Edge = 'files' | 'cdp' | 'liveView';
 export const EDGES: Record<Edge, { service: ServiceName; host: string; port: string; url: string; defaultPort: number }> = {
@@ -108,6 +127,29 @@ function listening(what: string, ports: number[], child: ChildProcess): Promise<
   // Generous: a process that died fails at once (waitFor watches it); one still starting on a
   // loaded machine (two stacks of six processes starting at once on two cores) took over 60 s.
   return waitFor(what, async () => (await Promise.all(ports.map((p) => canConnect('127.0.0.1', p)))).every(Boolean), 180_000, child);
+}
+
+/**
+ * A stack stopped for good leaves no browser behind: the pools leave theirs running at SIGTERM for
+ * a next process to take over (POOL_KEEP_BROWSERS_ON_EXIT), so their supervisors and Chromium
+ * groups under `dataDir` are killed here.
+ */
+function killLeftBrowsers(dataDir: string): void {
+  const marker = `${path.resolve(dataDir)}${path.sep}`;
+  for (const name of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    let cmdline: string;
+    try {
+      cmdline = fs.readFileSync(`/proc/${name}/cmdline`, 'utf8');
+    } catch {
+      continue;
+    }
+    if (!cmdline.includes(marker) || !/--user-data-dir=|supervisor\.pl/.test(cmdline)) continue;
+    try {
+      process.kill(-Number(name), 'SIGKILL'); // supervisors and Chromium leaders lead their groups
+    } catch {
+      /* not a group leader, or gone: its leader is killed too */
+    }
+  }
 }
 
 /** Kills a process group; ignores groups already gone. */
@@ -198,6 +240,8 @@ export interface StackOptions {
   mode: 'dist' | 'tsx';
   /** Every line a process prints. */
   onLine?: (service: ServiceName | 'nats', line: string) => void;
+  /** After a service process was spawned (e.g. to record its process group before it is ready). */
+  onSpawn?: () => void;
   /** Extra environment for every service. */
   env?: Record<string, string>;
   /** Where file-storage keeps bytes: `local` (default) or `s3`, a bucket on an s3rver the stack starts in DATA_DIR/s3. */
@@ -222,6 +266,8 @@ export interface StackOptions {
    * (r + i + j) mod n of the j-th), and calls cross from one replica to another.
    */
   balancing?: 'per-call' | 'pinned';
+  /** Run each service with HEAP_LIMIT_ARGS (default true; false = Node's own sizing, for comparison in benchmarks). */
+  heapLimits?: boolean;
 }
 
 /** The variable naming each process among its service's replicas (its leases, its browsers, its temporaries). */
@@ -368,14 +414,18 @@ export class Stack {
     const entry = ENTRY[service];
     // From sources, the client package (the gateway's /mcp) is loaded from its sources too
     // (its package.json's `ats-source` condition), so no build of it is needed first.
-    const args = this.opts.mode === 'dist' ? [path.join(ROOT, 'dist', `${entry}.js`)] : ['--import', 'tsx', '--conditions=ats-source', path.join(ROOT, `${entry}.ts`)];
+    const heap = this.opts.heapLimits === false ? [] : HEAP_LIMIT_ARGS[service];
+    const args = this.opts.mode === 'dist' ? [...heap, path.join(ROOT, 'dist', `${entry}.js`)] : [...heap, '--import', 'tsx', '--conditions=ats-source', path.join(ROOT, `${entry}.ts`)];
     const child = spawn(process.execPath, args, { cwd: ROOT, env: this.#env(service, replica), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     for (const s of [child.stdout!, child.stderr!]) readline.createInterface({ input: s }).on('line', (l) => this.opts.onLine?.(service, replica ? `[${replica.n}] ${l}` : l));
+    queueMicrotask(() => this.opts.onSpawn?.()); // once the caller has put it in `children`
     return child;
   }
 
   /** Starts (or restarts) one service and waits until its port accepts connections. */
   async startService(service: ServiceName): Promise<void> {
+    // A stop that came while the stack was starting (Ctrl-C) would not see a process spawned after it.
+    if (this.#stopping) throw new Error(`${service}: not started, the stack is stopping`);
     const child = this.#spawn(service);
     this.children.set(service, child);
     this.#markStarted(service);
@@ -423,6 +473,7 @@ export class Stack {
   }
 
   async #startReplica(r: Replica): Promise<void> {
+    if (this.#stopping) throw new Error(`${r.service} replica ${r.n}: not started, the stack is stopping`);
     fs.mkdirSync(path.join(this.opts.dataDir, `replica-${r.n}`), { recursive: true });
     r.child = this.#spawn(r.service, r);
     await listening(`${r.service} replica ${r.n}`, [r.port, ...r.edgePorts.values()], r.child);
@@ -524,6 +575,7 @@ export class Stack {
     const rest = [...[...this.children.entries()].filter(([s]) => s !== 'gateway').map(([, c]) => c), ...this.replicas.filter((r) => r.service !== 'gateway').map((r) => r.child)];
     await Promise.all(rest.filter((c) => c !== undefined).map((c) => stopChild(c, grace)));
     this.children.clear();
+    killLeftBrowsers(this.opts.dataDir);
     if (this.nats) await stopChild(this.nats, 5000);
     await this.s3?.close();
   }

@@ -29,6 +29,12 @@ function find(dir: string, out: string[] = []): string[] {
  */
 const ALONE = new Set(['test/capacity.test.ts', 'test/clients-python.test.ts', 'test/recording-replicas.test.ts', 'test/browsers-replicas.test.ts', 'test/replicas.test.ts', 'test/run-takeover.test.ts']);
 
+/**
+ * Every process of the run (unit files, stacks' services) copies new PGlite data directories
+ * from one template, built once (services/common/src/pglite-template.ts): initdb is ~10 s of CPU.
+ */
+process.env.PGLITE_TEMPLATES ??= path.join(ROOT, 'node_modules', '.cache', 'ats-pglite-templates');
+
 const [which, ...only] = process.argv.slice(2);
 const pick = (files: string[]) => (only.length ? files.filter((f) => only.includes(f)) : files);
 const unit = pick(['services', 'gateway', 'scripts', 'dashboard'].flatMap((d) => find(path.join(ROOT, d))).sort());
@@ -40,6 +46,9 @@ const nodeTest = (files: string[], testConcurrency: number) => [
   'tsx',
   '--test',
   `--test-concurrency=${testConcurrency}`,
+  // A backstop: every wait in a test has its own deadline, but a test that hangs anyway fails instead of stalling the run. It bounds a whole
+  // file too (each file is one test of the runner), and browser-pool's unit file takes 10 min on a loaded machine: 30 min.
+  '--test-timeout=1800000',
   '--test-reporter=spec',
   ...files,
 ];

@@ -137,6 +137,8 @@ async function up(): Promise<void> {
     // Local development: a webhook receiver on this machine (loopback) is allowed; the Kubernetes overlays do not allow it.
     env: { WEBHOOK_ALLOW_LOOPBACK: 'true' },
     onLine: printLine,
+    // Recorded from the first spawn on: a launcher killed hard while starting leaves groups `make down` (or the next start) can stop.
+    onSpawn: () => record(),
   });
   // Written whole (rename), so `make down` or a reader never sees a half-written file.
   const record = () => {
@@ -155,6 +157,11 @@ async function up(): Promise<void> {
     process.exit(0);
   };
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => void shutdown(sig));
+  // A failure of the launcher itself stops what it started instead of leaving it running.
+  process.on('uncaughtException', (err) => {
+    process.stderr.write(`make up: ${err.stack ?? err.message}\n`);
+    void shutdown('error');
+  });
 
   // A process that dies (a service or the nats-server) is restarted with growing pauses, forever,
   // so a crash does not take the rest down; each restart is logged.
@@ -165,6 +172,7 @@ async function up(): Promise<void> {
   } catch (err) {
     process.stderr.write(`make up: ${(err as Error).message}\n`);
     await stack.stop();
+    fs.rmSync(pidFile, { force: true });
     process.exit(1);
   }
   record();
@@ -183,7 +191,10 @@ async function detach(): Promise<void> {
   const log = fs.openSync(logFile, 'a');
   const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!], { cwd: ROOT, detached: true, stdio: ['ignore', log, log], env: { ...process.env, NO_COLOR: '1' } });
   child.unref();
-  for (let i = 0; i < 1200; i++) {
+  // No deadline of its own: the launcher gives up by itself (a service that exits or never listens
+  // fails its start, which stops every process it started) and then exits; leaving earlier would
+  // leave it running in the background with nobody told.
+  for (;;) {
     if (fs.existsSync(readyFile)) {
       const { url: u, key } = JSON.parse(fs.readFileSync(readyFile, 'utf8')) as { url: string; key: string };
       banner(u, key);
@@ -193,7 +204,9 @@ async function detach(): Promise<void> {
     if (child.exitCode !== null) break;
     await new Promise((r) => setTimeout(r, 100));
   }
-  process.stderr.write(`make up: the background start failed; see ${logFile}\n`);
+  // The launcher said why it gave up (after stopping everything it started) as its last `make up:` line.
+  const why = fs.readFileSync(logFile, 'utf8').split('\n').filter((l) => l.startsWith('make up: ')).pop();
+  process.stderr.write(`${why ?? 'make up: the background start failed'}; everything it started is stopped (log: ${logFile})\n`);
   process.exit(1);
 }
 

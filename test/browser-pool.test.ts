@@ -20,7 +20,7 @@ import { strayTempDirs } from '../services/browser-pool/src/chromium.js';
 import { processesUsing } from '../services/browser-pool/src/process-groups.js';
 import { SITE_DIR, startFixtureSite, type FixtureSite } from '../services/browser-pool/src/testing/fixture-site.js';
 import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
-import { until } from './support/until.js';
+import { until, within } from './support/until.js';
 
 interface BrowserJson {
   id: string;
@@ -154,7 +154,8 @@ describe('a browser driven over CDP', () => {
     assert.equal(stopped.status, 'stopped');
     assert.equal(stopped.cdpUrl, null);
     assert.ok(stopped.stoppedAt);
-    assert.deepEqual(chromiumUnder(b.id), [], 'no process of it is left');
+    // The stop answers once the browser is recorded stopped; its process ends right after (the profile saved first).
+    await until(() => chromiumUnder(b.id).length === 0, { timeoutMs: 20_000, what: 'no process of it left' });
     await assert.rejects(connectPuppeteer(b.cdpUrl!), 'cdpUrl is refused');
     assert.equal(client.connected, false, 'the attached client was cut');
     assert.equal((await stopBrowser(b.id)).stoppedAt, stopped.stoppedAt, 'stop is idempotent');
@@ -175,8 +176,8 @@ describe('a browser driven over CDP', () => {
     assert.equal(await page.evaluate(() => `${innerWidth}x${innerHeight}`), '800x600');
     const closed = new Promise<void>((r) => browser.once('disconnected', () => r()));
     await stopBrowser(b.id);
-    await closed;
-    assert.deepEqual(chromiumUnder(b.id), []);
+    await within(closed, 'the connection closed');
+    await until(() => chromiumUnder(b.id).length === 0, { timeoutMs: 20_000, what: 'no process of it left' });
     await assert.rejects(chromium.connectOverCDP(b.cdpUrl!, { timeout: 5000 }));
   });
 
@@ -354,7 +355,8 @@ describe('for the other services', () => {
     const b = (await created.json()) as BrowserJson;
     const stopped = await call(alpha().key, 'POST', `/api/v1/browsers/${b.id}/stop`);
     assert.equal(stopped.status, 200);
-    for (let i = 0; i < 100 && got.filter((g) => g.key.browserId === b.id).length < 2; i++) await nc.flush();
+    // The stop answers once the browser is recorded stopped; the event follows when its process is gone.
+    await until(() => got.filter((g) => g.key.browserId === b.id).length >= 2, { timeoutMs: 20_000, what: 'the started and stopped events' });
     sub.unsubscribe();
     const mine = got.filter((g) => g.key.browserId === b.id);
     assert.deepEqual(mine.map((g) => g.key.kind), ['started', 'stopped']);
@@ -424,19 +426,60 @@ describe('for the other services', () => {
 });
 
 describe('a crash of the pool', () => {
-  test('when the pool is killed with SIGKILL with three browsers open and restarted, then nothing of them survives and they read stopped', async () => {
+  test('when the pool is killed with SIGKILL with three browsers open and restarted, then it takes them over (the same processes, active) and their stops end them', async () => {
     const open = [await createBrowser(), await createBrowser(), await createBrowser()];
-    for (const b of open) assert.ok(chromiumUnder(b.id).length > 0);
+    const groups = open.map((b) => new Set(chromiumUnder(b.id).map((p) => p.pgid)));
+    for (const g of groups) assert.equal(g.size, 1, 'each browser runs as one process group');
     await f.stack.kill('browser-pool');
     await f.stack.startService('browser-pool');
-    for (const b of open) {
-      assert.deepEqual(chromiumUnder(b.id), [], `no process of ${b.id}`);
-      assert.equal(fs.existsSync(path.join(rootDir, b.id)), false, `no directory of ${b.id}`);
-      const read = (await (await call(alpha().key, 'GET', `/api/v1/browsers/${b.id}`)).json()) as BrowserJson;
-      assert.equal(read.status, 'stopped');
+    for (const [i, b] of open.entries()) {
+      const read = await until(async () => {
+        const r = await call(alpha().key, 'GET', `/api/v1/browsers/${b.id}`);
+        return r.status === 200 && ((await r.json()) as BrowserJson);
+      }, { timeoutMs: 30_000, what: `${b.id} read again` });
+      assert.equal(read.status, 'active', `${b.id} was taken over`);
+      assert.deepEqual(new Set(chromiumUnder(b.id).map((p) => p.pgid)), groups[i], `${b.id} is the same Chromium`);
+      await stopBrowser(b.id);
+      await until(() => chromiumUnder(b.id).length === 0 && !fs.existsSync(path.join(rootDir, b.id)), { timeoutMs: 20_000, what: `${b.id} gone after its stop` });
     }
     const fresh = await createBrowser();
     assert.equal(fresh.status, 'active', 'the restarted pool serves again');
     await stopBrowser(fresh.id);
+  });
+
+  test('when the pool is killed while a stop it answered is still storing the downloads (file storage frozen), then the restarted pool stores them, saves the profile, ends the browser and announces its stop', async () => {
+    const profile = (await (await call(alpha().key, 'POST', '/api/v1/browser-profiles', { name: 'unfinished stop' })).json()) as ProfileJson;
+    const b = await createBrowser({ browser_profile_id: profile.id });
+    await logIn(b.cdpUrl!, 'una');
+    const client = await connectPuppeteer(b.cdpUrl!);
+    const page = await firstPage(client);
+    await page.goto(`${site.origin}/download.html`);
+    await page.click('#report');
+    const onDisk = path.join(rootDir, b.id, 'downloads', 'report.csv');
+    await until(() => fs.existsSync(onDisk), { what: 'the download in the browser folder' });
+    await client.disconnect();
+    const events: Delivery<{ browserId: string; kind: string }, BrowserLifecycleEvent>[] = [];
+    const sub = subscribe(nc, browserLifecycle, (d) => void events.push(d), { logger: createLogger('test', 'silent') });
+    await nc.flush();
+    const fileStorage = f.stack.children.get('file-storage')!.pid!;
+    process.kill(fileStorage, 'SIGSTOP');
+    try {
+      assert.equal((await stopBrowser(b.id)).status, 'stopped', 'the stop answers; storing the downloads waits on file storage');
+      await f.stack.kill('browser-pool');
+    } finally {
+      process.kill(fileStorage, 'SIGCONT');
+    }
+    assert.deepEqual(events.filter((e) => e.key.browserId === b.id).map((e) => e.key.kind), [], 'the killed process never announced the stop');
+    await f.stack.startService('browser-pool');
+
+    await until(() => events.some((e) => e.key.browserId === b.id && e.key.kind === 'stopped'), { timeoutMs: 30_000, what: 'the stop announced by the restarted pool' });
+    sub.unsubscribe();
+    const listed = (await (await call(alpha().key, 'GET', `/api/v1/browsers/${b.id}/downloads`)).json()) as { items: { name: string; downloadUrl: string }[] };
+    assert.deepEqual(listed.items.map((d) => d.name), ['report.csv'], 'the download was stored');
+    assert.deepEqual(Buffer.from(await (await fetch(listed.items[0]!.downloadUrl)).arrayBuffer()), fs.readFileSync(path.join(SITE_DIR, 'report.csv')));
+    await until(() => chromiumUnder(b.id).length === 0 && !fs.existsSync(path.join(rootDir, b.id)), { timeoutMs: 20_000, what: 'its Chromium and folder gone' });
+    const again = await createBrowser({ browser_profile_id: profile.id });
+    assert.equal((await whoAmI(again.cdpUrl!)).server, 'una', 'its profile kept the login');
+    await stopBrowser(again.id);
   });
 });

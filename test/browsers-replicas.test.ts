@@ -24,20 +24,26 @@ import { until } from './support/until.js';
 const pg = await postgresUrl();
 const HEARTBEAT_INTERVAL_MS = 500;
 const HEARTBEAT_TIMEOUT_MS = 3000;
-/** At SIGTERM, how long a pool replica's running browsers go on (the stack's shutdown time is 5 s). */
+/** At SIGTERM, how long a pool replica's running browsers go on. */
 const DRAIN_MS = 2000;
+/**
+ * A service's budget for its whole graceful stop: the drain, then stopping its browsers with their
+ * profiles saved, then deregistering. 5 s ran out before the deregistration on a loaded machine.
+ */
+const SHUTDOWN_MS = 15_000;
 /** Active browsers per project. */
 const LIMIT = 6;
 /** Browsers or runs at once: what two shared cores drive without timing out. */
 const CONCURRENCY = 4;
-const BROWSERS = 20;
-const RUNS = 20;
+/** Enough to land on both replicas through both gateways and both CDP edges, in each balancing mode. */
+const BROWSERS = 8;
+const RUNS = 8;
 
 interface BrowserJson {
   id: string;
   status: string;
   cdpUrl: string;
-  liveViewUrl: string;
+  liveViewUrl: string | null;
   profileId: string | null;
 }
 
@@ -95,6 +101,7 @@ for (const balancing of ['per-call', 'pinned'] as const) {
         replicas: 2,
         balancing,
         projects: ['main', 'runs', 'profile', 'kill', 'drain'],
+        shutdownTimeoutMs: SHUTDOWN_MS,
         env: {
           POOL_WARM_SIZE: '1',
           MAX_ACTIVE_BROWSERS_PER_PROJECT: String(LIMIT),
@@ -102,6 +109,8 @@ for (const balancing of ['per-call', 'pinned'] as const) {
           POOL_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_INTERVAL_MS),
           POOL_HEARTBEAT_TIMEOUT_MS: String(HEARTBEAT_TIMEOUT_MS),
           POOL_DRAIN_TIMEOUT_MS: String(DRAIN_MS),
+          // Replicas as pods on separate nodes: a killed or drained one's browsers end (test/pool-restart covers one host).
+          POOL_KEEP_BROWSERS_ON_EXIT: 'false',
           DEFAULT_MODEL: 'builtin',
         },
       });
@@ -174,7 +183,9 @@ for (const balancing of ['per-call', 'pinned'] as const) {
         const page = await firstPage(cdp);
         await page.goto(site.url('index.html'));
         const title = await page.title();
-        const watched = await liveViewHelloAndFrame(created.liveViewUrl);
+        // A browser created while live-view was slow to answer gets its link on a later read.
+        const link = created.liveViewUrl ?? (await until(async () => (await ok<BrowserJson>(await api('main', 'GET', `/browsers/${created.id}`, undefined, gw))).liveViewUrl, { timeoutMs: 30_000, what: `a live view link for ${created.id}` }));
+        const watched = await liveViewHelloAndFrame(link);
         await cdp.disconnect();
         const stopped = await stop('main', created.id, 1 - gw);
         return { owner, title, watched, stopped };
@@ -183,7 +194,8 @@ for (const balancing of ['per-call', 'pinned'] as const) {
       assert.ok(results.every((r) => r.watched.hello.t === 'hello' && r.watched.frameBytes > 16), 'every viewer got a hello and a frame');
       assert.deepEqual(results.map((r) => r.stopped.status), Array(BROWSERS).fill('stopped'));
       assert.deepEqual([...new Set(results.map((r) => r.owner.replica))].sort(), [1, 2], 'both replicas ran browsers');
-      for (const r of results) assert.deepEqual(groupMembers(r.owner.pid), [], `Chromium ${r.owner.pid} is gone`);
+      // A stop answers once the browser is recorded stopped; its process ends right after.
+      for (const r of results) await until(() => groupMembers(r.owner.pid).length === 0, { timeoutMs: 20_000, what: `Chromium ${r.owner.pid} gone` });
       const active = await ok<{ items: unknown[] }>(await api('main', 'GET', '/browsers?status=active'));
       assert.deepEqual(active.items, []);
       for (const [i, r] of results.entries()) assert.match(await recordingReady('main', r.stopped.id, i % 2), /^http/, `${r.stopped.id} has its recording`);
@@ -212,10 +224,11 @@ for (const balancing of ['per-call', 'pinned'] as const) {
       await page.evaluate(() => (document.cookie = 'who=ada; max-age=3600; path=/'));
       await cdp.disconnect();
       await stop('profile', first.id, 1);
+      // The stop answers before its owner has saved the profile (in the background): a create on the other replica right away waits for that save.
+      const second = await createOn('profile', 2, profile.id);
       const saved = await ok<{ cookieDomains: string[] }>(await api('profile', 'GET', `/browser-profiles/${profile.id}`));
       assert.deepEqual(saved.cookieDomains, ['127.0.0.1'], 'saved by the owner at stop');
 
-      const second = await createOn('profile', 2, profile.id);
       const again = await connect(second.cdpUrl);
       const page2 = await firstPage(again);
       await page2.goto(site.url('index.html'));

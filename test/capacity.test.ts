@@ -12,6 +12,10 @@ import { startStackFixture, type StackFixture } from './support/stack-fixture.js
 import { until } from './support/until.js';
 
 const LIMIT = 3;
+/** Runs one after another on new sessions: well past the limit, so earlier sessions' browsers must give way. */
+const SERIAL = 3 * LIMIT;
+/** Runs created at once: five times the limit. */
+const BURST = 5 * LIMIT;
 let f: StackFixture;
 let site: TestSite;
 
@@ -53,9 +57,9 @@ const quick = () => ({ task: 'Extract the title' });
 const forever = () => ({ task: `Open ${site.url('run-table.html')}. Wait for 'a text that never appears'.` });
 
 describe('the browser limit', () => {
-  test('when 15 runs on new sessions follow one another, then all complete: the idle browsers of earlier sessions give up their slots, and those sessions say why they closed', async () => {
+  test(`when ${SERIAL} runs on new sessions follow one another, then all complete: the idle browsers of earlier sessions give up their slots, and those sessions say why they closed`, async () => {
     const sessions: string[] = [];
-    for (let i = 0; i < 15; i++) {
+    for (let i = 0; i < SERIAL; i++) {
       const { id, sessionId } = await start('serial', quick());
       const { run } = await finished('serial', id);
       assert.equal(run.status, 'completed', `run ${i + 1}: ${run.error}`);
@@ -65,15 +69,15 @@ describe('the browser limit', () => {
     assert.ok(active.length <= LIMIT, `at most ${LIMIT} browsers active (saw ${active.length})`);
     const first = await getJson('serial', `${BASE}/sessions/${sessions[0]}`);
     assert.deepEqual([first.status, first.closedReason], ['closed', 'browser reclaimed for a newer run']);
-    const last = await getJson('serial', `${BASE}/sessions/${sessions[14]}`);
+    const last = await getJson('serial', `${BASE}/sessions/${sessions.at(-1)}`);
     assert.deepEqual([last.status, last.closedReason], ['open', null]);
     const followUp = await call('serial', 'POST', `${BASE}/runs`, { task: 'Extract the title', session_id: sessions[0] });
     assert.equal(followUp.status, 409);
     assert.deepEqual(await followUp.json(), { detail: 'Session is closed' });
   });
 
-  test('when 40 runs are created at once, then all complete; those beyond the browser limit waited queued and said so', async () => {
-    const created = await Promise.all(Array.from({ length: 40 }, () => start('burst', quick())));
+  test(`when ${BURST} runs are created at once, then all complete; those beyond the browser limit waited queued and said so`, async () => {
+    const created = await Promise.all(Array.from({ length: BURST }, () => start('burst', quick())));
     const results = await Promise.all(created.map((c) => finished('burst', c.id)));
     const failed = results.filter((r) => r.run.status !== 'completed').map((r) => `${r.run.id} ${r.run.status}: ${r.run.error}`);
     assert.deepEqual(failed, []);

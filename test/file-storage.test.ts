@@ -13,6 +13,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Agent } from '../gen/ats/common/v1/common.js';
 import { FileKind, FileStorageServiceService } from '../gen/ats/filestorage/v1/file_storage.js';
+import { defaultInstanceId } from '../services/common/src/config.js';
 import { RemoteError, Status } from '../services/common/src/errors.js';
 import { createServiceClient } from '../services/common/src/grpc.js';
 import { materializeDisk, syncDisk, type FileStorageClient } from '../services/file-storage/src/client/disk-sync.js';
@@ -85,7 +86,7 @@ for (const backend of BACKENDS) {
 
     /** Uploads under way in the store: temporaries in this instance's folder (local), incomplete multipart uploads (S3). */
     async function inFlight(): Promise<number> {
-      if (backend === 'local') return fs.readdirSync(path.join(f.dataDir, 'file-storage', 'blobs', '.tmp', os.hostname())).length;
+      if (backend === 'local') return fs.readdirSync(path.join(f.dataDir, 'file-storage', 'blobs', '.tmp', defaultInstanceId(f.dataDir))).length;
       const store = new S3BlobStore(f.stack.s3!.settings());
       try {
         let n = 0;

@@ -29,7 +29,8 @@ describe('a pool replica that dies', { skip: !pg && 'needs Postgres on 127.0.0.1
       databaseUrl: fresh.url,
       replicas: { 'browser-pool': 2 },
       projects: ['main'],
-      env: { POOL_WARM_SIZE: '0', MAX_ACTIVE_BROWSERS_PER_PROJECT: '3', POOL_HEARTBEAT_INTERVAL_MS: '1000', POOL_HEARTBEAT_TIMEOUT_MS: String(HEARTBEAT_TIMEOUT_MS) },
+      // Replicas as on separate nodes: a dead one's browsers cannot be taken over by a restart.
+      env: { POOL_WARM_SIZE: '0', MAX_ACTIVE_BROWSERS_PER_PROJECT: '3', POOL_HEARTBEAT_INTERVAL_MS: '1000', POOL_HEARTBEAT_TIMEOUT_MS: String(HEARTBEAT_TIMEOUT_MS), POOL_KEEP_BROWSERS_ON_EXIT: 'false' },
     });
   });
   after(async () => {

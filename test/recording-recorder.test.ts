@@ -175,6 +175,31 @@ test('when the stopped event is lost, then the end of the frame stream closes th
   }
 });
 
+test('when a still screen outlasts a part and the stop is learnt seconds after it, then the video still ends at the stop', async () => {
+  const w = await world('brw_late_stop');
+  try {
+    const recorder = await w.startRecorder('test', { partMs: 500 });
+    const t0 = Date.now();
+    w.pool.createdAtMs = t0;
+    recorder.onStarted({ browserId: 'brw_late_stop', projectId: PROJECT, tsMs: t0 });
+    await w.streaming();
+    w.pool.push({ jpeg: RED, timestampMs: t0 + 100 }, 'recording');
+    // The pool says the browser lives (a message with no picture) until its stop is recorded at 1.5 s ...
+    for (let ms = 300; ms <= 1500; ms += 300) {
+      await sleep(t0 + ms - Date.now());
+      w.pool.push({ timestampMs: t0 + ms }, 'recording');
+    }
+    // ... then its shutdown (profile, downloads, the process) takes seconds before the stream ends.
+    await sleep(t0 + 4500 - Date.now());
+    assert.ok((await repo.parts('brw_late_stop')).length >= 2, 'the still screen was cut into parts meanwhile');
+    w.pool.stop(t0 + 1500);
+    const file = await ready('brw_late_stop');
+    assert.ok(Math.abs(durationS(file) - 1.5) < 0.06, `1.5 s, the browser's life (got ${durationS(file)})`);
+  } finally {
+    await w.stop();
+  }
+});
+
 test('when live-view restarts after the browser stopped, then the recording is closed with the last picture up to the stop', async () => {
   const w = await world('brw_restart');
   try {

@@ -5,6 +5,7 @@
  * `run.resumed` event and step numbers 1..n. A run stopped while its worker was dead stays
  * stopped; a run whose browser is gone by then fails saying so. A browsercode run killed
  * mid-command goes on with its disk and conversation, the command reported interrupted to the model.
+ * A run handed over at a SIGTERM is taken over at once, even with leases of ten minutes.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -13,6 +14,7 @@ import { freshDatabase, postgresUrl, type FreshDatabase } from './support/infra.
 import { serveSite, type TestSite } from './support/site.js';
 import { readSse, type SseEvent } from './support/sse.js';
 import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
+import { within } from './support/until.js';
 
 const pg = await postgresUrl();
 const LEASE_MS = 2000;
@@ -66,44 +68,56 @@ describe('a run whose worker dies', { skip: !pg && 'needs Postgres on 127.0.0.1:
     return Number(m[1]);
   }
 
+  /**
+   * Starts a browser-agent run, ends the replica holding it after its first step (`signal`: a
+   * crash or a rolling update's SIGTERM), and checks the other finished it on the same browser
+   * with steps numbered on; returns the time from the kill to the next step.
+   */
+  async function interruptMidRun(signal: 'SIGKILL' | 'SIGTERM', reason: RegExp): Promise<number> {
+    const { id } = await start({ task: task(), model: 'builtin' });
+    await events(id, (e) => e.event === 'step');
+    const n = await holder(id);
+    const killedAt = Date.now();
+    await f.stack.kill('run', n, signal);
+    try {
+      const all = await events(id);
+      const run = await read(id);
+      assert.equal(run.status, 'completed', `${run.error}\n${f.logs('run').slice(-4000)}`);
+      assert.equal(run.result, ANSWER);
+      const resumedBy = f.logs('run').split('\n').filter((l) => l.includes(id) && l.includes('run resumed'));
+      assert.equal(resumedBy.length, 1, 'resumed once');
+      assert.equal(resumedBy[0]!.includes('run | [2] '), n === 1, `the other replica resumed it: ${resumedBy[0]}`);
+      const resumed = all.filter((e) => e.event === 'run.resumed');
+      assert.equal(resumed.length, 1, 'one resumed event');
+      const r = resumed[0]!.data.data as Record<string, unknown>;
+      assert.match(String(r.reason), reason);
+      assert.equal(r.takeover, 1);
+      assert.ok(typeof r.fromStep === 'number' && r.fromStep >= 1, `it resumed after step ${String(r.fromStep)}`);
+      assert.equal(all.filter((e) => e.event === 'run.started').length, 1, 'started once');
+      const browsers = new Set(all.filter((e) => e.event === 'browser.ready').map((e) => (e.data.data as { browserId: string }).browserId));
+      assert.deepEqual([...browsers], [run.browserId], 'the same browser all along');
+      const stepEvents = all.filter((e) => e.event === 'step').map((e) => (e.data.data as { number: number }).number);
+      const { steps } = (await (await json('GET', `${BASE}/runs/${id}/steps`)).json()) as { steps: { number: number }[] };
+      const numbers = steps.map((s) => s.number);
+      assert.deepEqual(numbers, Array.from({ length: 9 }, (_, k) => k + 1), 'nine steps, numbered on across the takeover');
+      assert.deepEqual(stepEvents, numbers, 'one step event per step, in order');
+      // Takeover time: from the kill to the first step the other replica recorded.
+      const next = all.find((e) => e.event === 'step' && (e.data.data as { number: number }).number > Number(r.fromStep))!;
+      return Date.parse(String((next.data as { ts?: string }).ts)) - killedAt;
+    } finally {
+      await f.stack.revive('run', n);
+    }
+  }
+
   test('when the replica running it is killed mid-run, then the other takes it over and finishes it on the same browser, numbering steps on (three times)', async () => {
     const figures: number[] = [];
-    for (let i = 0; i < 3; i++) {
-      const { id } = await start({ task: task(), model: 'builtin' });
-      await events(id, (e) => e.event === 'step');
-      const n = await holder(id);
-      const killedAt = Date.now();
-      await f.stack.kill('run', n);
-      try {
-        const all = await events(id);
-        const run = await read(id);
-        assert.equal(run.status, 'completed', `${run.error}\n${f.logs('run').slice(-4000)}`);
-        assert.equal(run.result, ANSWER);
-        const resumedBy = f.logs('run').split('\n').filter((l) => l.includes(id) && l.includes('run resumed'));
-        assert.equal(resumedBy.length, 1, 'resumed once');
-        assert.equal(resumedBy[0]!.includes('run | [2] '), n === 1, `the other replica resumed it: ${resumedBy[0]}`);
-        const resumed = all.filter((e) => e.event === 'run.resumed');
-        assert.equal(resumed.length, 1, 'one resumed event');
-        const r = resumed[0]!.data.data as Record<string, unknown>;
-        assert.match(String(r.reason), /lease expired/);
-        assert.equal(r.takeover, 1);
-        assert.ok(typeof r.fromStep === 'number' && r.fromStep >= 1, `it resumed after step ${String(r.fromStep)}`);
-        assert.equal(all.filter((e) => e.event === 'run.started').length, 1, 'started once');
-        const browsers = new Set(all.filter((e) => e.event === 'browser.ready').map((e) => (e.data.data as { browserId: string }).browserId));
-        assert.deepEqual([...browsers], [run.browserId], 'the same browser all along');
-        const stepEvents = all.filter((e) => e.event === 'step').map((e) => (e.data.data as { number: number }).number);
-        const { steps } = (await (await json('GET', `${BASE}/runs/${id}/steps`)).json()) as { steps: { number: number }[] };
-        const numbers = steps.map((s) => s.number);
-        assert.deepEqual(numbers, Array.from({ length: 9 }, (_, k) => k + 1), 'nine steps, numbered on across the takeover');
-        assert.deepEqual(stepEvents, numbers, 'one step event per step, in order');
-        // Takeover time: from the kill to the first step the other replica recorded.
-        const next = all.find((e) => e.event === 'step' && (e.data.data as { number: number }).number > Number(r.fromStep))!;
-        figures.push(Date.parse(String((next.data as { ts?: string }).ts)) - killedAt);
-      } finally {
-        await f.stack.revive('run', n);
-      }
-    }
+    for (let i = 0; i < 3; i++) figures.push(await interruptMidRun('SIGKILL', /lease expired/));
     console.log(`takeover, kill to the next step (lease ${LEASE_MS} ms): ${figures.map((ms) => `${ms} ms`).join(', ')}`);
+  });
+
+  test('when the replica running it shuts down (SIGTERM, as a rolling update does), then it hands the run over and the other finishes it on the same browser', async () => {
+    const ms = await interruptMidRun('SIGTERM', /shut down .*handed it over/);
+    console.log(`handover, SIGTERM to the next step (lease ${LEASE_MS} ms): ${ms} ms`);
   });
 
   test('when one run is stopped and the browser of another is stopped while their worker is dead, then the first stays stopped and the second fails saying its browser is gone', async () => {
@@ -120,12 +134,12 @@ describe('a run whose worker dies', { skip: !pg && 'needs Postgres on 127.0.0.1:
       await f.stack.revive('run', 2);
     }
     assert.deepEqual([await holder(stopped.id), await holder(orphan.id)], [1, 1]);
+    const browserId = (await read(orphan.id)).browserId as string;
     await f.stack.kill('run', 1);
     try {
-      const res = await json('POST', `${BASE}/runs/${stopped.id}/stop`);
+      // Both at once, within the 2 s lease: a takeover that came first would resume them instead.
+      const [res, gone] = await Promise.all([json('POST', `${BASE}/runs/${stopped.id}/stop`), json('POST', `/api/v1/browsers/${browserId}/stop`)]);
       assert.equal(res.status, 200, await res.clone().text());
-      const browserId = (await read(orphan.id)).browserId as string;
-      const gone = await json('POST', `/api/v1/browsers/${browserId}/stop`);
       assert.equal(gone.status, 200, await gone.clone().text());
 
       const orphanEvents = await events(orphan.id);
@@ -173,6 +187,43 @@ describe('a run whose worker dies', { skip: !pg && 'needs Postgres on 127.0.0.1:
       const told = sent.find((t) => /cut short/.test(t))!;
       assert.match(told, /resumed on another worker/);
       assert.match(told, /echo kept > first\.txt/, 'the conversation so far is kept');
+    } finally {
+      await f.stack.revive('run', n);
+    }
+  });
+});
+
+describe('a run handed over at a shutdown, with leases of ten minutes', { skip: !pg && 'needs Postgres on 127.0.0.1:5432' }, () => {
+  let f: StackFixture;
+  let db: FreshDatabase;
+  let site: TestSite;
+
+  before(async () => {
+    site = await serveSite();
+    db = await freshDatabase(pg!, 'ats_handover');
+    f = await startStackFixture({ databaseUrl: db.url, replicas: { run: 2 }, projects: ['alpha'], env: { RUN_LEASE_MS: '600000', DEFAULT_MODEL: 'builtin', POOL_WARM_SIZE: '0' } });
+  });
+  after(async () => {
+    await f?.stop();
+    await db?.drop();
+    await site?.close();
+  });
+
+  test('when the replica running it shuts down (SIGTERM), then the other takes it over at once, not when it next looks for expired leases (five minutes on)', async () => {
+    const key = f.projects.alpha!.key;
+    const res = await f.api(`${BASE}/runs`, { method: 'POST', key, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ task: `Open ${site.url('run-slow.html?ms=1500')}. Wait for 'Shop ready'. Click 'Continue to the order form'. Type 'Ada Lovelace' into 'Full name'. Type 'ada@example.com' into 'you@example.com'. Select 'Blue' from 'Colour'. Click 'Place order'. Wait for 'Thank you'. Extract the text of '#confirmation'.`, model: 'builtin' }) });
+    assert.equal(res.status, 202, await res.clone().text());
+    const { id } = (await res.json()) as { id: string };
+    await readSse(await f.api(`${BASE}/runs/${id}/events/stream`, { key }), (e) => e.event === 'step');
+    const { rows } = await db.knex.raw('select lease_owner from "run".runs where id = ?', [id]);
+    const n = Number(/^run-(\d+)\./.exec(rows[0].lease_owner)![1]);
+    await f.stack.kill('run', n, 'SIGTERM');
+    try {
+      const all = await within(readSse(await f.api(`${BASE}/runs/${id}/events/stream`, { key })), 'the run finished by the other replica', 60_000);
+      const run = (await (await f.api(`${BASE}/runs/${id}`, { key })).json()) as { status: string; result: string; error?: string };
+      assert.equal(run.status, 'completed', run.error);
+      assert.equal(run.result, ANSWER);
+      assert.equal(all.filter((e) => e.event === 'run.resumed').length, 1, 'resumed once, by the other replica');
     } finally {
       await f.stack.revive('run', n);
     }

@@ -69,7 +69,14 @@ async function finished(p: Project, runId: string): Promise<{ run: Record<string
   assert.equal(res.status, 200);
   assert.match(res.headers.get('content-type') ?? '', /text\/event-stream/);
   const events = await readSse(res);
-  const run = (await (await json(p, 'GET', `${BASE}/runs/${runId}`)).json()) as Record<string, any>;
+  // A stream the server ended before the run did (its time bound) is followed on from its last event, as a client does.
+  const deadline = Date.now() + 300_000;
+  let run = (await (await json(p, 'GET', `${BASE}/runs/${runId}`)).json()) as Record<string, any>;
+  while (['queued', 'running'].includes(run.status) && Date.now() < deadline) {
+    const more = await f.api(`${BASE}/runs/${runId}/events/stream`, { key: key(p), headers: events.at(-1)?.id ? { 'last-event-id': String(events.at(-1)!.id) } : {} });
+    events.push(...(await readSse(more)));
+    run = (await (await json(p, 'GET', `${BASE}/runs/${runId}`)).json()) as Record<string, any>;
+  }
   return { run, events };
 }
 
@@ -445,10 +452,12 @@ describe('request ids', () => {
 });
 
 describe('limits and failures', () => {
-  test('when 20 runs are created at once with a project limit of 2, then never more than 2 run and all 20 complete', async () => {
-    const created = await Promise.all(Array.from({ length: 20 }, () => start('limits', { task: `Open ${site.url('run-table.html')}. Extract the title.` })));
+  // Four times the limit: most wait their turn.
+  const AT_ONCE = 8;
+  test(`when ${AT_ONCE} runs are created at once with a project limit of 2, then never more than 2 run and all ${AT_ONCE} complete`, async () => {
+    const created = await Promise.all(Array.from({ length: AT_ONCE }, () => start('limits', { task: `Open ${site.url('run-table.html')}. Extract the title.` })));
     const results = await Promise.all(created.map((c) => finished('limits', c.id)));
-    assert.deepEqual(results.map((r) => r.run.status), Array(20).fill('completed'));
+    assert.deepEqual(results.map((r) => r.run.status), Array(AT_ONCE).fill('completed'));
     // Overlap from the runs' own start and finish times.
     const edges = results.flatMap((r) => [
       { t: Date.parse(r.run.startedAt), d: 1 },

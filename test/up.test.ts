@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { ROOT, canConnect, freePort, killGroup } from '../scripts/stack.js';
 import { tempDir } from './support/infra.js';
 import { readSse } from './support/sse.js';
-import { processExists } from './support/stack-fixture.js';
+import { processExists, stackMode } from './support/stack-fixture.js';
 import { until } from './support/until.js';
 
 /** Pids of processes whose command line mentions `needle`. */
@@ -58,7 +58,7 @@ describe('the launcher with no NATS_URL', () => {
 
   before(async () => {
     port = await freePort();
-    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', ATS_RUN_MODE: 'tsx', NO_COLOR: '1', SHUTDOWN_TIMEOUT_MS: '5000' };
+    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', ATS_RUN_MODE: stackMode(), NO_COLOR: '1', SHUTDOWN_TIMEOUT_MS: '5000' };
     delete env.NATS_URL;
     delete env.DATABASE_URL;
     delete env.BOOTSTRAP_API_KEY;
@@ -90,6 +90,13 @@ describe('the launcher with no NATS_URL', () => {
     assert.deepEqual(((await res.json()) as { agents: { name: string }[] }).agents.map((a) => a.name), ['browser-agent', 'browsercode']);
     const health = await fetch(`http://127.0.0.1:${port}/healthz`);
     assert.equal(health.status, 200);
+    // A browser starts, from the compiled code (dist/ holds no supervisor.pl: it is found beside the source).
+    const browser = await fetch(`http://127.0.0.1:${port}/api/v1/browsers`, { method: 'POST', headers: { 'X-Service-API-Key': key, 'content-type': 'application/json' }, body: '{}' });
+    assert.equal(browser.status, 201, await browser.clone().text());
+    const { id: browserId, status } = (await browser.json()) as { id: string; status: string };
+    assert.equal(status, 'active');
+    const stopped = await fetch(`http://127.0.0.1:${port}/api/v1/browsers/${browserId}/stop`, { method: 'POST', headers: { 'X-Service-API-Key': key } });
+    assert.equal(stopped.status, 200, await stopped.clone().text());
     // The dashboard's address is printed; once built (make build), the gateway serves it there.
     assert.equal(/Dashboard:\s+(\S+)/.exec(output)?.[1], `http://localhost:${port}/`);
     if (fs.existsSync(path.join(ROOT, 'dashboard/dist/index.html'))) {

@@ -229,7 +229,12 @@ export const workspaceList = pageOf(workspace);
 export const browser = reply({
   id: str(),
   status: str({ enum: ['active', 'stopped'] }),
-  cdpUrl: nullable(str()),
+  cdpUrl: nullable(
+    str({
+      description:
+        'CDP WebSocket URL while active (null once stopped). The browser outlives a restart of the pool process running it: meanwhile reads of it answer 503 (try again) and this URL refuses connections; once the pool is back the same URL works again, tabs, pages and cookies kept',
+    }),
+  ),
   liveViewUrl: nullable(str()),
   profileId: nullable(str()),
   sessionId: nullable(str()),

@@ -17,6 +17,8 @@ export interface BurstFigures {
   /** Every answer of live-view during the burst (ms): gRPC mint, gRPC GetRecording, gateway GET …/recording. */
   calls: number;
   failed: number;
+  /** The answers of creates that failed (status and body). */
+  createErrors: string[];
   p50Ms: number;
   p99Ms: number;
   maxMs: number;
@@ -58,9 +60,14 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export async function liveViewBurst(f: StackFixture, project: TestProject, n: number, o: { probeEveryMs?: number; timeoutMs?: number } = {}): Promise<BurstFigures> {
   const lv = createServiceClient(LiveViewServiceService, `127.0.0.1:${f.stack.ports.get('live-view')}`, 30000, f.stack.internalToken);
   const repliedAt = new Map<string, number>();
+  /** Why creates failed (status and body), for the test's message. */
+  const createErrors: string[] = [];
   const create = async (): Promise<BrowserRecord | undefined> => {
     const res = await f.api('/api/v1/browsers', { method: 'POST', key: project.key, headers: { 'content-type': 'application/json' }, body: '{}' });
-    if (res.status !== 201) return undefined;
+    if (res.status !== 201) {
+      createErrors.push(`${res.status} ${await res.text()}`);
+      return undefined;
+    }
     const b = (await res.json()) as BrowserRecord;
     repliedAt.set(b.id, Date.now());
     return b;
@@ -110,6 +117,7 @@ export async function liveViewBurst(f: StackFixture, project: TestProject, n: nu
     return {
       browsers: n,
       created: [anchor, ...created],
+      createErrors,
       withLinkAtCreate: created.filter((b) => b.liveViewUrl).length,
       calls: latencies.length,
       failed,

@@ -27,13 +27,24 @@ export interface StackFixture {
   stop(): Promise<void>;
 }
 
+/**
+ * How test stacks run the services: `dist` (the compiled code `make up` and the image run) under
+ * `make test`, which builds first and sets ATS_STACK_MODE; else `tsx` from the sources, so a test
+ * file run alone never runs stale code. A service from dist/ starts on less than half the CPU.
+ */
+export function stackMode(): 'tsx' | 'dist' {
+  return process.env.ATS_STACK_MODE === 'dist' ? 'dist' : 'tsx';
+}
+
 export interface StackFixtureOptions {
   /** Extra environment for every service. */
   env?: Record<string, string>;
   /** Projects to create, each with its own key. */
   projects?: string[];
-  /** `tsx` (sources, the default for tests) or `dist` (built code, for benchmarks). */
+  /** `tsx` (sources) or `dist` (built code); default `stackMode()`. */
   mode?: 'tsx' | 'dist';
+  /** A service's budget for a graceful stop (SHUTDOWN_TIMEOUT_MS; default 5 s). */
+  shutdownTimeoutMs?: number;
   /** Start the stack's own nats-server (which requires a token) even when 127.0.0.1:4222 answers. */
   ownNats?: boolean;
   /** Postgres for every service (each in its own schema); PGlite in the data directory when unset. */
@@ -46,10 +57,12 @@ export interface StackFixtureOptions {
   blobStore?: 'local' | 's3';
   /** How clients reach the replicas of another service (see StackOptions.balancing). */
   balancing?: 'per-call' | 'pinned';
+  /** Services with the stack's V8 heap limits (default true; see StackOptions.heapLimits). */
+  heapLimits?: boolean;
 }
 
 export async function startStackFixture(options: StackFixtureOptions = {}): Promise<StackFixture> {
-  const { env = {}, projects: projectNames = [], mode = 'tsx', ownNats = false, databaseUrl, replicas, logLevel = 'info', blobStore, balancing } = options;
+  const { env = {}, projects: projectNames = [], mode = stackMode(), ownNats = false, databaseUrl, replicas, logLevel = 'info', blobStore, balancing, heapLimits, shutdownTimeoutMs = 5000 } = options;
   const dataDir = tempDir('stack');
   const projects: Record<string, TestProject> = {};
   if (projectNames.length) {
@@ -70,10 +83,11 @@ export async function startStackFixture(options: StackFixtureOptions = {}): Prom
     databaseUrl,
     replicas,
     balancing,
+    heapLimits,
     apiKey: key,
     mode,
     logLevel,
-    shutdownTimeoutMs: 5000,
+    shutdownTimeoutMs,
     // Tests fire requests far faster than a client should: limits this high only stop a runaway loop.
     env: { RATE_LIMIT_PER_SECOND: '1000', RATE_LIMIT_BURST: '2000', RATE_LIMIT_CREATES_PER_MINUTE: '6000', ...env },
     blobStore,

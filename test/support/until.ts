@@ -19,3 +19,16 @@ export async function until<T>(check: () => Maybe<T> | Promise<Maybe<T>>, o: { t
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
+
+/** Awaits `promise` (an event the test waits for), or throws after `timeoutMs`, naming `what`: no wait in a test is unbounded. */
+export async function within<T>(promise: Promise<T>, what: string, timeoutMs = 20_000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`within: ${what} did not happen within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

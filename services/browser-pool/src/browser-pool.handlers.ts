@@ -2,6 +2,7 @@
  * BrowserPoolService handlers: proto ↔ domain. A call about one browser is answered where the
  * browser runs: here, or forwarded to the replica that owns it (owner-routing.ts).
  */
+import type * as grpc from '@grpc/grpc-js';
 import { InvalidArgumentError } from '../../common/src/errors.js';
 import { agentEnum, agentName } from '../../common/src/agent-name.js';
 import type { Handlers } from '../../common/src/grpc.js';
@@ -23,7 +24,7 @@ import type { BrowserRow, StopReason as StopReasonName } from './browser.reposit
 import type { BrowserInput, MouseButtonName } from './input.js';
 import type { ProfileRow } from './profile.repository.js';
 import type { Profiles } from './profiles.js';
-import { forwardedTo, type OwnerRouter } from './owner-routing.js';
+import { forwardedTo, timeLeftMs, type OwnerRouter } from './owner-routing.js';
 import type { Frame } from './screencast.js';
 
 const REASONS: Record<StopReasonName, StopReason> = BROWSER_STOP_REASON_CODES;
@@ -46,6 +47,12 @@ export function profileOut(p: ProfileRow): Profile {
     createdAt: p.createdAt,
     updatedAt: p.updatedAt,
   };
+}
+
+/** How long a read may wait for a profile save before it answers with what is stored: most of what is left of the caller's deadline. */
+function readWaitMs(call: { getDeadline(): grpc.Deadline }): number {
+  const left = timeLeftMs(call);
+  return Number.isFinite(left) ? Math.max(0, left * 0.8 - 100) : Infinity;
 }
 
 function frameOut(f: Frame): StreamFramesResponse {
@@ -254,10 +261,12 @@ export function browserPoolHandlers(pool: BrowserPool, profiles: Profiles, route
     async createProfile(req) {
       return { profile: profileOut(await profiles.create(req.projectId, req.name, req.userId)) };
     },
-    async getProfile(req) {
+    async getProfile(req, call) {
+      await pool.profileSaved(req.projectId, req.profileId, readWaitMs(call));
       return { profile: profileOut(await profiles.get(req.projectId, req.profileId)) };
     },
-    async listProfiles(req) {
+    async listProfiles(req, call) {
+      await pool.profileSaved(req.projectId, undefined, readWaitMs(call));
       const page = await profiles.list(req.projectId, req.limit, req.cursor);
       return { items: page.items.map(profileOut), nextCursor: page.nextCursor, hasMore: page.hasMore };
     },

@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { chromium } from 'playwright-core';
 import puppeteer, { type Browser as PuppeteerBrowser } from 'puppeteer-core';
 import { tempDir } from '../../../test/support/infra.js';
-import { until } from '../../../test/support/until.js';
+import { until, within } from '../../../test/support/until.js';
 import { openDatabase, type Database } from '../../common/src/db.js';
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError, ResourceExhaustedError, UnavailableError } from '../../common/src/errors.js';
 import { createLogger } from '../../common/src/logger.js';
@@ -22,6 +22,7 @@ import { BrowserRepository, type BrowserRow } from './browser.repository.js';
 import { CdpProxy } from './cdp-proxy.js';
 import { Chromium, strayTempDirs } from './chromium.js';
 import { Downloads, type DownloadStore } from './downloads.js';
+import { InstanceRepository } from './instance.repository.js';
 import { migrations } from './migrations.js';
 import { groupMembers, processesUsing } from './process-groups.js';
 import { ProfileRepository } from './profile.repository.js';
@@ -43,6 +44,8 @@ interface Harness {
   profiles: Profiles;
   profileRepo: ProfileRepository;
   events: { kind: string; row: BrowserRow }[];
+  /** Resolves when `kind` has been announced for the browser (a stop answers before its process is gone; `stopped` says it is). */
+  announced(id: string, kind: string): Promise<void>;
   objects: Map<string, Buffer>;
   rootDir: string;
   stop(): Promise<void>;
@@ -70,7 +73,28 @@ async function harness(o: Partial<BrowserPoolOptions> & { rootDir?: string; prox
     },
   };
   const events: Harness['events'] = [];
-  const sink: BrowserEvents = { publish: (kind, row) => events.push({ kind, row }) };
+  const listeners = new Set<() => void>();
+  const sink: BrowserEvents = {
+    publish: (kind, row) => {
+      events.push({ kind, row });
+      for (const l of listeners) l();
+    },
+  };
+  const announced = (id: string, kind: string) =>
+    new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        listeners.delete(check);
+        reject(new Error(`${kind} of ${id} not announced within 20 s`));
+      }, 20_000);
+      function check() {
+        if (!events.some((e) => e.kind === kind && e.row.id === id)) return;
+        clearTimeout(timer);
+        listeners.delete(check);
+        resolve();
+      }
+      listeners.add(check);
+      check();
+    });
   let pool!: BrowserPool;
   const proxy = new CdpProxy({ backend: { live: (id) => pool.live(id), publicUrl: (b) => pool.publicUrl(b) }, signer, logger });
   const port = await proxy.listen('127.0.0.1', 0);
@@ -109,6 +133,7 @@ async function harness(o: Partial<BrowserPoolOptions> & { rootDir?: string; prox
     profiles,
     profileRepo,
     events,
+    announced,
     objects,
     rootDir,
     async stop() {
@@ -253,8 +278,10 @@ describe('warm pool, CDP proxy and stop', () => {
     assert.equal(stopped.stopReason, 'user');
     assert.ok(stopped.stoppedAt);
     assert.equal(h.pool.cdpUrlFor(stopped), '');
+    assert.equal((await h.pool.get(P, row.id)).status, 'stopped', 'a read right after the stop says stopped');
+    await h.announced(row.id, 'stopped');
     assert.deepEqual(groupMembers(row.pid!), []);
-    await disconnected; // the attached client is cut
+    await within(disconnected, 'the attached CDP client cut'); // the attached client is cut
     assert.equal(await upgradeStatus(cdpUrl), 404);
     await assert.rejects(connect(cdpUrl));
     assert.deepEqual(h.events.filter((e) => e.row.id === row.id).map((e) => [e.kind, e.row.stopReason]), [['started', null], ['stopped', 'user']]);
@@ -665,6 +692,31 @@ describe('timeouts and idleness', () => {
     stopStreams.abort();
     await Promise.all(streams);
   });
+
+  test('when a recorded browser is stopped while its page keeps changing, then its recorder heard every second that it lived and got nothing stamped after the stop', async () => {
+    const h = await harness({ warmSize: 0 });
+    // A profile to save makes the stop take a while after it is recorded, the page still painting.
+    const profile = await h.profiles.create(P, 'recorded-stop', 'user-9');
+    const row = await h.pool.create({ projectId: P, profileId: profile.id });
+    const b = await connect(h.pool.cdpUrlFor(row));
+    const page = await openPage(b, `${site.origin}/index.html`);
+    await page.evaluate(`(function paint() {
+      document.body.style.background = 'hsl(' + (Math.floor(performance.now() / 10) % 360) + ' 80% 50%)';
+      requestAnimationFrame(paint);
+    })()`);
+    const seen: Frame[] = [];
+    const streamed = h.pool.streamFrames(P, row.id, (f) => seen.push(f), new Promise(() => {}), { passive: true });
+    const subscribedMs = Date.now();
+    await until(() => seen.some((f) => !f.jpeg.length && f.timestampMs >= subscribedMs + 1500), { what: 'a message with no picture saying the browser lives, a second and more on' });
+    await b.disconnect();
+    const saved = now;
+    now = Date.now(); // the pool's clock (frozen in these tests) is the frames' one for this stop
+    const stopped = await h.pool.stop(P, row.id, 'user').finally(() => (now = saved));
+    await streamed;
+    const stopMs = Date.parse(stopped.stoppedAt!);
+    assert.ok(seen.filter((f) => f.jpeg.length && f.timestampMs <= stopMs).length >= 5, 'the changing page was streamed up to the stop');
+    assert.deepEqual(seen.filter((f) => f.timestampMs > stopMs).map((f) => `${f.jpeg.length ? 'frame' : 'message'} ${f.timestampMs - stopMs} ms after the stop`), [], 'nothing stamped after the stop');
+  });
 });
 
 describe('profiles, release and saves', () => {
@@ -715,6 +767,113 @@ describe('profiles, release and saves', () => {
     const row = await h.pool.create({ projectId: P });
     assert.equal(await h.pool.saveProfileState(P, row.id), undefined);
     await h.pool.stop(P, row.id, 'user');
+  });
+});
+
+describe('stops that answer before the browser is gone', () => {
+  const BG = 'prj_pool_background_stop';
+  /** Holds every profile save of `h` until `open` is called; `started` resolves at the first one. */
+  function gateSaves(h: Harness) {
+    const save = h.profiles.save.bind(h.profiles);
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    let started!: () => void;
+    const first = new Promise<void>((r) => (started = r));
+    h.profiles.save = async (...args) => {
+      started();
+      await gate;
+      return save(...args);
+    };
+    return { started: first, open };
+  }
+
+  async function logIn(h: Harness, row: BrowserRow, user: string) {
+    const b = await connect(h.pool.cdpUrlFor(row));
+    const page = await openPage(b, `${site.origin}/login.html`);
+    await page.type('#user', user);
+    await Promise.all([page.waitForFunction(() => document.getElementById('status')!.textContent === 'logged in'), page.click('#submit')]);
+    await b.disconnect();
+  }
+
+  test('when a profile browser is stopped, then the stop answers while its profile is still being captured, and the node slot it holds is not reused until its process is gone', async () => {
+    const h = await harness({ warmSize: 0, maxBrowsers: 1 });
+    const profile = await h.profiles.create(BG, 'slow-save', undefined);
+    const first = await h.pool.create({ projectId: BG, profileId: profile.id });
+    await logIn(h, first, 'sam');
+    const saves = gateSaves(h);
+    const stopped = await h.pool.stop(BG, first.id, 'user');
+    assert.equal(stopped.status, 'stopped');
+    assert.equal((await h.pool.get(BG, first.id)).status, 'stopped', 'a read right after says stopped');
+    await saves.started;
+    assert.notDeepEqual(groupMembers(first.pid!), [], 'its process is still there: the capture needs it');
+    const next = h.pool.create({ projectId: BG }).then((row) => ({ row, oldGroup: groupMembers(first.pid!), announced: h.events.map((e) => `${e.kind} ${e.row.id}`) }));
+    const waiting = await until(async () => (await h.browsers.list(BG, { status: 'active', limit: 10 })).items.find((r) => r.id !== first.id), { what: 'the next browser recorded' });
+    assert.equal(new Set(chromiumUnder(h.rootDir).map((p) => p.pgid)).size, 1, 'no second Chromium while the node is full');
+    saves.open();
+    const { row, oldGroup, announced } = await next;
+    assert.equal(row.id, waiting.id);
+    assert.deepEqual(oldGroup, [], 'launched only once the stopped one had exited');
+    assert.ok(announced.indexOf(`stopped ${first.id}`) !== -1, 'the stop was announced before the next browser started');
+    assert.deepEqual((await h.profiles.get(BG, profile.id)).cookieDomains, ['127.0.0.1'], 'the stop saved the profile');
+    await h.pool.stop(BG, row.id, 'user');
+  });
+
+  test('when a browser is created with a profile whose stop is still saving it, then it waits for that save and starts logged in', async () => {
+    const h = await harness({ warmSize: 0 });
+    const profile = await h.profiles.create(BG, 'handover', undefined);
+    const first = await h.pool.create({ projectId: BG, profileId: profile.id });
+    await logIn(h, first, 'hana');
+    const saves = gateSaves(h);
+    await h.pool.stop(BG, first.id, 'user');
+    await saves.started;
+    assert.deepEqual((await h.profiles.get(BG, profile.id)).cookieDomains, [], 'nothing saved yet');
+    const second = h.pool.create({ projectId: BG, profileId: profile.id });
+    saves.open();
+    const row = await second;
+    const b = await connect(h.pool.cdpUrlFor(row));
+    const page = await openPage(b, `${site.origin}/login.html`);
+    assert.equal(await page.evaluate(() => localStorage.getItem('user')), 'hana', 'the state the stop captured');
+    assert.ok((await page.cookies()).some((c) => c.name === 'session' && c.value === 'hana'));
+    await b.disconnect();
+    await h.pool.stop(BG, row.id, 'user');
+  });
+
+  test('when a profile browser is stopped on one pool replica, then a create naming the profile on another waits for that save and starts logged in; a save of a replica that is gone holds nothing', async () => {
+    const a = await harness({ warmSize: 0, instanceId: 'bpi_save_a' });
+    const b = await harness({ warmSize: 0, instanceId: 'bpi_save_b' });
+    const instances = new InstanceRepository(db.knex);
+    await instances.register({ id: 'bpi_save_a', grpcAddr: '127.0.0.1:1', cdpUrl: 'ws://127.0.0.1:1' }, new Date(now));
+    const profile = await a.profiles.create(BG, 'across replicas', undefined);
+    const first = await a.pool.create({ projectId: BG, profileId: profile.id });
+    await logIn(a, first, 'ines');
+    const saves = gateSaves(a);
+    await a.pool.stop(BG, first.id, 'user');
+    await saves.started;
+    const savingElsewhere = b.profiles.savingElsewhere.bind(b.profiles);
+    const waits = new Promise<string>((resolve) => {
+      b.profiles.savingElsewhere = async (...args) => {
+        const saving = await savingElsewhere(...args);
+        if (saving) resolve('waits for the save');
+        return saving;
+      };
+    });
+    // What GetProfile does on the other replica before it reads, and a create there.
+    const read = b.pool.profileSaved(BG, profile.id).then(() => b.profiles.get(BG, profile.id));
+    const second = b.pool.create({ projectId: BG, profileId: profile.id });
+    const seen = await Promise.race([waits, read.then(() => 'read'), second.then(() => 'created')]);
+    assert.equal(seen, 'waits for the save', 'the other replica neither reads nor starts the browser before the save');
+    saves.open();
+    const row = await second;
+    assert.deepEqual((await read).cookieDomains, ['127.0.0.1'], 'a read on the other replica shows the save');
+    const cdp = await connect(b.pool.cdpUrlFor(row));
+    const page = await openPage(cdp, `${site.origin}/login.html`);
+    assert.ok((await page.cookies()).some((c) => c.name === 'session' && c.value === 'ines'), 'the new browser starts logged in');
+    await cdp.disconnect();
+    await b.pool.stop(BG, row.id, 'user');
+
+    await a.profileRepo.markSaving(BG, profile.id, 'bpi_gone', new Date(now));
+    await within(b.pool.profileSaved(BG, profile.id), 'a read not held by the save of a replica with no row', 3000);
+    await instances.deregister('bpi_save_a');
   });
 });
 

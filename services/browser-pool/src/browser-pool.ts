@@ -1,8 +1,8 @@
 /**
  * The browser pool: hands out browsers (warm when it can, launched when it must), keeps their
  * records, loads and saves profiles, stops them (on request, at their timeout, when idle, when a
- * run is done, on shutdown — always the same way), and on start reaps what a crashed
- * predecessor left behind. One Chromium process per browser: a cdpUrl controls a whole browser.
+ * run is done, on shutdown — always the same way), and on start takes over the browsers a previous
+ * process of the same instance left running (their supervisors outlive it) and reaps the rest. One Chromium process per browser: a cdpUrl controls a whole browser.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -15,6 +15,7 @@ import type { AgentName } from '../../common/src/agent-name.js';
 import type { BrowserRepository, BrowserRow, BrowserStatus, NewBrowser, StopReason } from './browser.repository.js';
 import { cdpUrl } from './cdp-token.js';
 import { killStrays, strayTempDirs } from './chromium.js';
+import { readStates, removeState, removeStaleSockets, stopSupervisor, supervisorAlive, type SupervisorState } from './supervisor.js';
 import type { CdpProxyBackend } from './cdp-proxy.js';
 import type { BrowserConfinement } from './confinement.js';
 import { AdBlocker, DEFAULT_ADBLOCK_LISTS } from './adblock.js';
@@ -28,10 +29,13 @@ import type { ProfileRow } from './profile.repository.js';
 import type { Profiles } from './profiles.js';
 import type { Proxies } from './proxies.js';
 import type { Frame, ScreencastOptions } from './screencast.js';
-import { WarmPool } from './warm-pool.js';
+import { NodeSlots } from './node-slots.js';
+import { WarmPool, type LaunchTiming } from './warm-pool.js';
 
 /** How long a read waits for a live view URL to be minted again before it answers without one. */
 const READ_REMINT_WAIT_MS = 1000;
+/** How often a recording's frame stream hears that its browser still lives. */
+const ALIVE_EVERY_MS = 1000;
 
 /** Mints the signed live view page URL of a browser (the live-view service in production). */
 export interface LiveViewMinter {
@@ -67,7 +71,10 @@ export interface BrowserPoolOptions {
   instanceId: string;
   /** Parent of every browser's directory. */
   rootDir: string;
-  chromium: { executable: string; confinement: BrowserConfinement; extraArgs: string[] };
+  /** `nice`: how much lower Chromium's CPU priority is than the services' (0 = the same). */
+  chromium: { executable: string; confinement: BrowserConfinement; extraArgs: string[]; nice?: number | undefined };
+  /** How long a browser's supervisor keeps it with no pool process connected (POOL_RESTART_GRACE_MS). */
+  restartGraceMs?: number | undefined;
   /**
    * What browsers' networks may reach. The services' internal ports are refused on this host
    * (the pool adds its browsers' egress proxies to `deniedLocalPorts`).
@@ -78,7 +85,20 @@ export interface BrowserPoolOptions {
   /** Name resolution of the browsers' egress proxies (default: the system's); tests map ad hosts to a local site with it. */
   egressLookup?: LookupAll | undefined;
   screencast: ScreencastOptions;
+  /** Warm browsers kept even without demand (the warm pool's floor). */
   warmSize: number;
+  /** Most warm browsers kept under demand (default: the floor, i.e. a fixed size). */
+  warmMax?: number;
+  /** Time constant of the demand average that sizes the warm pool (default 30 s). */
+  warmWindowMs?: number;
+  /** Warm launches at once (default 2). */
+  warmParallelLaunches?: number;
+  /** Chromium starts at once, requested and warm (default 4): a start waits its turn, and its timeout counts from then. */
+  parallelLaunches?: number;
+  /** Most a requested launch waits for a node slot and its turn to start (default 20 s); then the create fails, 503. */
+  launchQueueMs?: number;
+  /** Chromium processes this process runs at once, warm, active and still stopping (default: no limit). */
+  maxBrowsers?: number;
   maxActivePerProject: number;
   defaultTimeoutMinutes: number;
   /** 0 = browsers are never stopped for idleness. */
@@ -137,16 +157,28 @@ export class BrowserPool implements CdpProxyBackend {
   readonly #active = new Map<string, LiveBrowser>();
   /** Live view URLs being minted again for reads (browser id → the row with its URL). */
   readonly #reminting = new Map<string, Promise<BrowserRow>>();
-  readonly #ending = new Map<string, Promise<BrowserRow | undefined>>();
+  /** Browsers stopping (id → done: profile saved, downloads stored, process gone). */
+  readonly #ending = new Map<string, Promise<unknown>>();
+  /** Their stopped records (what a stop answers at once). */
+  readonly #stops = new Map<string, Promise<BrowserRow | undefined>>();
   /** Directory removals still running in the background (awaited on shutdown). */
   readonly #removals = new Set<Promise<void>>();
   readonly #warm: WarmPool;
+  readonly #slots: NodeSlots;
+  /** Chromium starts under way (requests before warm ones). */
+  readonly #starting: NodeSlots;
+  /** Ports no browser may reach on this host: the configured ones (a set built once) and every browser's egress proxy. */
+  readonly #deniedLocalPorts: Pick<ReadonlySet<number>, 'has'>;
+  /** Profile saves of stops that answered before them (project/profile → done): a create naming the profile waits. */
+  readonly #profileSaves = new Map<string, Promise<unknown>>();
   #cdpInternalBase: string | undefined;
   /** The hardware the last browser without a profile presented (the next one differs). */
   #lastHardware: Hardware | undefined;
   #reaper: NodeJS.Timeout | undefined;
   #stopped = false;
   #draining = false;
+  /** Shutting down with the browsers left for the next process (`detachAll`). */
+  #leaving = false;
   /** Told when the last active browser ends (a drain waits for it). */
   readonly #whenEmpty = new Set<() => void>();
   #stopping: Promise<void> | undefined;
@@ -158,12 +190,17 @@ export class BrowserPool implements CdpProxyBackend {
     this.#logger = o.logger;
     this.#now = o.now ?? Date.now;
     this.#cdpInternalBase = o.cdpInternalBase;
-    this.#warm = new WarmPool({ size: o.warmSize, logger: o.logger, launch: (signal) => this.#launch(newId('brw'), o.defaultWidth, o.defaultHeight, null, true, signal) });
-  }
-
-  /** Ports no browser may reach on this host: the configured ones and every browser's egress proxy. */
-  #deniedLocalPorts(): ReadonlySet<number> {
-    return new Set([...this.#o.egress.deniedLocalPorts, ...EgressProxy.livePorts]);
+    const configured = new Set(o.egress.deniedLocalPorts);
+    this.#deniedLocalPorts = { has: (port) => configured.has(port) || EgressProxy.livePorts.has(port) };
+    this.#slots = new NodeSlots(o.maxBrowsers ?? Infinity);
+    this.#starting = new NodeSlots(o.parallelLaunches ?? 4);
+    this.#warm = new WarmPool({
+      settings: { floor: o.warmSize, ceiling: Math.max(o.warmMax ?? o.warmSize, o.warmSize), windowMs: o.warmWindowMs ?? 30_000, maxParallelLaunches: o.warmParallelLaunches ?? 2 },
+      logger: o.logger,
+      now: this.#now,
+      launch: (signal, timing) => this.#launch(newId('brw'), o.defaultWidth, o.defaultHeight, null, true, signal, 'warm', timing),
+    });
+    this.#slots.onStarved = () => this.#warm.yieldOne();
   }
 
   #launchOptions(id: string, width: number, height: number, upstream: URL | undefined, stealth: boolean, signal?: AbortSignal): LiveBrowserOptions {
@@ -176,23 +213,59 @@ export class BrowserPool implements CdpProxyBackend {
       id,
       width,
       height,
-      egress: { allowPrivateNetworks: this.#o.egress.allowPrivateNetworks, deniedLocalPorts: () => this.#deniedLocalPorts(), deniedEndpoints: this.#o.egress.deniedEndpoints },
+      egress: { allowPrivateNetworks: this.#o.egress.allowPrivateNetworks, deniedLocalPorts: this.#deniedLocalPorts, deniedEndpoints: this.#o.egress.deniedEndpoints },
       egressLookup: this.#o.egressLookup,
       upstream,
       signal,
       screencast: this.#o.screencast,
+      restartGraceMs: this.#o.restartGraceMs,
+      nice: this.#o.chromium.nice,
       logger: this.#logger,
       now: this.#now,
     };
   }
 
-  async #launch(id: string, width: number, height: number, proxyCountryCode: string | null, stealth: boolean, signal?: AbortSignal): Promise<LiveBrowser> {
+  /**
+   * Launches a browser once the node has a slot for it and a start is free; the slot is held until
+   * its process has exited and its folders are gone. Ten starts at once on a loaded two-core machine
+   * all ran past their 20 s timeout; in turns each gets the CPU to finish.
+   */
+  async #launch(
+    id: string,
+    width: number,
+    height: number,
+    proxyCountryCode: string | null,
+    stealth: boolean,
+    signal?: AbortSignal,
+    kind: 'request' | 'warm' = 'request',
+    timing: LaunchTiming = {},
+  ): Promise<LiveBrowser> {
     if (proxyCountryCode) this.#o.proxies.check(proxyCountryCode);
     const upstream = proxyCountryCode ? this.#o.proxies.upstreamFor(proxyCountryCode) : undefined;
-    return LiveBrowser.launch(this.#launchOptions(id, width, height, upstream, stealth, signal), proxyCountryCode);
+    // A request waits its turn a bounded time (its caller gives up soon after); a warm launch has no caller.
+    const waitSignal = kind === 'request' ? AbortSignal.any([...(signal ? [signal] : []), AbortSignal.timeout(this.#o.launchQueueMs ?? 20_000)]) : signal;
+    const slot = await this.#slots.acquire(kind, waitSignal);
+    let b: LiveBrowser;
+    try {
+      const start = await this.#starting.acquire(kind, waitSignal);
+      const began = this.#now();
+      try {
+        b = await LiveBrowser.launch(this.#launchOptions(id, width, height, upstream, stealth, signal), proxyCountryCode);
+        timing.startMs = this.#now() - began;
+      } finally {
+        start.release();
+      }
+    } catch (err) {
+      slot.release();
+      throw err;
+    }
+    void Promise.all([b.chromium.exited, b.ending])
+      .then(() => b.chromium.removed)
+      .finally(() => slot.release());
+    return b;
   }
 
-  /** Reaps a crashed predecessor's browsers, then starts the warm pool and the reaper. */
+  /** Takes over or reaps what a previous process of this instance left, then starts the warm pool and the reaper. */
   async start(): Promise<void> {
     await this.#recover();
     this.#warm.start();
@@ -200,24 +273,125 @@ export class BrowserPool implements CdpProxyBackend {
     this.#reaper.unref();
   }
 
+  /**
+   * What a previous process left (killed, or restarted with POOL_KEEP_BROWSERS_ON_EXIT): each
+   * browser whose supervisor still runs and whose record is active and this instance's is taken
+   * over (reattach). The rest is reaped: supervisors whose record says stopped (or that cannot be
+   * reattached, or warm ones, which had no record) are ended, Chromium groups without a supervisor
+   * killed, their directories removed, active records without a browser recorded stopped.
+   */
   async #recover(): Promise<void> {
     const root = this.#o.rootDir;
     fs.mkdirSync(root, { recursive: true, mode: 0o700 });
-    const killed = await killStrays(root, this.#logger);
     const leftovers = await this.#o.browsers.activeOf(this.#o.instanceId);
-    for (const row of leftovers) {
+    const records = new Map(leftovers.map((r) => [r.id, r]));
+    let finished = 0;
+    for (const state of readStates(root)) {
+      const row = records.get(state.id);
+      if (row && state.browser && supervisorAlive(state)) {
+        try {
+          await this.#adopt(state, row);
+          continue;
+        } catch (err) {
+          this.#logger.warn({ err, browserId: state.id }, 'browser of a previous process not taken over; stopping it');
+        }
+      }
+      const stopped = row ? undefined : await this.#o.browsers.byId(state.id);
+      if (stopped?.status === 'stopped' && stopped.instanceId === this.#o.instanceId) {
+        await this.#finishStop(state, stopped);
+        finished++;
+        continue;
+      }
+      stopSupervisor(state);
+      removeState(root, state.id);
+    }
+    // Saves the previous process had marked and did not finish (those of its unfinished stops are done now).
+    await this.#o.profiles.clearSavingOf(this.#o.instanceId);
+    const kept = [...this.#active.values()];
+    const killed = await killStrays(root, this.#logger, new Set(kept.map((b) => b.chromium.pgid)));
+    const stopped = leftovers.filter((row) => !this.#active.has(row.id));
+    for (const row of stopped) {
       // Keep what it downloaded before its folder goes; the storage service may be down, so bounded.
       await within(this.#o.downloads.sync(row.projectId, row.id, path.join(root, row.id, 'downloads')), 5000, 'storing downloads').catch((err) =>
         this.#logger.warn({ err, browserId: row.id }, 'downloads of a crashed browser not stored'),
       );
-      const stopped = await this.#o.browsers.markStopped(row.id, 'shutdown', new Date(this.#now()));
-      if (stopped) this.#o.events.publish('stopped', stopped);
+      const marked = await this.#o.browsers.markStopped(row.id, 'shutdown', new Date(this.#now()));
+      if (marked) this.#o.events.publish('stopped', marked);
     }
-    const dirs = [...fs.readdirSync(root).map((d) => path.join(root, d)), ...strayTempDirs(root)];
+    const keep = new Set(kept.flatMap((b) => [b.chromium.dir, b.chromium.tmpDir]));
+    const dirs = [...fs.readdirSync(root).map((d) => path.join(root, d)), ...strayTempDirs(root)].filter((d) => !keep.has(d));
     for (const d of dirs) await fs.promises.rm(d, { recursive: true, force: true, maxRetries: 3 });
-    if (killed.length || leftovers.length || dirs.length) {
-      this.#logger.info({ processGroups: killed.length, records: leftovers.length, dirs: dirs.length }, 'reaped browsers of a previous process');
+    removeStaleSockets(root, new Set(kept.map((b) => b.id)));
+    if (killed.length || stopped.length || dirs.length || kept.length || finished) {
+      this.#logger.info({ processGroups: killed.length, records: stopped.length, dirs: dirs.length, takenOver: kept.length, stopsFinished: finished }, 'browsers of a previous process taken over or reaped');
     }
+  }
+
+  /**
+   * A stop the previous process answered and did not finish (it died during the stop's background
+   * work, or was taken for dead meanwhile): the downloads in the browser's folder are stored, its
+   * profile is captured from the Chromium its supervisor kept (when it did), the browser ends, and
+   * its stop is announced (the previous process would have once the process was gone).
+   */
+  async #finishStop(state: SupervisorState, row: BrowserRow): Promise<void> {
+    await within(this.#o.downloads.sync(row.projectId, row.id, path.join(this.#o.rootDir, row.id, 'downloads')), this.#o.downloadSyncTimeoutMs ?? 20000, 'storing downloads').catch((err) =>
+      this.#logger.warn({ err, browserId: row.id }, 'downloads of an unfinished stop not stored'),
+    );
+    let ended = false;
+    if (row.profileId && state.browser && supervisorAlive(state)) {
+      const upstream = row.proxyCountryCode ? this.#o.proxies.upstreamFor(row.proxyCountryCode) : undefined;
+      try {
+        const b = await LiveBrowser.adopt(this.#launchOptions(row.id, row.screenWidth, row.screenHeight, upstream, row.stealth), state, row);
+        try {
+          await this.#saveProfile(b);
+        } catch (err) {
+          this.#logger.warn({ err, browserId: row.id }, 'profile of an unfinished stop not saved');
+        } finally {
+          await b.shutdown();
+          ended = true;
+        }
+      } catch (err) {
+        this.#logger.warn({ err, browserId: row.id }, 'browser of an unfinished stop not reached; its profile keeps what was saved before');
+      }
+    }
+    if (!ended) {
+      stopSupervisor(state);
+      removeState(this.#o.rootDir, state.id);
+    }
+    // A reaped browser's stop was announced by its reaper.
+    if (row.stopReason !== 'owner_lost') this.#o.events.publish('stopped', row);
+    this.#logger.info({ browserId: row.id, reason: row.stopReason }, 'stop left unfinished by the previous process finished');
+  }
+
+  /** Takes over one handed-out browser of a previous process: its egress policy, identity and ad blocking as its record says. */
+  async #adopt(state: SupervisorState, row: BrowserRow): Promise<void> {
+    const upstream = row.proxyCountryCode ? this.#o.proxies.upstreamFor(row.proxyCountryCode) : undefined;
+    const blocker = row.blockAds ? await this.adBlocker() : undefined;
+    const b = await LiveBrowser.adopt(this.#launchOptions(row.id, row.screenWidth, row.screenHeight, upstream, row.stealth), state, row);
+    try {
+      if (!b.identity) throw new Error('its identity was never set (a create that did not finish)');
+      b.egress.setAllowedDomains(row.allowedDomains ?? undefined);
+      b.egress.setBlocker(blocker);
+      await within(b.present(b.identity, blocker), this.#profileTimeout, 'setting up its fingerprint again');
+    } catch (err) {
+      await b.detach();
+      throw err;
+    }
+    b.touch();
+    this.#track(b);
+    if (!row.liveViewUrl) this.#remintUntilMinted(row);
+    this.#logger.info({ browserId: row.id, projectId: row.projectId }, 'browser taken over from a previous process');
+  }
+
+  /** Holds a handed-out browser as active here; one that exits on its own is recorded stopped (crashed). */
+  #track(b: LiveBrowser): void {
+    const id = b.id;
+    this.#active.set(id, b);
+    void b.chromium.exited.then(() => {
+      if (this.#ending.has(id) || this.#leaving) return;
+      this.#logger.warn({ browserId: id }, 'chromium exited on its own');
+      this.#end(b, 'crashed').catch((err) => this.#logger.error({ err, browserId: id }, 'crashed browser not recorded as stopped'));
+    });
   }
 
   /** Resolves once the warm pool is full (for tests and benchmarks). */
@@ -279,9 +453,12 @@ export class BrowserPool implements CdpProxyBackend {
     if (this.#stopped || this.#draining) throw new UnavailableError('The browser pool is shutting down');
     const v = this.#validate(input);
     const blocker = v.blockAds ? await this.adBlocker() : undefined;
+    // A stop that answered before its profile capture finished: this browser starts from what it saved.
+    if (input.profileId) await this.profileSaved(input.projectId, input.profileId);
     const state = input.profileId ? await this.#o.profiles.state(input.projectId, input.profileId) : undefined;
     // Warm browsers are stealth ones (the default); a browser without stealth is launched as headless Chromium is.
     const fitsWarm = v.proxy === null && v.stealth && v.width === this.#o.defaultWidth && v.height === this.#o.defaultHeight;
+    if (fitsWarm) this.#warm.noteDemand();
     let browser = fitsWarm ? this.#warm.take() : undefined;
     const warm = browser !== undefined;
     const id = browser?.id ?? newId('brw');
@@ -346,12 +523,7 @@ export class BrowserPool implements CdpProxyBackend {
     b.egress.setBlocker(blocker);
     b.row = row;
     b.touch();
-    this.#active.set(id, b);
-    void b.chromium.exited.then(() => {
-      if (this.#ending.has(id)) return;
-      this.#logger.warn({ browserId: id }, 'chromium exited on its own');
-      this.#end(b, 'crashed').catch((err) => this.#logger.error({ err, browserId: id }, 'crashed browser not recorded as stopped'));
-    });
+    this.#track(b);
     const hardware = v.stealth ? pickHardware(row.profileId, this.#lastHardware) : null;
     if (hardware && !row.profileId) this.#lastHardware = hardware;
     const profileId = input.profileId;
@@ -560,35 +732,89 @@ export class BrowserPool implements CdpProxyBackend {
   }
 
   /**
-   * The one way a browser ends; concurrent callers share it. Resolves to the stopped record.
-   * `marked`: the record was already marked stopped (a reclaim); it is what gets announced.
+   * The one way a browser ends; concurrent callers share it. Resolves to the stopped record as
+   * soon as the session is logically over (recorded stopped, no new CDP connection): its profile
+   * capture, the storing of its downloads and the process's exit go on in the background
+   * (`#ending` until done; its node slot and uid are held until then, and a create naming its
+   * profile waits for the capture). The `stopped` event is announced once the process is gone,
+   * so the recording is finalised on every frame there was; frames stamped after the recorded
+   * stop are not streamed (the session is over). `marked`: the record was already
+   * marked stopped (a reclaim); it is what gets announced.
    */
   #end(b: LiveBrowser, reason: StopReason, marked?: BrowserRow): Promise<BrowserRow | undefined> {
-    let ending = this.#ending.get(b.id);
+    const ending = this.#stops.get(b.id);
     if (ending) return ending;
-    ending = (async () => {
-      await b.serialize(async () => {
-        if (b.row?.profileId && b.chromium.alive) {
-          await this.#saveProfile(b).catch((err) => this.#logger.warn({ err, browserId: b.id }, 'profile not saved at stop'));
+    const at = marked?.stoppedAt ? Date.parse(marked.stoppedAt) : this.#now();
+    // Nothing the browser shows after its recorded stop goes out (its recording ends there).
+    b.screencast.endAt(at);
+    const saving = b.row?.profileId && b.chromium.alive ? { projectId: b.row.projectId, profileId: b.row.profileId, since: new Date(this.#now()) } : undefined;
+    // The profile is saved after the stop answers: marked first, so that a create or read on another replica waits for it.
+    const marking = saving
+      ? this.#o.profiles.markSaving(saving.projectId, saving.profileId, this.#o.instanceId, saving.since).catch((err) => this.#logger.warn({ err, browserId: b.id }, 'profile save not marked'))
+      : Promise.resolve();
+    const stopped = marking.then(() => (marked ? marked : this.#o.browsers.markStopped(b.id, reason, new Date(at))));
+    const done = stopped
+      .catch((err) => {
+        this.#logger.error({ err, browserId: b.id }, 'browser not recorded as stopped');
+        return undefined;
+      })
+      .then(async (row) => {
+        await b.serialize(async () => {
+          if (b.row?.profileId && b.chromium.alive) {
+            await this.#saveProfile(b).catch((err) => this.#logger.warn({ err, browserId: b.id }, 'profile not saved at stop'));
+          }
+          if (saving) await this.#o.profiles.clearSaving(saving.projectId, saving.profileId, this.#o.instanceId, saving.since).catch(() => {});
+          await within(this.#o.downloads.sync(b.row!.projectId, b.id, b.chromium.downloadsDir, (f) => b.downloadName(f)), this.#o.downloadSyncTimeoutMs ?? 20000, 'storing downloads').catch((err) =>
+            this.#logger.warn({ err, browserId: b.id }, 'downloads not stored at stop'),
+          );
+          await b.shutdown();
+        });
+        this.#trackRemoval(b);
+        this.#active.delete(b.id);
+        if (this.#active.size === 0) for (const whenEmpty of this.#whenEmpty) whenEmpty();
+        if (row) {
+          this.#o.events.publish('stopped', row);
+          this.#logger.info({ browserId: b.id, reason }, 'browser stopped');
         }
-        await within(this.#o.downloads.sync(b.row!.projectId, b.id, b.chromium.downloadsDir, (f) => b.downloadName(f)), this.#o.downloadSyncTimeoutMs ?? 20000, 'storing downloads').catch((err) =>
-          this.#logger.warn({ err, browserId: b.id }, 'downloads not stored at stop'),
-        );
-        await b.shutdown();
       });
-      this.#trackRemoval(b);
-      const stopped = marked ?? (await this.#o.browsers.markStopped(b.id, reason, new Date(this.#now())));
-      this.#active.delete(b.id);
-      if (this.#active.size === 0) for (const done of this.#whenEmpty) done();
-      if (stopped) {
-        this.#o.events.publish('stopped', stopped);
-        this.#logger.info({ browserId: b.id, reason }, 'browser stopped');
-      }
-      return stopped;
-    })();
-    this.#ending.set(b.id, ending);
-    void ending.finally(() => this.#ending.delete(b.id)).catch(() => {});
-    return ending;
+    this.#ending.set(b.id, done);
+    this.#stops.set(b.id, stopped);
+    const profile = b.row?.profileId ? this.#profileKey(b.row.projectId, b.row.profileId) : undefined;
+    if (profile) this.#profileSaves.set(profile, done);
+    void done
+      .finally(() => {
+        this.#ending.delete(b.id);
+        this.#stops.delete(b.id);
+        if (profile && this.#profileSaves.get(profile) === done) this.#profileSaves.delete(profile);
+      })
+      .catch(() => {});
+    return stopped;
+  }
+
+  /** `#end`, resolved only once the browser is all gone (for the reaper and shutdown: no client waits on them). */
+  async #endFully(b: LiveBrowser, reason: StopReason): Promise<void> {
+    const stopped = this.#end(b, reason).catch(() => undefined);
+    await Promise.all([stopped, this.#ending.get(b.id)]);
+  }
+
+  /**
+   * Resolves once the saves of the profile (or of every profile of the project) by stops that
+   * already answered are done: a read of a profile right after a stop shows what the stop saved.
+   */
+  async profileSaved(projectId: string, profileId?: string, maxWaitMs = Infinity): Promise<void> {
+    const key = profileId ? this.#profileKey(projectId, profileId) : undefined;
+    const pending = [...this.#profileSaves].filter(([k]) => (key ? k === key : k.startsWith(`${projectId}/`))).map(([, done]) => done);
+    await Promise.all(pending.map((p) => p.catch(() => {})));
+    // A stop on another replica may be saving it: wait while that replica is registered (reaped: what
+    // it saved is what there is), no longer than a save may take, nor than the caller has.
+    const boundMs = this.#profileTimeout + 2000;
+    const after = new Date(this.#now() - boundMs);
+    const deadline = Date.now() + Math.min(boundMs, maxWaitMs);
+    while (Date.now() < deadline && (await this.#o.profiles.savingElsewhere(projectId, profileId, this.#o.instanceId, after))) await new Promise((r) => setTimeout(r, 100));
+  }
+
+  #profileKey(projectId: string, profileId: string): string {
+    return `${projectId}/${profileId}`;
   }
 
   #trackRemoval(b: LiveBrowser): void {
@@ -670,9 +896,12 @@ export class BrowserPool implements CdpProxyBackend {
     const passive = !!opts.passive;
     const unsubscribe = b.screencast.subscribe(onFrame, { passive });
     if (!passive) b.touch();
+    // The recorder is told every second that the browser still lives (it cuts a still screen's parts up to there, never past the stop).
+    const alive = passive ? setInterval(() => b.screencast.clock(onFrame), ALIVE_EVERY_MS) : undefined;
     try {
       await Promise.race([b.ending, until, this.#streamsEnded]);
     } finally {
+      clearInterval(alive);
       unsubscribe();
       if (!passive) b.touch();
     }
@@ -699,8 +928,8 @@ export class BrowserPool implements CdpProxyBackend {
     const ends: Promise<unknown>[] = [];
     for (const b of this.#active.values()) {
       if (!b.row || this.#ending.has(b.id)) continue;
-      if (now >= Date.parse(b.row.timeoutAt)) ends.push(this.#end(b, 'timeout'));
-      else if (idleMs > 0 && !b.inUse && now - b.lastActivity >= idleMs) ends.push(this.#end(b, 'idle'));
+      if (now >= Date.parse(b.row.timeoutAt)) ends.push(this.#endFully(b, 'timeout'));
+      else if (idleMs > 0 && !b.inUse && now - b.lastActivity >= idleMs) ends.push(this.#endFully(b, 'idle'));
     }
     await Promise.all(ends);
   }
@@ -723,7 +952,10 @@ export class BrowserPool implements CdpProxyBackend {
     const ends: Promise<unknown>[] = [];
     for (const row of await this.#o.browsers.stoppedAmong(here)) {
       const b = this.#active.get(row.id);
-      if (b && !this.#ending.has(row.id)) ends.push(this.#end(b, row.stopReason ?? 'owner_lost'));
+      if (!b || this.#ending.has(row.id)) continue;
+      // Its session ended when it was recorded stopped (its stop was announced by whoever recorded it, not again here).
+      if (row.stoppedAt) b.screencast.endAt(Date.parse(row.stoppedAt));
+      ends.push(this.#endFully(b, row.stopReason ?? 'owner_lost'));
     }
     await Promise.all(ends);
   }
@@ -767,12 +999,29 @@ export class BrowserPool implements CdpProxyBackend {
     this.#endStreams();
   }
 
+  /**
+   * Leaves every handed-out browser running for the next process of this instance (its record
+   * stays active and this instance's; see #recover) and stops the warm ones. Idempotent.
+   */
+  detachAll(): Promise<void> {
+    this.#stopping ??= (async () => {
+      this.#stopped = true;
+      this.#leaving = true;
+      if (this.#reaper) clearInterval(this.#reaper);
+      await Promise.all([this.#warm.stop(), ...[...this.#active.values()].filter((b) => !this.#ending.has(b.id)).map((b) => b.serialize(() => b.detach()))]);
+      await Promise.all([...this.#ending.values()]);
+      await Promise.all(this.#removals);
+    })();
+    return this.#stopping;
+  }
+
   /** Stops every browser (profiles saved, records stopped) and the warm pool. Idempotent. */
   stopAll(): Promise<void> {
     this.#stopping ??= (async () => {
       this.#stopped = true;
       if (this.#reaper) clearInterval(this.#reaper);
-      await Promise.all([this.#warm.stop(), ...[...this.#active.values()].map((b) => this.#end(b, 'shutdown'))]);
+      await Promise.all([this.#warm.stop(), ...[...this.#active.values()].map((b) => this.#endFully(b, 'shutdown'))]);
+      await Promise.all(this.#ending.values());
       await Promise.all(this.#removals);
     })();
     return this.#stopping;

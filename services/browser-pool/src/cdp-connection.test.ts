@@ -5,7 +5,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { tempDir } from '../../../test/support/infra.js';
 import { createLogger } from '../../common/src/logger.js';
-import type { CdpChannel, CdpMessage } from './cdp-connection.js';
+import { retext, type CdpChannel, type CdpMessage } from './cdp-connection.js';
 import { Chromium } from './chromium.js';
 import { hostConfinement } from './testing/confinement.js';
 
@@ -80,4 +80,17 @@ test("when a client is rooted at a page and the page closes, then the client's c
   await chromium.conn.send('Target.closeTarget', { targetId });
   await c.ended;
   assert.equal(c.channel.isClosed, true);
+});
+
+test("when a message from Chromium is passed to a client, then its text is edited, not re-encoded: the client's id, no root session, the rest byte for byte", () => {
+  const answer = '{"id":41,"result":{"result":{"type":"string","value":"caf\\u00e9 \\u2028"}},"sessionId":"ROOT"}';
+  assert.equal(retext(answer, JSON.parse(answer), 7, 'ROOT'), '{"id":7,"result":{"result":{"type":"string","value":"caf\\u00e9 \\u2028"}}}');
+  const event = '{"method":"Page.loadEventFired","params":{"timestamp":1.5},"sessionId":"CHILD"}';
+  assert.equal(retext(event, JSON.parse(event), undefined, 'ROOT'), event, 'an event of a page session goes as it came');
+  const rootEvent = '{"method":"Target.targetCreated","params":{},"sessionId":"ROOT"}';
+  assert.equal(retext(rootEvent, JSON.parse(rootEvent), undefined, 'ROOT'), '{"method":"Target.targetCreated","params":{}}');
+  for (const odd of ['{"result":{},"id":41}', '{ "id":41,"result":{}}', '{"id":41,"result":{},"sessionId":"ROOT" }']) {
+    const msg = JSON.parse(odd);
+    assert.equal(retext(odd, msg, 7, 'ROOT'), undefined, `not edited: ${odd}`);
+  }
 });

@@ -1,8 +1,11 @@
 /**
  * The pool's CDP client: one connection per browser over Chromium's `--remote-debugging-pipe`
  * (NUL-terminated JSON on fds 3 and 4), the only way into the browser: it has no DevTools port.
- * The pipe ties Chromium's life to ours: when this process dies the pipe closes and Chromium
- * exits. Flattened sessions: a message for a page carries its `sessionId`.
+ * The pipe is held by the browser's supervisor (supervisor.ts), reached over a Unix socket, so
+ * Chromium outlives this process; a connection made again after a restart (`adopted`) takes
+ * command ids far from the previous process's (a late answer to that one is never taken for one
+ * of ours) and detaches the sessions the previous process left, as their messages come.
+ * Flattened sessions: a message for a page carries its `sessionId`.
  *
  * CDP clients of the proxy are multiplexed over the same pipe as channels: each gets a browser
  * (or page) session of its own (`Target.attachToBrowserTarget`), its command ids are remapped so
@@ -37,6 +40,27 @@ export interface CdpMessage {
 
 /** What a channel's guard says of a client's command: refuse it (with the reason) or send it (possibly rewritten). */
 export type GuardVerdict = { refuse: string } | { send: CdpMessage };
+
+/**
+ * The client's copy of a message from Chromium, made by editing its text instead of encoding it
+ * again (a page's DOM or a screenshot is passed on, not rebuilt): the client's id in place of
+ * ours, and no `sessionId` when it is the client's root session. Only where the edit is exact —
+ * Chromium writes `id` first and appends `sessionId` last; undefined otherwise (then re-encoded).
+ */
+export function retext(text: string, msg: CdpMessage, clientId: number | undefined, root: string): string | undefined {
+  let out = text;
+  if (clientId !== undefined) {
+    const ours = `{"id":${msg.id},`;
+    if (!out.startsWith(ours)) return undefined;
+    out = `{"id":${clientId},${out.slice(ours.length)}`;
+  }
+  if (msg.sessionId === root) {
+    const tail = `,"sessionId":${JSON.stringify(root)}}`;
+    if (!out.endsWith(tail)) return undefined;
+    out = `${out.slice(0, -tail.length)}}`;
+  }
+  return out;
+}
 
 /** One CDP client multiplexed over the pipe: its own root session, the sessions it attached, its ids. */
 export class CdpChannel {
@@ -85,8 +109,8 @@ export class CdpChannel {
     this.#conn.relay(this, msg.id, { ...verdict.send, sessionId: msg.sessionId ?? this.root });
   }
 
-  /** @internal A message from Chromium for this channel (an answer to it, or an event of a session it owns). */
-  receive(msg: CdpMessage, clientId?: number): void {
+  /** @internal A message from Chromium (`text`, parsed as `msg`) for this channel: an answer to it, or an event of a session it owns. */
+  receive(msg: CdpMessage, text: string, clientId?: number): void {
     if (this.#closed) return;
     if (clientId === undefined) {
       if (msg.method === 'Target.attachedToTarget' && msg.params?.sessionId) this.#own(msg.params.sessionId);
@@ -94,6 +118,8 @@ export class CdpChannel {
     } else if (typeof msg.result?.sessionId === 'string') {
       this.#own(msg.result.sessionId);
     }
+    const edited = retext(text, msg, clientId, this.root);
+    if (edited !== undefined) return this.#deliver(edited);
     const out: CdpMessage = clientId === undefined ? msg : { ...msg, id: clientId };
     if (out.sessionId === this.root) delete out.sessionId;
     this.#deliver(JSON.stringify(out));
@@ -148,6 +174,8 @@ export class CdpConnection {
   /** Sessions of ended channels, until Chromium says they are detached: their late events go nowhere. */
   readonly #dead = new Set<string>();
   readonly #defaultTimeoutMs: number;
+  /** Adopted: the sessions attached over this connection (any other is a previous process's, detached when heard from). */
+  readonly #known: Set<string> | undefined;
   #nextId = 1;
   #buffer = '';
   #closed = false;
@@ -155,10 +183,15 @@ export class CdpConnection {
   /** Resolves when the connection is closed (by us or because Chromium went away). */
   readonly closed: Promise<void>;
 
-  constructor(pipeIn: Readable, pipeOut: Writable, defaultTimeoutMs = 30000) {
+  constructor(pipeIn: Readable, pipeOut: Writable, defaultTimeoutMs = 30000, o: { adopted?: boolean } = {}) {
     this.#in = pipeIn;
     this.#out = pipeOut;
     this.#defaultTimeoutMs = defaultTimeoutMs;
+    if (o.adopted) {
+      this.#known = new Set();
+      // Chromium takes ids up to 2^31 - 1; the previous process counted up from 1.
+      this.#nextId = 1_000_000_000 + Math.floor(Math.random() * 500_000_000);
+    }
     this.closed = new Promise((r) => (this.#closedResolve = r));
     pipeIn.setEncoding('utf8');
     pipeIn.on('data', (chunk: string) => this.#onData(chunk));
@@ -198,11 +231,22 @@ export class CdpConnection {
     } catch {
       return;
     }
+    if (this.#known) {
+      if (typeof msg.result?.sessionId === 'string') this.#known.add(msg.result.sessionId);
+      if (msg.method === 'Target.attachedToTarget' && typeof msg.params?.sessionId === 'string') this.#known.add(msg.params.sessionId);
+      if (msg.method === 'Target.detachedFromTarget' && typeof msg.params?.sessionId === 'string') this.#known.delete(msg.params.sessionId);
+      if (msg.id === undefined && msg.sessionId !== undefined && !this.#known.has(msg.sessionId) && !this.#dead.has(msg.sessionId)) {
+        // A session of the previous pool process (its tabs, screencast, clients): no one here listens.
+        this.#dead.add(msg.sessionId);
+        this.send('Target.detachFromTarget', { sessionId: msg.sessionId }).catch(() => {});
+        return;
+      }
+    }
     if (msg.id !== undefined) {
       const relayed = this.#relayed.get(msg.id);
       if (relayed) {
         this.#relayed.delete(msg.id);
-        relayed.channel.receive(msg, relayed.clientId);
+        relayed.channel.receive(msg, text, relayed.clientId);
         return;
       }
       const p = this.#pending.get(msg.id);
@@ -215,7 +259,7 @@ export class CdpConnection {
     }
     if (!msg.method) return;
     const owner = msg.sessionId === undefined ? undefined : this.#owners.get(msg.sessionId);
-    if (owner) return owner.receive(msg);
+    if (owner) return owner.receive(msg, text);
     if (msg.sessionId !== undefined && this.#dead.has(msg.sessionId)) {
       if (msg.method === 'Target.detachedFromTarget') this.#dead.delete((msg.params as { sessionId?: string })?.sessionId ?? '');
       return;

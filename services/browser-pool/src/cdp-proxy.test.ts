@@ -97,15 +97,17 @@ describe('the relay to the replica that runs a browser', () => {
     return p;
   }
   let owner: { port: number; connections: number };
-  /** Sends one raw request head to the proxy and returns its status line (or '' when the connection ends without one). */
-  const raw = (head: string) =>
+  /** Sends one raw request head to the proxy and returns its whole answer (or what came before the connection ended). */
+  const rawAnswer = (head: string, port = proxyPort) =>
     new Promise<string>((resolve) => {
-      const s = net.connect(proxyPort, '127.0.0.1', () => s.write(head));
+      const s = net.connect(port, '127.0.0.1', () => s.write(head));
       let got = '';
       s.on('data', (c) => (got += c));
-      s.on('error', () => resolve(got.split('\r\n')[0]!));
-      s.on('close', () => resolve(got.split('\r\n')[0]!));
+      s.on('error', () => resolve(got));
+      s.on('close', () => resolve(got));
     });
+  /** Its status line only. */
+  const raw = async (head: string) => (await rawAnswer(head)).split('\r\n')[0]!;
 
   before(async () => {
     // The owner sends the head of an answer, then breaks the connection.
@@ -138,5 +140,30 @@ describe('the relay to the replica that runs a browser', () => {
     assert.match(broken, /^HTTP\/1\.1 200/, 'the owner’s head was relayed');
     assert.equal(owner.connections, before + 1);
     assert.match(await raw(`GET /cdp/brw_relayed/json/version?token=forged HTTP/1.1\r\nHost: proxy\r\nConnection: close\r\n\r\n`), /^HTTP\/1\.1 401/, 'still serving');
+  });
+
+  test("when the owner's address refuses connections (it may be restarting), then the client is told 503 with a Retry-After, on the WebSocket and on /json", async () => {
+    const gone = await peer();
+    const port = gone.port;
+    await new Promise<void>((r) => listeners.pop()!.close(() => r()));
+    const unreachable: string[] = [];
+    const silent = new CdpProxy({
+      signer,
+      logger: createLogger('test', 'silent'),
+      backend: { live: () => undefined, publicUrl: () => '', owner: async () => ({ id: 'pool-gone', cdpUrl: `ws://127.0.0.1:${port}` }), ownerUnreachable: (id) => void unreachable.push(id) },
+    });
+    const silentPort = await silent.listen('127.0.0.1', 0);
+    try {
+      const upgrade = `GET /cdp/brw_relayed?token=${token} HTTP/1.1\r\nHost: proxy\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`;
+      for (const head of [upgrade, `GET /cdp/brw_relayed/json/version?token=${token} HTTP/1.1\r\nHost: proxy\r\nConnection: close\r\n\r\n`]) {
+        const answer = await rawAnswer(head, silentPort);
+        assert.match(answer, /^HTTP\/1\.1 503 /, answer);
+        assert.match(answer, /\r\nRetry-After: 1\r\n/i, answer);
+        assert.match(answer, /"detail":"The browser's pool replica is not answering \(it may be restarting\); try again shortly"/, answer);
+      }
+      assert.deepEqual(unreachable, ['pool-gone', 'pool-gone'], 'each refusal is reported, so a dead owner is reaped');
+    } finally {
+      await silent.stop();
+    }
   });
 });

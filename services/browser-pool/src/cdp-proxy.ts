@@ -172,23 +172,39 @@ function tokenOf(req: http.IncomingMessage, url: URL): string | null {
 
 class Refusal extends Error {
   readonly status: number;
-  constructor(status: number, message: string) {
+  /** Seconds after which the same request may succeed (a `Retry-After` header). */
+  readonly retryAfter: number | undefined;
+  constructor(status: number, message: string, retryAfter?: number) {
     super(message);
     this.status = status;
+    this.retryAfter = retryAfter;
   }
 }
 
+/**
+ * The owner of a browser does not answer its relay: it may be restarting (its browsers outlive it
+ * and its next process takes them over) or dead (the next call finds it reaped and answers 404).
+ * Either way the client may try again: 503 with a Retry-After, not a 502.
+ */
+const ownerSilent = () => new Refusal(503, "The browser's pool replica is not answering (it may be restarting); try again shortly", 1);
+
 /** Writes an HTTP error on a raw socket (an upgrade we refuse) and closes it. */
-function refuseSocket(socket: net.Socket, status: number, detail: string): void {
-  const body = JSON.stringify({ detail });
+function refuseSocket(socket: net.Socket, r: Refusal): void {
+  const body = JSON.stringify({ detail: r.message });
+  const retry = r.retryAfter === undefined ? '' : `Retry-After: ${r.retryAfter}\r\n`;
   socket.end(
-    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${r.status} ${http.STATUS_CODES[r.status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${retry}Connection: close\r\n\r\n${body}`,
   );
 }
 
-function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
+function sendJson(res: http.ServerResponse, status: number, body: unknown, retryAfter?: number): void {
   const json = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json; charset=UTF-8', 'Content-Length': Buffer.byteLength(json), 'Cache-Control': 'no-store' });
+  res.writeHead(status, {
+    'Content-Type': 'application/json; charset=UTF-8',
+    'Content-Length': Buffer.byteLength(json),
+    'Cache-Control': 'no-store',
+    ...(retryAfter === undefined ? {} : { 'Retry-After': String(retryAfter) }),
+  });
   res.end(json);
 }
 
@@ -213,7 +229,7 @@ export class CdpProxy {
     this.server = http.createServer((req, res) => {
       this.#http(req, res).catch((err) => {
         if (res.headersSent) return void res.destroy(); // a relayed answer broke off midway: nothing more can be said
-        if (err instanceof Refusal) return sendJson(res, err.status, { detail: err.message });
+        if (err instanceof Refusal) return sendJson(res, err.status, { detail: err.message }, err.retryAfter);
         this.#o.logger.warn({ err }, 'cdp proxy request failed');
         return sendJson(res, 502, { detail: 'The browser did not answer' });
       });
@@ -243,7 +259,7 @@ export class CdpProxy {
       owner = await this.#o.backend.owner?.(r.browserId, typeof to === 'string' ? to : undefined);
     } catch (err) {
       this.#o.logger.debug({ err, browserId: r.browserId }, 'cdp owner not found');
-      throw new Refusal(503, 'The browser is not reachable right now; try again');
+      throw new Refusal(503, 'The browser is not reachable right now; try again', 1);
     }
     if (!owner) throw new Refusal(404, 'Browser is not active');
     return { route: r, owner, url };
@@ -281,7 +297,7 @@ export class CdpProxy {
       const r = err instanceof Refusal ? err : new Refusal(500, 'Internal error');
       if (!(err instanceof Refusal)) this.#o.logger.warn({ err }, 'cdp connection failed');
       this.#o.logger.debug({ status: r.status, reason: r.message }, 'cdp connection refused');
-      refuseSocket(socket, r.status, r.message);
+      refuseSocket(socket, r);
     });
   }
 
@@ -325,7 +341,7 @@ export class CdpProxy {
       // Refused, or cut from the owner's side: maybe its process died (then the browser is recorded stopped at once).
       if (hadError || !socket.destroyed) this.#o.backend.ownerUnreachable?.(owner.id);
       if (answered) socket.destroy();
-      else if (!socket.destroyed) refuseSocket(socket, 502, 'The browser did not answer');
+      else if (!socket.destroyed) refuseSocket(socket, ownerSilent());
     });
     socket.once('close', () => upstream.destroy());
     upstream.on('error', (err) => {
@@ -360,7 +376,8 @@ export class CdpProxy {
       out.once('timeout', () => out.destroy(new Error('the owner did not answer in time')));
       out.once('error', (err) => {
         this.#o.backend.ownerUnreachable?.(owner.id);
-        reject(err);
+        this.#o.logger.warn({ err, instanceId: owner.id }, "the owner's cdp proxy did not answer");
+        reject(ownerSilent());
       });
       res.once('close', () => out.destroy()); // the client went away: so does the request to the owner
       out.end();

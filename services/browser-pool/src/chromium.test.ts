@@ -53,6 +53,25 @@ test('when two browsers are launched, then each leads its own process group with
   assert.deepEqual(strayTempDirs(root), []);
 });
 
+test('when browsers are launched nicer than the pool, then every process of Chromium runs at that priority and the pool at its own', async () => {
+  const root = newRoot();
+  const niceOf = (pid: number) => {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+  };
+  const mine = niceOf(process.pid);
+  const b = await Chromium.launch({ executable: '/usr/bin/chromium', rootDir: root, id: 'brw_nice', width: 800, height: 600, confinement: hostConfinement(), logger, nice: 7 });
+  try {
+    const members = groupMembers(b.pgid);
+    assert.ok(members.length > 1);
+    assert.deepEqual([...new Set(members.map(niceOf))], [Math.min(19, mine + 7)], 'Chromium and its helpers');
+    assert.equal(niceOf(b.supervisor.pid), Math.min(19, mine + 7), 'its supervisor');
+    assert.equal(niceOf(process.pid), mine, 'the pool keeps its priority');
+  } finally {
+    await b.stop();
+  }
+});
+
 test('when a pool crashed and left browsers behind, then killStrays kills exactly those groups', async () => {
   const mine = newRoot();
   const other = newRoot();

@@ -1,21 +1,21 @@
 /**
- * One Chromium process: launched detached (the leader of its own process group) with its own
- * directory `<root>/<browserId>` holding the user-data dir and the downloads folder. It has no
- * DevTools port: the pool talks CDP to it over `--remote-debugging-pipe` only, and CDP clients
- * reach it through the pool's proxy, which multiplexes them over that pipe. Confined as
+ * One Chromium process: launched by a supervisor of its own (supervisor.ts; the leader of its own
+ * process group, outliving the pool process) with its own directory `<root>/<browserId>` holding
+ * the user-data dir and the downloads folder. It has no DevTools port: the pool talks CDP to it
+ * over `--remote-debugging-pipe` only (held by the supervisor, reached over its Unix socket), and
+ * CDP clients reach it through the pool's proxy, which multiplexes them over that pipe. Confined as
  * `confinement.ts` decides (own uid, namespaces, sandbox, policy); its environment is built from
  * nothing. `stop()` kills the whole group and removes the directory.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../../common/src/logger.js';
 import { CdpConnection } from './cdp-connection.js';
-import { egressSocketPath, NAMESPACE_SCRIPT, namespaceArgs, releaseUid, takeUid, type BrowserConfinement } from './confinement.js';
+import { adoptUid, egressSocketPath, handUid, NAMESPACE_SCRIPT, namespaceArgs, releaseUid, takeUid, type BrowserConfinement } from './confinement.js';
 import { killGroup, processesUsing, waitGroupGone } from './process-groups.js';
+import { connectSupervisor, removeState, spawnSupervisor, startTimeOf, stopSupervisor, supervisorGone, writeState, type Spawned, type SupervisorState } from './supervisor.js';
 
 /** How to launch one browser. */
 export interface LaunchOptions {
@@ -35,6 +35,10 @@ export interface LaunchOptions {
   timeoutMs?: number;
   /** Aborting kills a launch in progress (the pool is shutting down). */
   signal?: AbortSignal | undefined;
+  /** How long the browser's supervisor keeps it running with no pool process connected (POOL_RESTART_GRACE_MS). */
+  restartGraceMs?: number | undefined;
+  /** How much nicer than the pool Chromium and its supervisor run (POOL_BROWSER_NICE; 0 = the same priority). */
+  nice?: number | undefined;
 }
 
 /** Longest path of Chromium's singleton socket below its TMPDIR. */
@@ -83,7 +87,8 @@ export function chromiumArgs(o: LaunchOptions, userDataDir: string): string[] {
     '--disable-backgrounding-occluded-windows',
     '--disable-renderer-backgrounding',
     '--disable-search-engine-choice-screen',
-    '--disable-features=Translate,MediaRouter,OptimizationHints,InterestFeedContentSuggestions',
+    // No spare renderer: an idle browser would hold a second, empty renderer (≈ 40 MB) for a faster first navigation.
+    '--disable-features=Translate,MediaRouter,OptimizationHints,InterestFeedContentSuggestions,SpareRendererForSitePerProcess',
     '--metrics-recording-only',
     '--password-store=basic',
     '--use-mock-keychain',
@@ -151,48 +156,53 @@ function launchCommand(o: LaunchOptions, dir: string, uid: number | undefined): 
   };
 }
 
-/** One launched Chromium process group with its directories and its DevTools pipe. */
+/** One launched Chromium process group with its directories and its DevTools pipe (held by its supervisor). */
 export class Chromium {
   readonly id: string;
   readonly dir: string;
   readonly tmpDir: string;
   readonly userDataDir: string;
   readonly downloadsDir: string;
+  /** Chromium's leader process (the id of its process group). */
   readonly pid: number;
   /** The uid its processes run as (undefined = this process's). */
   readonly uid: number | undefined;
   readonly conn: CdpConnection;
-  /** Resolves when the leader process has exited (for whatever reason). */
+  /** Its supervisor (supervisor.ts) and where the pool reaches it. */
+  readonly supervisor: SupervisorState;
+  /** Resolves when Chromium and its supervisor have exited (for whatever reason). */
   readonly exited: Promise<void>;
-  readonly #child: ChildProcess;
+  readonly #rootDir: string;
   readonly #logger: Logger;
+  #gone = false;
   #stopping: Promise<void> | undefined;
   #removed: Promise<void> = Promise.resolve();
 
-  private constructor(o: { id: string; dir: string; tmpDir: string; child: ChildProcess; uid: number | undefined; conn: CdpConnection; exited: Promise<void>; logger: Logger }) {
-    this.id = o.id;
-    this.dir = o.dir;
-    this.tmpDir = o.tmpDir;
-    this.userDataDir = path.join(o.dir, 'profile');
-    this.downloadsDir = path.join(o.dir, 'downloads');
-    this.#child = o.child;
-    this.pid = o.child.pid!;
-    this.uid = o.uid;
+  private constructor(o: { rootDir: string; state: SupervisorState; conn: CdpConnection; exited: Promise<void>; logger: Logger }) {
+    this.id = o.state.id;
+    this.#rootDir = o.rootDir;
+    this.dir = path.join(o.rootDir, o.state.id);
+    this.tmpDir = tempDirFor(o.rootDir, o.state.id);
+    this.userDataDir = path.join(this.dir, 'profile');
+    this.downloadsDir = path.join(this.dir, 'downloads');
+    this.pid = o.state.pgid;
+    this.uid = o.state.uid;
+    this.supervisor = o.state;
     this.conn = o.conn;
-    this.exited = o.exited;
+    this.exited = o.exited.then(() => void (this.#gone = true));
     this.#logger = o.logger;
   }
 
-  /** The process group id (the leader's pid: it is spawned detached). */
+  /** The process group id (the leader's pid: its supervisor starts it in a group of its own). */
   get pgid(): number {
     return this.pid;
   }
 
   get alive(): boolean {
-    return this.#child.exitCode === null && this.#child.signalCode === null;
+    return !this.#gone;
   }
 
-  /** Launches Chromium and resolves once it answers over its DevTools pipe. */
+  /** Launches Chromium under a supervisor and resolves once it answers over its DevTools pipe. */
   static async launch(o: LaunchOptions): Promise<Chromium> {
     const dir = path.join(o.rootDir, o.id);
     const userDataDir = path.join(dir, 'profile');
@@ -207,71 +217,92 @@ export class Chromium {
     // In its namespace a browser's temporaries go to its private /tmp, gone with it; otherwise to
     // a TMPDIR of its own, so removing that leaves nothing behind even after SIGKILL.
     const tmpDir = tempDirFor(o.rootDir, o.id);
-    let child: ChildProcess;
+    const removeAll = () => {
+      fs.rmSync(dir, { recursive: true, force: true });
+      fs.rmSync(tmpDir, { recursive: true, force: true });
+      removeState(o.rootDir, o.id);
+    };
+    let spawned: Spawned | undefined;
+    let conn: CdpConnection | undefined;
+    const timeoutMs = o.timeoutMs ?? 20000;
+    let onAbort: (() => void) | undefined;
+    let timer: NodeJS.Timeout | undefined;
     try {
       fs.mkdirSync(userDataDir, { recursive: true, mode: 0o700 });
       fs.mkdirSync(downloadsDir, { recursive: true, mode: 0o700 });
       if (uid !== undefined) for (const d of [dir, userDataDir, downloadsDir]) fs.chownSync(d, uid, uid);
       if (!o.confinement.namespaces) fs.mkdirSync(tmpDir, { recursive: true, mode: 0o700 });
       const { file, args } = launchCommand(o, dir, uid);
-      child = spawn(file, args, {
-        detached: true,
-        stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'],
-        env: chromiumEnv(dir, o.confinement.namespaces ? '/tmp' : tmpDir),
-      });
-    } catch (err) {
-      // Nothing started: give back the uid and the folders.
-      if (uid !== undefined) releaseUid(uid);
-      fs.rmSync(dir, { recursive: true, force: true });
-      fs.rmSync(tmpDir, { recursive: true, force: true });
-      throw err;
-    }
-    const exited = new Promise<void>((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) resolve();
-      else child.once('exit', () => resolve());
-    });
-    const cleanup = async () => {
-      let gone = true;
-      if (child.pid) {
-        killGroup(child.pid);
-        await exited;
-        gone = await waitGroupGone(child.pid, 2000);
-      }
-      if (uid !== undefined && gone) releaseUid(uid);
-      fs.rmSync(dir, { recursive: true, force: true });
-      fs.rmSync(tmpDir, { recursive: true, force: true });
-    };
-    const conn = new CdpConnection(child.stdio[4] as Readable, child.stdio[3] as Writable);
-    let text = '';
-    child.stderr!.setEncoding('utf8');
-    child.stderr!.on('data', (chunk: string) => {
-      if (text.length < 64 * 1024) text += chunk;
-    });
-    try {
-      let onAbort: (() => void) | undefined;
-      let timer: NodeJS.Timeout | undefined;
-      const timeoutMs = o.timeoutMs ?? 20000;
+      const s = await spawnSupervisor({ rootDir: o.rootDir, id: o.id, file, args, env: chromiumEnv(dir, o.confinement.namespaces ? '/tmp' : tmpDir), graceMs: o.restartGraceMs ?? 60_000, nice: o.nice });
+      spawned = s;
+      const state: SupervisorState = { id: o.id, pid: s.child.pid!, start: startTimeOf(s.child.pid!), pgid: s.pgid, socket: s.socket, uid };
+      if (uid !== undefined) handUid(uid, state);
+      writeState(o.rootDir, state);
+      const socket = await connectSupervisor(s.socket);
+      const c = new CdpConnection(socket, socket);
+      conn = c;
       await new Promise<void>((resolve, reject) => {
         if (o.signal?.aborted) return reject(new Error('launch aborted'));
         onAbort = () => reject(new Error('launch aborted'));
         o.signal?.addEventListener('abort', onAbort, { once: true });
         timer = setTimeout(() => reject(new Error(`Chromium did not start within ${timeoutMs} ms`)), timeoutMs);
-        child.once('error', (err) => reject(new Error(`cannot start Chromium at ${o.executable}: ${err.message}`)));
-        child.once('exit', (code, signal) => reject(new Error(`Chromium exited during start (code ${code}, signal ${signal}): ${text.slice(-500)}`)));
-        conn.send('Browser.getVersion', {}, undefined, timeoutMs).then(() => resolve(), () => undefined);
-      }).finally(() => {
-        clearTimeout(timer);
-        if (onAbort) o.signal?.removeEventListener('abort', onAbort);
+        s.child.once('exit', (code, signal) => reject(new Error(`Chromium exited during start (code ${code}, signal ${signal}): ${s.stderr().slice(-500)}`)));
+        c.send('Browser.getVersion', {}, undefined, timeoutMs).then(() => resolve(), () => undefined);
       });
-      // Keep draining stderr so Chromium never blocks on a full pipe.
-      child.stderr!.removeAllListeners('data');
-      child.stderr!.resume();
-      return new Chromium({ id: o.id, dir, tmpDir, child, uid, conn, exited, logger: o.logger });
+      const exited = new Promise<void>((resolve) => {
+        if (s.child.exitCode !== null || s.child.signalCode !== null) resolve();
+        else s.child.once('exit', () => resolve());
+      });
+      return new Chromium({ rootDir: o.rootDir, state, conn: c, exited, logger: o.logger });
+    } catch (err) {
+      conn?.close();
+      if (spawned) {
+        killGroup(spawned.pgid, 'SIGKILL');
+        spawned.child.kill('SIGKILL');
+        if (spawned.child.exitCode === null && spawned.child.signalCode === null) await new Promise((r) => spawned!.child.once('exit', r));
+        if (!(await waitGroupGone(spawned.pgid, 2000))) o.logger.error({ browserId: o.id, pgid: spawned.pgid }, 'chromium process group survived SIGKILL');
+        else if (uid !== undefined) releaseUid(uid);
+      } else if (uid !== undefined) releaseUid(uid);
+      removeAll();
+      throw err instanceof Error && /spawn perl ENOENT/.test(err.message) ? new Error('cannot start the browser supervisor: perl is missing (apt-get install perl-base)') : err;
+    } finally {
+      clearTimeout(timer);
+      if (onAbort) o.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /**
+   * Connects again to a browser a previous pool process launched (its supervisor kept it
+   * running); resolves once Chromium answers. Its uid is claimed for this process again.
+   */
+  static async adopt(o: { rootDir: string; state: SupervisorState; logger: Logger; timeoutMs?: number }): Promise<Chromium> {
+    const socket = await connectSupervisor(o.state.socket);
+    const conn = new CdpConnection(socket, socket, undefined, { adopted: true });
+    try {
+      await conn.send('Browser.getVersion', {}, undefined, o.timeoutMs ?? 5000);
     } catch (err) {
       conn.close();
-      await cleanup();
       throw err;
     }
+    if (o.state.uid !== undefined) adoptUid(o.state.uid);
+    const exited = conn.closed.then(() => supervisorGone(o.state));
+    return new Chromium({ rootDir: o.rootDir, state: o.state, conn, exited, logger: o.logger });
+  }
+
+  /** Records what a new pool process needs to take this browser over (beside the supervisor's own state). */
+  saveState(browser: Record<string, unknown>): void {
+    if (this.#stopping) return;
+    Object.assign(this.supervisor, { browser });
+    writeState(this.#rootDir, this.supervisor);
+  }
+
+  /**
+   * Lets the browser run on without this process: the connection to its supervisor is closed and
+   * a next pool process of the same data dir takes it over (see BrowserPool's recovery).
+   */
+  detach(): void {
+    this.#stopping ??= Promise.resolve();
+    this.conn.close();
   }
 
   /**
@@ -281,8 +312,9 @@ export class Chromium {
    */
   stop(): Promise<void> {
     this.#stopping ??= (async () => {
+      removeState(this.#rootDir, this.id);
       this.conn.close();
-      killGroup(this.pgid, 'SIGKILL');
+      stopSupervisor(this.supervisor);
       await this.exited;
       if (!(await waitGroupGone(this.pgid, 5000))) this.#logger.error({ browserId: this.id, pgid: this.pgid }, 'chromium process group survived SIGKILL');
       else if (this.uid !== undefined) releaseUid(this.uid);
@@ -304,12 +336,12 @@ export class Chromium {
 }
 
 /**
- * Kills every Chromium process group a crashed predecessor left under `rootDir`: found by the
- * `--user-data-dir` every one of their processes carries, so another pool's browsers are never
- * touched. Resolves to the groups killed once none of them has a live member.
+ * Kills every Chromium process group a crashed predecessor left under `rootDir` (but those in
+ * `keep`, the browsers taken over): found by the `--user-data-dir` every one of their processes
+ * carries, so another pool's browsers are never touched. Resolves to the groups killed once none of them has a live member.
  */
-export async function killStrays(rootDir: string, logger: Logger): Promise<number[]> {
-  const groups = [...new Set(processesUsing(`--user-data-dir=${rootDir}${path.sep}`).map((p) => p.pgid))];
+export async function killStrays(rootDir: string, logger: Logger, keep: ReadonlySet<number> = new Set()): Promise<number[]> {
+  const groups = [...new Set(processesUsing(`--user-data-dir=${rootDir}${path.sep}`).map((p) => p.pgid))].filter((g) => !keep.has(g));
   for (const pgid of groups) killGroup(pgid, 'SIGKILL');
   for (const pgid of groups) if (!(await waitGroupGone(pgid, 5000))) logger.error({ pgid }, 'stray chromium group survived SIGKILL');
   return groups;

@@ -1,18 +1,26 @@
 import assert from 'node:assert/strict';
 import os from 'node:os';
 import { test } from 'node:test';
-import { ConfigError } from '../../common/src/config.js';
-import { loadBrowserPoolConfig, parseProxies, toWebSocketBase } from './config.js';
+import { ConfigError, defaultInstanceId } from '../../common/src/config.js';
+import { defaultWarmSize, loadBrowserPoolConfig, parseProxies, toWebSocketBase } from './config.js';
 
 test('when nothing is set, then the defaults describe a local pool', () => {
   const c = loadBrowserPoolConfig({});
   assert.equal(c.chromiumPath, '/usr/bin/chromium');
-  assert.equal(c.warmSize, 2);
+  assert.equal(c.warmSize, defaultWarmSize(os.availableParallelism(), os.totalmem()));
   assert.equal(c.maxActivePerProject, 10);
   assert.equal(c.cdpPort, 9222);
   assert.equal(c.cdpWsBase, 'ws://localhost:9222');
   assert.equal(c.proxies.size, 0);
   assert.deepEqual(c.chromiumArgs, []);
+});
+
+test('when the machine is small (2 cores or fewer, or under 8 GiB), then one warm browser is kept by default, else two; POOL_WARM_SIZE still wins', () => {
+  const GiB = 2 ** 30;
+  assert.equal(defaultWarmSize(2, 64 * GiB), 1);
+  assert.equal(defaultWarmSize(8, 4 * GiB), 1);
+  assert.equal(defaultWarmSize(4, 8 * GiB), 2);
+  assert.equal(loadBrowserPoolConfig({ POOL_WARM_SIZE: '3' }).warmSize, 3);
 });
 
 test('when the CDP public URL is http or https, then cdpUrl uses ws or wss on the same host', () => {
@@ -63,9 +71,11 @@ test("when the services' addresses are configured (host:port, dns:///host:port o
   assert.throws(() => loadBrowserPoolConfig({ BROWSER_DENIED_PORTS: '80,http' }), (e: unknown) => e instanceof ConfigError && /BROWSER_DENIED_PORTS/.test(e.message));
 });
 
-test('when the replica settings are unset, then the instance is named after the host, reached on loopback, and drains for half the shutdown time', () => {
-  const c = loadBrowserPoolConfig({ SHUTDOWN_TIMEOUT_MS: '30000' });
-  assert.equal(c.instanceId, os.hostname());
+test('when the replica settings are unset, then the instance is named after the host and its data directory, reached on loopback, and drains for half the shutdown time', () => {
+  const c = loadBrowserPoolConfig({ SHUTDOWN_TIMEOUT_MS: '30000', DATA_DIR: '/srv/a' });
+  assert.equal(c.instanceId, defaultInstanceId('/srv/a'));
+  assert.notEqual(loadBrowserPoolConfig({ DATA_DIR: '/srv/b' }).instanceId, c.instanceId, 'another stack on this host, another id');
+  assert.equal(loadBrowserPoolConfig({ DATA_DIR: '/srv/b', POOL_INSTANCE_ID: 'pool-0' }).instanceId, 'pool-0', 'a setting wins');
   assert.equal(c.advertiseGrpcAddr, undefined, 'main.ts advertises 127.0.0.1:<bound port>');
   assert.equal(c.advertiseCdpUrl, undefined);
   assert.equal(c.heartbeatIntervalMs, 5000);
@@ -88,4 +98,21 @@ test('when the replica settings contradict each other or are malformed, then eve
     },
   );
   assert.throws(() => loadBrowserPoolConfig({ POOL_ADVERTISE_CDP_URL: 'tcp://10.0.0.1:9222' }), (e: unknown) => e instanceof ConfigError && /POOL_ADVERTISE_CDP_URL/.test(e.message));
+});
+
+test('when the warm pool and node capacity are not set, then the warm pool follows demand from its floor (by the machine) up to two per core (at most 8), and the node takes a browser per 256 MiB', () => {
+  const c = loadBrowserPoolConfig({}, 8 * 1024 ** 3, 2);
+  assert.deepEqual([c.warmSize, c.warmMax, c.warmWindowSeconds, c.warmParallelLaunches, c.maxBrowsers], [defaultWarmSize(os.availableParallelism(), os.totalmem()), 4, 30, 2, 32]);
+  assert.equal(loadBrowserPoolConfig({}, 8 * 1024 ** 3, 16).warmMax, 8, 'at most 8 on a big machine');
+  assert.equal(loadBrowserPoolConfig({}, 512 * 1024 ** 2).maxBrowsers, 4, 'at least 4 on a small machine');
+  const set = loadBrowserPoolConfig({ POOL_WARM_SIZE: '1', POOL_WARM_MAX: '3', POOL_WARM_WINDOW_SECONDS: '5', POOL_WARM_PARALLEL_LAUNCHES: '1', POOL_MAX_BROWSERS: '6' });
+  assert.deepEqual([set.warmSize, set.warmMax, set.warmWindowSeconds, set.warmParallelLaunches, set.maxBrowsers], [1, 3, 5, 1, 6]);
+  assert.equal(loadBrowserPoolConfig({ POOL_WARM_SIZE: '12' }).warmMax, 12, 'the default ceiling is never under the floor');
+});
+
+test('when the warm ceiling is under its floor or a capacity is out of range, then the variable is named', () => {
+  assert.throws(() => loadBrowserPoolConfig({ POOL_WARM_SIZE: '4', POOL_WARM_MAX: '2' }), (e: unknown) => e instanceof ConfigError && /POOL_WARM_MAX must be at least POOL_WARM_SIZE/.test(e.message));
+  for (const [name, value] of [['POOL_MAX_BROWSERS', '0'], ['POOL_WARM_PARALLEL_LAUNCHES', '0'], ['POOL_WARM_WINDOW_SECONDS', 'soon'], ['POOL_WARM_MAX', '65']]) {
+    assert.throws(() => loadBrowserPoolConfig({ [name!]: value }), (e: unknown) => e instanceof ConfigError && e.message.includes(name!), name);
+  }
 });

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import {
   instanceId,
   instanceIdProblem,
@@ -23,6 +24,23 @@ import {
   targetEndpoints,
 } from '../../common/src/config.js';
 
+/**
+ * The warm pool's default floor: each idle warm Chromium holds ≈ 200 MB, which on a small machine
+ * is a third of the stack's idle footprint; one still makes the first create fast.
+ */
+export function defaultWarmSize(cores: number, memoryBytes: number): number {
+  return cores <= 2 || memoryBytes < 8 * 2 ** 30 ? 1 : 2;
+}
+
+/**
+ * The warm pool's default ceiling: two per core, at most 8, never under the floor. Every warm
+ * launch takes a core for a second or two from the browsers in use; on two cores a ceiling of 8
+ * kept launching through a burst and slowed the browsers it was for.
+ */
+export function defaultWarmMax(cores: number, warmSize: number): number {
+  return Math.max(warmSize, Math.min(8, 2 * cores));
+}
+
 /** The variables the browser-pool service reads (see the README table). */
 export const browserPoolConfigSpec = {
   ...commonFields,
@@ -46,7 +64,21 @@ export const browserPoolConfigSpec = {
   }),
   browserDeniedPorts: optionalStr('BROWSER_DENIED_PORTS', { describe: 'More ports browsers may not reach on this host, comma-separated' }),
   browserUidBase: int('BROWSER_UID_BASE', { default: 200000, min: 1000, max: 2 ** 31 - 20000, describe: 'First uid of the range browsers run as (when the pool runs as root)' }),
-  warmSize: int('POOL_WARM_SIZE', { default: 2, min: 0, max: 64, describe: 'Launched, idle Chromium processes kept ready' }),
+  warmSize: int('POOL_WARM_SIZE', { default: defaultWarmSize(os.availableParallelism(), os.totalmem()), min: 0, max: 64, describe: 'Launched, idle Chromium processes kept ready even without demand (the warm pool\'s floor); default 1 on a small machine (2 cores or fewer, or under 8 GiB), else 2' }),
+  warmMax: optionalInt('POOL_WARM_MAX', { min: 0, max: 64, describe: 'Most warm browsers kept when creates come fast (the warm pool follows recent demand × launch time up to this); default two per core, at most 8, never under POOL_WARM_SIZE' }),
+  warmWindowSeconds: int('POOL_WARM_WINDOW_SECONDS', { default: 30, min: 1, max: 3600, describe: 'Time constant of the demand average that sizes the warm pool: how fast it grows with a burst and shrinks back to the floor when idle' }),
+  warmParallelLaunches: int('POOL_WARM_PARALLEL_LAUNCHES', { default: 2, min: 1, max: 16, describe: 'Warm browsers launched at once (launches are CPU-heavy; more would slow the browsers in use)' }),
+  parallelLaunches: int('POOL_PARALLEL_LAUNCHES', {
+    default: 2 * os.availableParallelism(),
+    min: 1,
+    max: 64,
+    describe: 'Chromium starts at once in this process, requested and warm (requests first); a burst beyond it queues, so each start finishes within its timeout instead of all starving together; default two per core',
+  }),
+  maxBrowsers: optionalInt('POOL_MAX_BROWSERS', {
+    min: 1,
+    max: 10000,
+    describe: "Chromium processes this process runs at once (warm, active and still stopping); a launch beyond it waits for one to end; default one per 256 MiB of the machine's memory, at least 4",
+  }),
   maxActivePerProject: int('MAX_ACTIVE_BROWSERS_PER_PROJECT', { default: 10, min: 1, max: 10000, describe: 'Active browsers per project; beyond it an idle session browser is reclaimed, else 429 (runs wait queued)' }),
   defaultTimeoutMinutes: int('BROWSER_DEFAULT_TIMEOUT_MINUTES', { default: 60, min: 1, max: 240, describe: 'Hard limit when a request gives none' }),
   idleTimeoutSeconds: int('BROWSER_IDLE_TIMEOUT_SECONDS', {
@@ -81,6 +113,25 @@ export const browserPoolConfigSpec = {
     min: 0,
     max: 3600000,
     describe: 'At SIGTERM, how long running browsers may go on (no new ones) before they are stopped; default half of SHUTDOWN_TIMEOUT_MS',
+  }),
+  keepBrowsersOnExit: bool('POOL_KEEP_BROWSERS_ON_EXIT', {
+    default: true,
+    describe:
+      'Browsers outlive this process (each under a supervisor of its own): at SIGTERM they are left running, not drained, and the next process of the same DATA_DIR and POOL_INSTANCE_ID takes them over, as after a crash. false where a restart cannot find them (a pod replaced on another node)',
+  }),
+  browserNice: int('POOL_BROWSER_NICE', {
+    default: 10,
+    min: 0,
+    max: 19,
+    describe:
+      'Chromium and its supervisor run this much nicer than the services (Unix nice), so API, live view and recording answers keep their CPU while browsers start or work hard; 0 = the same priority',
+  }),
+  restartGraceMs: int('POOL_RESTART_GRACE_MS', {
+    default: 60000,
+    min: 1000,
+    max: 3600000,
+    describe:
+      'With POOL_KEEP_BROWSERS_ON_EXIT: how long a browser waits for a pool process to take it over before its supervisor ends it, and how long peers wait before a refusing replica is taken for dead (its heartbeat timeout still applies)',
   }),
 };
 
@@ -167,8 +218,21 @@ function browserEgress(c: {
   return { allowPrivateNetworks: c.browserAllowPrivateNetworks, deniedLocalPorts, deniedEndpoints: services };
 }
 
+/** Memory a browser is assumed to take when POOL_MAX_BROWSERS is not set. */
+const MEMORY_PER_BROWSER = 256 * 1024 * 1024;
+
+/** The warm pool's ceiling and the node's capacity, checked against each other. */
+function capacitySettings(c: { warmSize: number; warmMax: number | undefined; maxBrowsers: number | undefined }, totalMemory: number, cores: number) {
+  const warmMax = c.warmMax ?? defaultWarmMax(cores, c.warmSize);
+  const maxBrowsers = c.maxBrowsers ?? Math.max(4, Math.floor(totalMemory / MEMORY_PER_BROWSER));
+  const problems: string[] = [];
+  if (warmMax < c.warmSize) problems.push('POOL_WARM_MAX must be at least POOL_WARM_SIZE (the ceiling of the warm pool is above its floor)');
+  if (problems.length) throw new ConfigError(problems);
+  return { warmMax, maxBrowsers };
+}
+
 /** The browser-pool service's configuration from the environment. */
-export function loadBrowserPoolConfig(env: Record<string, string | undefined> = process.env) {
+export function loadBrowserPoolConfig(env: Record<string, string | undefined> = process.env, totalMemory = os.totalmem(), cores = os.availableParallelism()) {
   const c = loadConfig(browserPoolConfigSpec, env);
   return {
     ...c,
@@ -180,6 +244,7 @@ export function loadBrowserPoolConfig(env: Record<string, string | undefined> = 
     cdpInternalBase: c.cdpInternalUrl ? toWebSocketBase(c.cdpInternalUrl) : undefined,
     advertiseCdpUrl: c.advertiseCdpUrl ? toWebSocketBase(c.advertiseCdpUrl) : undefined,
     ...instanceSettings(c),
+    ...capacitySettings(c, totalMemory, cores),
   };
 }
 

@@ -11,8 +11,11 @@ import { releaseUid, takeUid } from './confinement.js';
 describe('browser uids on one host', () => {
   // A range no real pool uses, so the test never takes a live pool's uid.
   const base = 1_500_000 + Math.floor(Math.random() * 100_000) * 10;
-  const registry = path.join(os.tmpdir(), `ats-browser-uids-${process.getuid?.() ?? 0}-${base}`);
-  after(() => fs.rmSync(registry, { recursive: true, force: true }));
+  // The host's registry, shared with live pools: the test removes only its own files.
+  const registry = path.join(os.tmpdir(), `ats-browser-uids-${process.getuid?.() ?? 0}`);
+  after(() => {
+    for (let uid = base; uid < base + 10; uid++) fs.rmSync(path.join(registry, String(uid)), { force: true });
+  });
 
   test('when another live pool holds a uid, then this pool skips it; a uid whose holder is gone is taken over; a release frees only its own', () => {
     fs.mkdirSync(registry, { recursive: true });
@@ -30,8 +33,17 @@ describe('browser uids on one host', () => {
 
     releaseUid(first);
     releaseUid(second);
-    assert.deepEqual(fs.readdirSync(registry).sort(), [String(base)], "released uids leave the registry; the other pool's claim stays");
+    const ours = () => fs.readdirSync(registry).filter((n) => Number(n) >= base && Number(n) < base + 10).sort();
+    assert.deepEqual(ours(), [String(base)], "released uids leave the registry; the other pool's claim stays");
     assert.equal(takeUid(base), base + 1, 'a released uid is taken again');
     releaseUid(base + 1);
+  });
+
+  test('when another pool\'s range overlaps this one (another BROWSER_UID_BASE), then a uid it holds is skipped all the same', () => {
+    const other = JSON.stringify({ pid: process.ppid, start: processStartTime(process.ppid) });
+    fs.writeFileSync(path.join(registry, String(base + 5)), other);
+    const uid = takeUid(base + 5);
+    assert.equal(uid, base + 6);
+    releaseUid(uid);
   });
 });

@@ -156,21 +156,24 @@ export function fitToRoot(c: BrowserConfinement, rootDir: string, logger: Logger
   return { ...c, netNamespace: false };
 }
 
-/** Uids handed to live browsers of this process (→ the base of their range); a uid is reused only once its browser's processes are gone. */
-const uidsInUse = new Map<number, number>();
+/** Uids handed to live browsers of this process (→ the claim written for it); a uid is reused only once its browser's processes are gone. */
+const uidsInUse = new Map<number, { claim: string }>();
 const UID_RANGE = 10000;
 
 /**
  * The host's registry of browser uids taken: one file per uid naming the process that holds it
- * (pid and start time). Every pool on this host (another replica, another checkout's `make up`)
+ * (pid and start time): the pool while it launches the browser, then the browser's supervisor,
+ * which outlives the pool. Every pool on this host (another replica, another checkout's `make up`)
  * shares it, so two pools never give their browsers one uid, which would let one stack's pages
  * signal or read the other's browsers. A file whose process is gone is stale and taken over.
+ * One registry whatever BROWSER_UID_BASE: pools whose ranges overlap skip each other's uids.
  */
-const registryDir = (base: number) => path.join(os.tmpdir(), `ats-browser-uids-${process.getuid?.() ?? 0}-${base}`);
+const registryDir = () => path.join(os.tmpdir(), `ats-browser-uids-${process.getuid?.() ?? 0}`);
 
-const MY_CLAIM = JSON.stringify({ pid: process.pid, start: processStartTime(process.pid) ?? 0 });
+const claimOf = (holder: { pid: number; start: number }) => JSON.stringify({ pid: holder.pid, start: holder.start });
+const MY_CLAIM = claimOf({ pid: process.pid, start: processStartTime(process.pid) ?? 0 });
 
-/** Claims `uid` in the host registry; false when a live process (another pool) holds it. */
+/** Claims `uid` in the host registry; false when a live process (another pool, or another browser's supervisor) holds it. */
 function claimOnHost(dir: string, uid: number): boolean {
   const file = path.join(dir, String(uid));
   for (let attempt = 0; attempt < 2; attempt++) {
@@ -194,24 +197,45 @@ function claimOnHost(dir: string, uid: number): boolean {
 
 /** Takes the lowest uid of the range that neither this process nor another pool on this host holds. */
 export function takeUid(base: number): number {
-  const dir = registryDir(base);
+  const dir = registryDir();
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   for (let uid = base; uid < base + UID_RANGE; uid++) {
     if (!uidsInUse.has(uid) && claimOnHost(dir, uid)) {
-      uidsInUse.set(uid, base);
+      uidsInUse.set(uid, { claim: MY_CLAIM });
       return uid;
     }
   }
   throw new Error(`no free browser uid in ${base}..${base + UID_RANGE - 1} (other pools on this host hold the rest)`);
 }
 
-export function releaseUid(uid: number): void {
-  const base = uidsInUse.get(uid);
-  uidsInUse.delete(uid);
-  if (base === undefined) return;
-  const file = path.join(registryDir(base), String(uid));
+/** Hands a uid's claim to the browser's supervisor: it stays taken while the browser runs, whatever becomes of this process. */
+export function handUid(uid: number, holder: { pid: number; start: number }): void {
+  const held = uidsInUse.get(uid);
+  if (!held) return;
+  const file = path.join(registryDir(), String(uid));
+  fs.writeFileSync(`${file}.tmp`, claimOf(holder), { mode: 0o600 });
+  fs.renameSync(`${file}.tmp`, file);
+  held.claim = claimOf(holder);
+}
+
+/** Counts a uid held by a browser taken over after a restart (its supervisor's claim stays) as this process's. */
+export function adoptUid(uid: number): void {
+  let claim = MY_CLAIM;
   try {
-    if (fs.readFileSync(file, 'utf8') === MY_CLAIM) fs.rmSync(file, { force: true });
+    claim = fs.readFileSync(path.join(registryDir(), String(uid)), 'utf8');
+  } catch {
+    /* its claim is gone: the in-process set still keeps it from this pool's next browsers */
+  }
+  uidsInUse.set(uid, { claim });
+}
+
+export function releaseUid(uid: number): void {
+  const held = uidsInUse.get(uid);
+  uidsInUse.delete(uid);
+  if (!held) return;
+  const file = path.join(registryDir(), String(uid));
+  try {
+    if (fs.readFileSync(file, 'utf8') === held.claim) fs.rmSync(file, { force: true });
   } catch {
     /* not claimed */
   }

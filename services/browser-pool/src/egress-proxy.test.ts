@@ -8,7 +8,8 @@ import puppeteer from 'puppeteer-core';
 import { createLogger } from '../../common/src/logger.js';
 import { AdBlocker, requestType } from './adblock.js';
 import { EGRESS_FAILURE_HEADER } from './client/egress.js';
-import { EgressProxy, hostAddresses, refusal, type EgressPolicy, type LookupAll } from './egress-proxy.js';
+import { cachedLookup, EgressProxy, hostAddresses, refusal, type EgressPolicy, type LookupAll } from './egress-proxy.js';
+import { within } from '../../../test/support/until.js';
 
 const logger = createLogger('test', process.env.EGRESS_TEST_LOG ?? 'silent');
 const NO_OWN = new Set<string>();
@@ -188,9 +189,9 @@ describe('refusal', () => {
     assert.equal(refusal('10.0.0.5', 5432, policy, own), undefined);
   });
 
-  test('when the denied ports are a function, then each check sees its current answer', () => {
+  test('when the denied ports are a live set, then each check sees its current members', () => {
     const ports = new Set<number>();
-    const policy: EgressPolicy = { allowPrivateNetworks: true, deniedLocalPorts: () => ports };
+    const policy: EgressPolicy = { allowPrivateNetworks: true, deniedLocalPorts: ports };
     assert.equal(refusal('127.0.0.1', 41000, policy, NO_OWN), undefined);
     ports.add(41000);
     assert.equal(refusal('127.0.0.1', 41000, policy, NO_OWN), 'internal service port 41000');
@@ -323,9 +324,42 @@ describe('through the proxy', () => {
     assert.equal(mixed.status, 403, 'one refused address among several refuses the name');
     assert.match(mixed.body, /link-local/);
     assert.equal((await viaProxy(p.port, 'http://nowhere.test/')).status, 502);
-    assert.deepEqual(asked.filter((h) => h === 'intranet.test').length, 3, 'one resolution per request: the checked answer is the one used');
+    assert.deepEqual(asked.filter((h) => h === 'intranet.test').length, 1, 'one resolution within the DNS cache span: the checked answer is the one used');
+    assert.deepEqual(asked.filter((h) => h === 'nowhere.test').length, 1);
+    assert.equal((await viaProxy(p.port, 'http://nowhere.test/')).status, 502);
+    assert.deepEqual(asked.filter((h) => h === 'nowhere.test').length, 2, 'a failed resolution is not kept');
     const prodProxy = await egress(prod([]), { lookup });
     assert.equal((await tunnel(prodProxy.port, `intranet.test:${site.port}`)).status, 403);
+  });
+
+  test('when a name was resolved less than the cache span ago, then its answer is reused; after it, the name is resolved again', async () => {
+    let at = 0;
+    let answer = '10.0.0.1';
+    const asked: string[] = [];
+    const lookup = cachedLookup(async (h) => (asked.push(h), [{ address: answer, family: 4 }]), 1000, () => at);
+    assert.deepEqual(await Promise.all([lookup('a.test'), lookup('a.test')]), [[{ address: '10.0.0.1', family: 4 }], [{ address: '10.0.0.1', family: 4 }]]);
+    answer = '10.0.0.2';
+    at = 999;
+    assert.equal((await lookup('a.test'))[0]!.address, '10.0.0.1', 'within the span');
+    assert.equal((await lookup('b.test'))[0]!.address, '10.0.0.2', 'another name is its own');
+    at = 1000;
+    assert.equal((await lookup('a.test'))[0]!.address, '10.0.0.2', 'after the span');
+    assert.deepEqual(asked, ['a.test', 'b.test', 'a.test']);
+    assert.equal(cachedLookup(lookup, 0), lookup, 'a span of 0 keeps nothing');
+  });
+
+  test("when a browser's allowed domains change, then its next requests follow the new list; another browser's proxy keeps its own", async () => {
+    const lookup: LookupAll = async () => [{ address: '127.0.0.1', family: 4 }];
+    const [p, other] = [await egress(dev(), { lookup }), await egress(dev(), { lookup })];
+    p.setAllowedDomains(['a.test']);
+    other.setAllowedDomains(['b.test']);
+    const status = async (proxy: EgressProxy, host: string) => (await viaProxy(proxy.port, `http://${host}:${site.port}/`)).status;
+    assert.deepEqual([await status(p, 'a.test'), await status(p, 'b.test')], [200, 403]);
+    p.setAllowedDomains(['*.b.test']);
+    assert.deepEqual([await status(p, 'a.test'), await status(p, 'x.b.test'), await status(p, 'b.test')], [403, 200, 200]);
+    assert.deepEqual([await status(other, 'a.test'), await status(other, 'b.test')], [403, 200], 'the other browser is untouched');
+    p.setAllowedDomains(undefined);
+    assert.equal(await status(p, 'a.test'), 200, 'no list: any');
   });
 
   test('when a denied endpoint is given by name, then the addresses it resolves to are refused on its port', async () => {
@@ -396,7 +430,7 @@ describe('through the proxy', () => {
     });
     const closed = once(socket, 'close');
     await p.stop();
-    await closed;
+    await within(closed, 'the connection closed');
     await p.stop();
     await assert.rejects(viaProxy(p.port, `http://127.0.0.1:${site.port}/`), /ECONNREFUSED/);
   });

@@ -24,7 +24,8 @@ export interface EgressPolicy {
   /** Loopback, RFC 1918, CGNAT 100.64/10, IPv6 ULA fc00::/7 and this host's own addresses allowed (local development) or refused (production). */
   allowPrivateNetworks: boolean;
   /** Ports refused on loopback and on this host's own interface addresses even when private networks are allowed (the services' internal ports). */
-  deniedLocalPorts: ReadonlySet<number> | (() => ReadonlySet<number>);
+  /** Asked per request, so it may be a live view (the pool's adds every egress proxy's own port): a set built once, never per request. */
+  deniedLocalPorts: Pick<ReadonlySet<number>, 'has'>;
   /** Extra host:port endpoints always refused (e.g. a remote Postgres from DATABASE_URL). Names are resolved by the proxy. */
   deniedEndpoints?: { host: string; port: number }[];
 }
@@ -47,7 +48,38 @@ export interface EgressProxyOptions {
   lookup?: LookupAll;
   /** How long a connection to a destination or upstream may take; default 30 s. */
   connectTimeoutMs?: number;
+  /** How long a name's addresses are reused (default DNS_CACHE_MS; 0: looked up every time). */
+  dnsCacheMs?: number;
 }
+
+/**
+ * How long a looked-up name's addresses are reused. `dns.lookup` (which honours /etc/hosts, as
+ * Chromium would) reports no TTL, so a span shorter than any sensible record's TTL: a page's
+ * dozens of requests to one host cost one lookup, and a name still moves within seconds.
+ */
+export const DNS_CACHE_MS = 10_000;
+/** Names remembered at most (per cache); the oldest go first. */
+const DNS_CACHE_NAMES = 1000;
+
+/** `lookup` with its answers reused for `ttlMs` (failures are not kept; concurrent asks share one lookup). */
+export function cachedLookup(lookup: LookupAll, ttlMs: number, now: () => number = Date.now): LookupAll {
+  if (ttlMs <= 0) return lookup;
+  const cache = new Map<string, { at: number; addresses: ReturnType<LookupAll> }>();
+  return (host) => {
+    const hit = cache.get(host);
+    if (hit && now() - hit.at < ttlMs) return hit.addresses;
+    const addresses = lookup(host);
+    cache.delete(host);
+    cache.set(host, { at: now(), addresses });
+    if (cache.size > DNS_CACHE_NAMES) cache.delete(cache.keys().next().value!);
+    addresses.catch(() => cache.get(host)?.addresses === addresses && cache.delete(host));
+    return addresses;
+  };
+}
+
+const dnsLookup: LookupAll = (h) => dns.promises.lookup(h, { all: true, verbatim: true });
+/** The system's resolver, cached for every browser of this process alike. */
+const systemLookup = cachedLookup(dnsLookup, DNS_CACHE_MS);
 
 const METADATA_NAMES = new Set(['metadata.google.internal', 'metadata.goog', 'metadata', 'instance-data', 'instance-data.ec2.internal', 'metadata.azure.internal']);
 const MAX_HEAD = 16 * 1024;
@@ -176,8 +208,6 @@ export function hostAddresses(): Set<string> {
   return out;
 }
 
-const portsOf = (p: EgressPolicy) => (typeof p.deniedLocalPorts === 'function' ? p.deniedLocalPorts() : p.deniedLocalPorts);
-
 /**
  * Why a destination is refused, or undefined when it is allowed. `address` is an IP literal in any
  * form or a name; a name other than localhost and the cloud metadata names is only checked against
@@ -207,7 +237,7 @@ export function refusal(address: string, port: number, policy: EgressPolicy, own
     if (c.scope === 'loopback' || c.scope === 'private') return c.reason;
     if (own) return "this host's own address";
   }
-  if ((c.scope === 'loopback' || own) && portsOf(policy).has(port)) return `internal service port ${port}`;
+  if ((c.scope === 'loopback' || own) && policy.deniedLocalPorts.has(port)) return `internal service port ${port}`;
   return undefined;
 }
 
@@ -295,6 +325,8 @@ export class EgressProxy {
   readonly #policy: EgressPolicy;
   readonly #logger: Logger;
   readonly #lookup: LookupAll;
+  /** Whether deniedEndpoints names hosts (then their addresses are looked up and refused too). */
+  readonly #deniedNames: boolean;
   readonly #connectTimeoutMs: number;
   readonly #sockets = new Set<net.Socket>();
   readonly #agent = new http.Agent({ keepAlive: true, maxFreeSockets: 8, timeout: 60_000 });
@@ -311,7 +343,11 @@ export class EgressProxy {
     this.#policy = o.policy;
     this.#logger = o.logger;
     this.#connectTimeoutMs = o.connectTimeoutMs ?? 30_000;
-    this.#lookup = o.lookup ?? ((h) => dns.promises.lookup(h, { all: true, verbatim: true }));
+    this.#lookup = o.lookup || o.dnsCacheMs !== undefined ? cachedLookup(o.lookup ?? dnsLookup, o.dnsCacheMs ?? DNS_CACHE_MS) : systemLookup;
+    this.#deniedNames = (o.policy.deniedEndpoints ?? []).some((e) => {
+      const h = normaliseHost(e.host);
+      return h !== undefined && !classify(h);
+    });
     this.setUpstream(o.upstream);
     server.on('connection', (s: net.Socket) => this.#track(s));
     server.on('clientError', (err: Error, socket: Duplex) => {
@@ -335,7 +371,7 @@ export class EgressProxy {
    * Starts a proxy on a free port of 127.0.0.1, or on a Unix socket (`socketPath`) for a browser
    * in a network namespace of its own, which reaches it through a forwarder on its loopback.
    */
-  static async start(o: EgressProxyOptions & { socketPath?: string | undefined }): Promise<EgressProxy> {
+  static async start(o: EgressProxyOptions & { socketPath?: string | undefined; port?: number | undefined }): Promise<EgressProxy> {
     const server = http.createServer({ maxHeaderSize: MAX_HEAD, requestTimeout: 0, keepAliveTimeout: 30_000 });
     const p = new EgressProxy(server, o);
     await new Promise<void>((resolve, reject) => {
@@ -351,7 +387,7 @@ export class EgressProxy {
         resolve();
       };
       if (o.socketPath) server.listen(o.socketPath, listening);
-      else server.listen(0, '127.0.0.1', listening);
+      else server.listen(o.port ?? 0, '127.0.0.1', listening); // a port of its own, or the one a browser taken over after a restart points at
     });
     return p;
   }
@@ -409,8 +445,8 @@ export class EgressProxy {
 
   /** The policy with the names of deniedEndpoints also as their addresses (resolved at most once a minute). */
   async #effectivePolicy(): Promise<EgressPolicy> {
+    if (!this.#deniedNames) return this.#policy;
     const denied = this.#policy.deniedEndpoints ?? [];
-    if (!denied.some((e) => normaliseHost(e.host) !== undefined && !classify(normaliseHost(e.host)!))) return this.#policy;
     const now = Date.now();
     if (!this.#endpoints || now - this.#endpoints.at > 60_000) {
       const list = Promise.all(

@@ -46,6 +46,12 @@ export interface InstancesOptions {
   heartbeatIntervalMs: number;
   /** A peer whose heartbeat is older than this is dead. */
   heartbeatTimeoutMs: number;
+  /**
+   * How long a peer that refuses connections may be restarting (its browsers outlive it and its
+   * next process takes them over: POOL_KEEP_BROWSERS_ON_EXIT): it is not reaped for refusing
+   * until its heartbeat is that old. 0: a refusing peer is dead at once.
+   */
+  restartGraceMs?: number;
   /** The deployment credential; every forwarded call carries it. */
   token: InternalToken;
   grpcDeadlineMs: number;
@@ -74,6 +80,8 @@ export class Instances {
   #readAt = -Infinity;
   #reading: Promise<void> | undefined;
   #timer: NodeJS.Timeout | undefined;
+  /** Renews the row while a restarted process takes its browsers over (resume → start). */
+  #resuming: NodeJS.Timeout | undefined;
   #ticking: Promise<void> | undefined;
   #stopped = false;
   #draining = false;
@@ -95,11 +103,27 @@ export class Instances {
 
   /** Registers this instance at the addresses its peers reach it on, then renews and reaps every interval. */
   async start(self: Omit<InstanceAddress, 'id'>): Promise<void> {
+    clearInterval(this.#resuming);
     this.#self = { id: this.id, ...self };
     await this.#o.repo.register(this.#self, new Date(this.#now()));
     this.#o.logger.info({ instanceId: this.id, grpcAddr: self.grpcAddr, cdpBase: self.cdpUrl }, 'pool instance registered');
     this.#timer = setInterval(() => void this.tick(), this.#o.heartbeatIntervalMs);
     this.#timer.unref();
+  }
+
+  /**
+   * The first thing a (re)started process does: renews the heartbeat of this instance's row if a
+   * previous process left it, so peers do not take the instance for dead while this process takes
+   * its browsers over. False when there is no row (first start, or reaped: its browsers are stopped).
+   */
+  async resume(): Promise<boolean> {
+    const found = await this.#o.repo.heartbeat(this.id, new Date(this.#now()));
+    // Taking many browsers over can outlast the heartbeat timeout: the row is renewed meanwhile, until start() beats.
+    if (found && !this.#stopped && !this.#resuming) {
+      this.#resuming = setInterval(() => void this.#o.repo.heartbeat(this.id, new Date(this.#now())).catch((err) => this.#o.logger.warn({ err }, 'heartbeat during takeover failed')), this.#o.heartbeatIntervalMs);
+      this.#resuming.unref();
+    }
+    return found;
   }
 
   /** One heartbeat and one reaping pass (what the timer does; tests call it). Never throws. */
@@ -167,6 +191,7 @@ export class Instances {
   async #confirmDead(id: string): Promise<boolean> {
     const peer = await this.lookup(id, { fresh: true });
     if (!peer) return true;
+    if (this.#now() - Date.parse(peer.heartbeatAt) < (this.#o.restartGraceMs ?? 0)) return false; // maybe restarting: its next process takes its browsers over
     if (!(await refuses(peer.grpcAddr, PROBE_TIMEOUT_MS))) return false;
     const reaped = await this.#o.repo.reapDead(id, new Date(peer.heartbeatAt), new Date(this.#now()));
     if (!reaped.instances.length) return false; // it beat again meanwhile
@@ -244,13 +269,18 @@ export class Instances {
     if (this.#self) await this.#o.repo.setDraining(this.id);
   }
 
-  /** Stops renewing, removes this instance's row (its browsers are stopped by then) and closes the peers' clients. Idempotent. */
-  async stop(): Promise<void> {
+  /**
+   * Stops renewing, removes this instance's row (its browsers are stopped by then) and closes the
+   * peers' clients. Idempotent. `keepRow`: the browsers were left for the next process, which
+   * resumes the row; if none comes, peers reap it (and them) when its heartbeat expires.
+   */
+  async stop(o: { keepRow?: boolean } = {}): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
+    clearInterval(this.#resuming);
     if (this.#timer) clearInterval(this.#timer);
     await this.#ticking;
-    if (this.#self) await this.#o.repo.deregister(this.id);
+    if (this.#self && !o.keepRow) await this.#o.repo.deregister(this.id);
     for (const c of this.#clients.values()) c.client.close();
     this.#clients.clear();
   }

@@ -15,6 +15,7 @@ import { EgressProxy, type EgressPolicy, type LookupAll } from './egress-proxy.j
 import { acceptLanguage, userAgentOverride, type Identity } from './identity.js';
 import { Screencast, type ScreencastOptions } from './screencast.js';
 import { Tabs } from './tabs.js';
+import type { SupervisorState } from './supervisor.js';
 
 /** How to launch and prepare a browser. */
 export interface LiveBrowserOptions extends Omit<LaunchOptions, 'width' | 'height' | 'proxyServer'> {
@@ -31,6 +32,13 @@ export interface LiveBrowserOptions extends Omit<LaunchOptions, 'width' | 'heigh
   height: number;
   screencast: ScreencastOptions;
   now?: () => number;
+}
+
+/** What a browser needs again from a new pool process after a restart (kept in its supervisor's state file). */
+interface Resumable {
+  /** Its egress proxy's port (outside a network namespace; in one, the socket in its folder). */
+  egressPort: number | undefined;
+  identity: Identity | undefined;
 }
 
 /**
@@ -124,6 +132,7 @@ export class LiveBrowser {
     }
     const b = new LiveBrowser(chromium, egress, o, proxyCountryCode);
     try {
+      b.#save();
       await b.#prepare();
       if (o.signal?.aborted) throw new Error('launch aborted');
       return b;
@@ -132,6 +141,60 @@ export class LiveBrowser {
       await chromium.removed;
       throw err;
     }
+  }
+
+  /**
+   * Takes over a browser a previous pool process launched and handed out (its supervisor kept it
+   * running): its egress proxy listens again where Chromium reaches it, and the pool's own CDP
+   * setup is made again over the new connection (tab tracking, download folder; `present` redoes
+   * the identity). The previous process's page sessions are detached: Chromium announces every
+   * target and attaches to every page anew.
+   */
+  static async adopt(o: LiveBrowserOptions, state: SupervisorState, row: BrowserRow): Promise<LiveBrowser> {
+    const saved = state.browser as Resumable | undefined;
+    if (!saved) throw new Error('no state of a handed-out browser');
+    const socketPath = o.confinement.netNamespace ? egressSocketPath(o.rootDir, o.id) : undefined;
+    if (socketPath) fs.rmSync(socketPath, { force: true });
+    else if (!saved.egressPort) throw new Error('no egress port recorded');
+    const upstream = o.upstream;
+    const egress = await EgressProxy.start({ policy: o.egress, logger: o.logger.child({ browserId: o.id }), upstream, socketPath, port: saved.egressPort, ...(o.egressLookup ? { lookup: o.egressLookup } : {}) });
+    let chromium: Chromium;
+    try {
+      chromium = await Chromium.adopt({ rootDir: o.rootDir, state, logger: o.logger });
+    } catch (err) {
+      await egress.stop();
+      throw err;
+    }
+    const b = new LiveBrowser(chromium, egress, o, row.proxyCountryCode);
+    b.row = row;
+    b.identity = saved.identity;
+    try {
+      const conn = chromium.conn;
+      // Off, then on again (tabs.start and present): Chromium announces what exists only when they turn on.
+      await conn.send('Target.setDiscoverTargets', { discover: false });
+      await conn.send('Target.setAutoAttach', { autoAttach: false, waitForDebuggerOnStart: false, flatten: true });
+      await Promise.all([b.tabs.start(), conn.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: chromium.downloadsDir, eventsEnabled: true })]);
+      return b;
+    } catch (err) {
+      chromium.detach();
+      await egress.stop();
+      throw err;
+    }
+  }
+
+  /** Writes what a next pool process needs to take this browser over. */
+  #save(): void {
+    const r: Resumable = { egressPort: this.egress.port || undefined, identity: this.identity };
+    this.chromium.saveState(r as unknown as Record<string, unknown>);
+  }
+
+  /**
+   * Leaves the browser running for the next pool process of this data dir (a restart): clients
+   * and viewers are cut, the egress proxy stops listening (the next process listens again at the
+   * same place), the supervisor keeps Chromium. Idempotent.
+   */
+  detach(): Promise<void> {
+    return this.#close(false);
   }
 
   async #prepare(): Promise<void> {
@@ -165,6 +228,7 @@ export class LiveBrowser {
    */
   async present(identity: Identity, blocker?: AdBlocker): Promise<void> {
     this.identity = identity;
+    this.#save();
     const conn = this.chromium.conn;
     const version = await conn.send<{ product: string; userAgent: string }>('Browser.getVersion');
     const ua = identity.hardware ? userAgentOverride(version, identity) : { userAgent: version.userAgent, acceptLanguage: acceptLanguage(identity.locale) };
@@ -264,13 +328,19 @@ export class LiveBrowser {
 
   /** Cuts the clients, ends the screencast and kills the process group (its directories go in the background). Idempotent. */
   shutdown(): Promise<void> {
+    return this.#close(true);
+  }
+
+  /** What shutdown and detach share: clients and viewers cut, then Chromium stopped (`kill`) or left to its supervisor. */
+  #close(kill: boolean): Promise<void> {
     this.#stopping ??= (async () => {
       this.#endedResolve();
       for (const c of this.#clients) c.terminate();
       this.#clients.clear();
       this.screencast.stop();
       this.tabs.stop();
-      await this.chromium.stop();
+      if (kill) await this.chromium.stop();
+      else this.chromium.detach();
       await this.egress.stop();
     })();
     return this.#stopping;

@@ -1,9 +1,11 @@
 /**
  * Composition root of the browser-pool service: config → database → bus → clients → pool (which
- * first reaps what a crashed predecessor of the same instance id left) → CDP proxy → gRPC →
- * registration among the replicas (heartbeat, reaping dead peers) → signals. On SIGTERM: drain
- * (no new browsers; running ones go on up to POOL_DRAIN_TIMEOUT_MS), end viewers' streams, drain
- * gRPC, close the proxy, stop every browser (profiles saved), deregister, then the rest.
+ * first takes over or reaps what a previous process of the same instance id left) → CDP proxy →
+ * gRPC → registration among the replicas (heartbeat, reaping dead peers) → signals. On SIGTERM:
+ * drain (no new browsers; running ones go on up to POOL_DRAIN_TIMEOUT_MS), end viewers' streams,
+ * drain gRPC, close the proxy, stop every browser (profiles saved), deregister, then the rest.
+ * With POOL_KEEP_BROWSERS_ON_EXIT the browsers are left running instead (no drain wait, no stop,
+ * the instance row kept) for the next process to take over.
  */
 import path from 'node:path';
 import { connectBus } from '../../common/src/bus.js';
@@ -58,6 +60,7 @@ runMain('browser-pool', async () => {
     id: config.instanceId,
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     heartbeatTimeoutMs: config.heartbeatTimeoutMs,
+    restartGraceMs: config.keepBrowsersOnExit ? config.restartGraceMs : 0,
     token,
     grpcDeadlineMs: config.grpcDeadlineMs,
     logger,
@@ -79,6 +82,8 @@ runMain('browser-pool', async () => {
     instanceId: config.instanceId,
     endElsewhere: (row) => router.endAtOwner(row),
     rootDir: path.join(home, 'browsers'),
+    // Without a restart to wait for, a browser ends with its pool's connection, as it did with the pipe.
+    restartGraceMs: config.keepBrowsersOnExit ? config.restartGraceMs : 0,
     chromium: {
       executable: config.chromiumPath,
       confinement: fitToRoot(
@@ -87,9 +92,15 @@ runMain('browser-pool', async () => {
         logger,
       ),
       extraArgs: config.chromiumArgs,
+      nice: config.browserNice,
     },
     screencast: { quality: config.screencastQuality, everyNthFrame: config.screencastEveryNthFrame, maxWidth: 0, maxHeight: 0 },
     warmSize: config.warmSize,
+    warmMax: config.warmMax,
+    warmWindowMs: config.warmWindowSeconds * 1000,
+    warmParallelLaunches: config.warmParallelLaunches,
+    parallelLaunches: config.parallelLaunches,
+    maxBrowsers: config.maxBrowsers,
     maxActivePerProject: config.maxActivePerProject,
     defaultTimeoutMinutes: config.defaultTimeoutMinutes,
     idleTimeoutSeconds: config.idleTimeoutSeconds,
@@ -99,6 +110,9 @@ runMain('browser-pool', async () => {
     logger,
   });
   const router = new OwnerRouter({ runsHere: (id) => pool.runsHere(id), browsers, instances, logger });
+  // The same instance again (a restart): its row is renewed first, so peers leave its browsers
+  // alone while they are taken over; then they are reattached; then it registers and beats.
+  await instances.resume();
   await pool.start();
   // Runs block ads by default: the lists are parsed now (on a worker thread), not at the first run.
   void pool.adBlocker().catch(() => {});
@@ -123,15 +137,17 @@ runMain('browser-pool', async () => {
         name: 'drain',
         stop: async () => {
           await instances.drain();
-          const empty = await pool.drain(config.drainTimeoutMs);
-          if (!empty) logger.info({ drainTimeoutMs: config.drainTimeoutMs }, 'drain time is up; stopping the remaining browsers');
+          // Browsers left for the next process are not waited for.
+          const empty = await pool.drain(config.keepBrowsersOnExit ? 0 : config.drainTimeoutMs);
+          if (config.keepBrowsersOnExit) logger.info('leaving the browsers running for the next process (POOL_KEEP_BROWSERS_ON_EXIT)');
+          else if (!empty) logger.info({ drainTimeoutMs: config.drainTimeoutMs }, 'drain time is up; stopping the remaining browsers');
         },
       },
       { name: 'viewers', stop: () => pool.endStreams() },
       { name: 'grpc', stop: () => server.stop(Math.floor(config.shutdownTimeoutMs / 4)) },
       { name: 'cdp-proxy', stop: () => proxy.stop() },
-      { name: 'browsers', stop: () => pool.stopAll() },
-      { name: 'instance', stop: () => instances.stop() },
+      { name: 'browsers', stop: () => (config.keepBrowsersOnExit ? pool.detachAll() : pool.stopAll()) },
+      { name: 'instance', stop: () => instances.stop({ keepRow: config.keepBrowsersOnExit }) },
       { name: 'clients', stop: () => (store.close(), liveView.close()) },
       { name: 'webhook-relay', stop: () => relay.stop() },
       { name: 'nats', stop: () => bus.stop() },

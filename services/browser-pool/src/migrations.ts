@@ -113,4 +113,14 @@ export const migrations: Migration[] = [
       });
     },
   },
+  {
+    // A stop saves its profile after it answered: which pool instance is saving it, since when (a create or read on another replica waits).
+    name: '20261207010000_profiles_saving',
+    async up(knex) {
+      await knex.schema.alterTable('profiles', (t) => {
+        t.string('saving_by');
+        t.timestamp('saving_since', { useTz: true });
+      });
+    },
+  },
 ];

@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import puppeteer from 'puppeteer-core';
 import { tempDir } from '../../../test/support/infra.js';
-import { until } from '../../../test/support/until.js';
+import { until, within } from '../../../test/support/until.js';
 import { openDatabase, type Database } from '../../common/src/db.js';
 import { RemoteError, Status } from '../../common/src/errors.js';
 import { createServiceClient, type GrpcServer, type ServiceClient } from '../../common/src/grpc.js';
@@ -210,7 +210,9 @@ describe('calls about a browser on another replica', () => {
     const stopped = (await b.client.api.stopBrowser({ projectId: P, browserId: row.id, reason: StopReason.STOP_REASON_USER })).browser!;
     assert.equal(stopped.status, BrowserStatus.BROWSER_STATUS_STOPPED);
     assert.equal(stopped.stopReason, StopReason.STOP_REASON_USER);
-    await disconnected;
+    await within(disconnected, 'the CDP client disconnected by the stop');
+    // The stop answers once the browser is recorded stopped; its process goes right after, then the stop is announced.
+    await until(() => a.events.some((e) => e.row.id === row.id && e.kind === 'stopped'), { timeoutMs: 20_000, what: 'the stop announced' });
     assert.deepEqual(groupMembers(pid), [], "the owner's Chromium is gone");
     assert.deepEqual(a.events.filter((e) => e.row.id === row.id).map((e) => e.kind), ['started', 'stopped'], 'the owner announced the stop');
     assert.deepEqual(b.events, []);

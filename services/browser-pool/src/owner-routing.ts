@@ -48,6 +48,13 @@ export function forwardedTo(md: grpc.Metadata | undefined): string | undefined {
 }
 
 /** Decides, per call, whether this replica answers about a browser or forwards to its owner. */
+/** What is left of an incoming call's deadline, in ms (Infinity when it has none). */
+export function timeLeftMs(call: { getDeadline?(): grpc.Deadline }): number {
+  const d = call.getDeadline?.();
+  const deadline = d instanceof Date ? d.getTime() : typeof d === 'number' ? d : Infinity;
+  return deadline - Date.now();
+}
+
 export class OwnerRouter {
   readonly #o: OwnerRouterOptions;
   readonly #now: () => number;
@@ -115,9 +122,8 @@ export class OwnerRouter {
 
   /** Options of a call forwarded to `owner`: what is left of the caller's deadline, and the header naming the owner. */
   #forwardOptions(owner: InstanceRow, call: IncomingCall): CallOptions {
-    const d = call.getDeadline?.();
-    const deadline = d instanceof Date ? d.getTime() : typeof d === 'number' ? d : Infinity;
-    const left = Number.isFinite(deadline) ? Math.max(deadline - Date.now() - 20, 1) : undefined;
+    const ms = timeLeftMs(call);
+    const left = Number.isFinite(ms) ? Math.max(ms - 20, 1) : undefined;
     return { ...(left !== undefined ? { deadlineMs: left } : {}), metadata: { [FORWARDED_TO_HEADER]: owner.id } };
   }
 

@@ -68,6 +68,36 @@ export class ProfileRepository {
     return r ? (JSON.parse(r.state) as ProfileState) : undefined;
   }
 
+  /** Pool instance `instanceId` saves the profile in the background from `at` on (one stop at a time; a later one takes the mark over). */
+  async markSaving(projectId: string, id: string, instanceId: string, at: Date): Promise<void> {
+    await this.#knex('profiles').where({ id, project_id: projectId }).update({ saving_by: instanceId, saving_since: at });
+  }
+
+  /** The save marked at `since` is over (a later stop's mark is left alone). */
+  async clearSaving(projectId: string, id: string, instanceId: string, since: Date): Promise<void> {
+    await this.#knex('profiles').where({ id, project_id: projectId, saving_by: instanceId, saving_since: since }).update({ saving_by: null, saving_since: null });
+  }
+
+  /** Every mark of an instance's earlier process (it was killed mid-save; what it saved is what there is). */
+  async clearSavingOf(instanceId: string): Promise<void> {
+    await this.#knex('profiles').where({ saving_by: instanceId }).update({ saving_by: null, saving_since: null });
+  }
+
+  /**
+   * Whether another pool instance that is still registered (not reaped: alive, or not yet seen
+   * dead) is saving the profile (any of the project's, without `id`), marked after `after`.
+   */
+  async savingElsewhere(projectId: string, id: string | undefined, self: string, after: Date): Promise<boolean> {
+    const q = this.#knex('profiles as p')
+      .join('instances as i', 'i.id', 'p.saving_by')
+      .where('p.project_id', projectId)
+      .whereNot('p.saving_by', self)
+      .andWhere('p.saving_since', '>', after)
+      .first(this.#knex.raw('1 as one'));
+    if (id) q.andWhere('p.id', id);
+    return !!(await q);
+  }
+
   async touch(projectId: string, id: string, at: Date): Promise<void> {
     await this.#knex('profiles').where({ id, project_id: projectId }).update({ last_used_at: at });
   }

@@ -57,6 +57,24 @@ export class Profiles {
     return state;
   }
 
+  /** The save a stop goes on with after it answered: marked, so that a create or read on another replica waits for it. */
+  markSaving(projectId: string, id: string, instanceId: string, at: Date): Promise<void> {
+    return this.#repo.markSaving(projectId, id, instanceId, at);
+  }
+
+  clearSaving(projectId: string, id: string, instanceId: string, since: Date): Promise<void> {
+    return this.#repo.clearSaving(projectId, id, instanceId, since);
+  }
+
+  clearSavingOf(instanceId: string): Promise<void> {
+    return this.#repo.clearSavingOf(instanceId);
+  }
+
+  /** Whether another live pool instance is saving the profile (any of the project's, without `id`) since `after`. */
+  savingElsewhere(projectId: string, id: string | undefined, self: string, after: Date): Promise<boolean> {
+    return this.#repo.savingElsewhere(projectId, id, self, after);
+  }
+
   /** Records that a browser started with the profile. */
   async markUsed(projectId: string, id: string): Promise<void> {
     await this.#repo.touch(projectId, id, new Date(this.#now()));

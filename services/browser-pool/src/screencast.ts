@@ -50,6 +50,8 @@ export class Screencast {
   #last: Frame | undefined;
   #lastMeta = '';
   #stopped = false;
+  /** The browser's recorded stop: nothing stamped later is passed on. */
+  #endAtMs = Infinity;
   #titlePoll: NodeJS.Timeout | undefined;
   readonly #offs: (() => void)[] = [];
 
@@ -89,7 +91,7 @@ export class Screencast {
     return () => {
       if (!this.#subscribers.delete(fn)) return;
       this.#passive.delete(fn);
-      if (this.#subscribers.size === 0) this.#follow();
+      this.#follow();
     };
   }
 
@@ -122,6 +124,7 @@ export class Screencast {
     this.#conn.send('Page.screencastFrameAck', { sessionId: p.sessionId }, sessionId).catch(() => {});
     if (this.#current?.sessionId !== sessionId) return;
     const ts = p.metadata.timestamp !== undefined ? p.metadata.timestamp * 1000 : Date.now();
+    if (ts > this.#endAtMs) return;
     const frame = this.#meta(Buffer.from(p.data, 'base64'), ts, Math.round(p.metadata.deviceWidth), Math.round(p.metadata.deviceHeight));
     this.#last = frame;
     this.#lastMeta = JSON.stringify([frame.url, frame.title, frame.tabs]);
@@ -134,7 +137,7 @@ export class Screencast {
     if (key !== this.#lastMeta) {
       this.#lastMeta = key;
       if (this.#last) this.#last = { ...this.#last, url: meta.url, title: meta.title, tabs: meta.tabs };
-      if (this.#subscribers.size) this.#emit(meta);
+      if (this.#subscribers.size && meta.timestampMs <= this.#endAtMs) this.#emit(meta);
     }
     if (this.#current?.targetId !== this.#tabs.activeId) this.#follow();
   }
@@ -146,11 +149,13 @@ export class Screencast {
 
   async #move(): Promise<void> {
     const watched = !this.#stopped && this.#subscribers.size > 0;
-    if (watched && !this.#titlePoll) {
-      // Titles a script sets later are not announced either; look now and then while anyone watches.
+    // Titles a script sets later are not announced either; look now and then while a person watches
+    // (a recording shows no titles: an idle recorded browser is not asked each second, ~1 % of a core).
+    const personWatches = !this.#stopped && this.watcherCount > 0;
+    if (personWatches && !this.#titlePoll) {
       this.#titlePoll = setInterval(() => void this.#tabs.refresh(), 1000);
       this.#titlePoll.unref();
-    } else if (!watched && this.#titlePoll) {
+    } else if (!personWatches && this.#titlePoll) {
       clearInterval(this.#titlePoll);
       this.#titlePoll = undefined;
     }
@@ -174,6 +179,22 @@ export class Screencast {
       // "Target closed": the tab went away meanwhile; the tab tracker picks the next one.
       if (this.#current?.sessionId === sessionId) this.#current = undefined;
       throw err;
+    }
+  }
+
+  /** The browser was recorded stopped at `ms`: what it shows later is not its session's and is not passed on. */
+  endAt(ms: number): void {
+    this.#endAtMs = Math.min(this.#endAtMs, ms);
+  }
+
+  /** Tells `fn` the time (a frame with no picture) while the browser lives, nothing once its stop is recorded. */
+  clock(fn: Subscriber): void {
+    const now = Date.now();
+    if (this.#stopped || now > this.#endAtMs) return;
+    try {
+      fn(this.#meta(Buffer.alloc(0), now, this.#last?.width ?? 0, this.#last?.height ?? 0));
+    } catch (err) {
+      this.#logger.warn({ err }, 'frame subscriber failed');
     }
   }
 

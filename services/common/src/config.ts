@@ -3,6 +3,7 @@
  * fields; `loadConfig` returns a typed object or throws a ConfigError naming every bad
  * variable. Nothing outside config modules reads `process.env`.
  */
+import { createHash } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -10,7 +11,8 @@ import path from 'node:path';
 export interface Field<T> {
   readonly env: string;
   readonly describe: string;
-  parse(raw: string | undefined): T;
+  /** `source` is every variable (when loadConfig parses), for a default that depends on another one. */
+  parse(raw: string | undefined, source?: Record<string, string | undefined>): T;
 }
 
 /** Raised when one or more variables are missing or malformed. */
@@ -49,12 +51,22 @@ export function str(env: string, opt: Opt<string> = {}): Field<string> {
 export const INSTANCE_ID = /^(?!\.\.?$)[A-Za-z0-9._-]{1,128}$/;
 
 /**
- * The name of this process among the replicas of its service, by default the host name (the pod
- * name in Kubernetes); `describe` says what it names. Checked with `instanceIdProblem` beside the
- * service's other cross-checks, so one error names every variable at fault.
+ * The name of this process among the replicas of its service; `describe` says what it names.
+ * Checked with `instanceIdProblem` beside the service's other cross-checks, so one error names
+ * every variable at fault. Set, it wins; unset, it is `defaultInstanceId` of DATA_DIR.
  */
 export function instanceId(env: string, describe: string): Field<string> {
-  return str(env, { default: os.hostname(), describe });
+  return { env, describe: `${describe}; default <host name>-<hash of DATA_DIR>`, parse: (raw, source) => raw || defaultInstanceId(source?.DATA_DIR || './data') };
+}
+
+/**
+ * The host name (the pod name in Kubernetes) and a short hash of the resolved data directory:
+ * stable across restarts of one stack (its leftovers are found again), and different for two
+ * stacks on one host with their own DATA_DIRs, which would otherwise take each other's leases,
+ * browsers and temporaries for their own.
+ */
+export function defaultInstanceId(dataDir: string): string {
+  return `${os.hostname()}-${createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 8)}`;
 }
 
 /** What is wrong with an instance id, naming its variable; undefined when it is fine. */
@@ -203,7 +215,7 @@ export function loadConfig<S extends Record<string, Field<unknown>>>(
   const problems: string[] = [];
   for (const [key, f] of Object.entries(spec)) {
     try {
-      out[key] = f.parse(source[f.env]);
+      out[key] = f.parse(source[f.env], source);
     } catch (err) {
       if (err instanceof FieldProblem) problems.push(err.message);
       else throw err;
@@ -228,6 +240,17 @@ export const commonFields = {
   internalToken: optionalStr('INTERNAL_TOKEN', { minLength: 32, describe: 'Credential every internal gRPC call carries and every server checks' }),
   internalTokenFile: optionalStr('INTERNAL_TOKEN_FILE', { describe: 'A file holding INTERNAL_TOKEN (e.g. a mounted Secret)' }),
 } as const;
+
+/**
+ * Where PGlite's pristine data directory is kept for copying into new ones (pglite-template.ts):
+ * PGLITE_TEMPLATES, else DATA_DIR/.pglite-templates. Read where a database opens rather than in
+ * each service's config, since tests open databases without one; `make test` points every
+ * process at one folder so the whole run builds the template once.
+ */
+export function pgliteTemplatesDir(dataDir: string, source: Record<string, string | undefined> = process.env): string {
+  const raw = source.PGLITE_TEMPLATES;
+  return raw ? path.resolve(raw) : path.join(dataDir, '.pglite-templates');
+}
 
 /** Fields of a process that serves gRPC. */
 export function grpcFields(defaultPort: number) {

@@ -8,8 +8,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import ClientPgLite from 'knex-pglite';
+import { pgliteTemplatesDir } from './config.js';
 import { acquireLock, type LockFile } from './lock-file.js';
 import type { Logger } from './logger.js';
+import { openPglite } from './pglite.js';
 
 export type { Knex };
 
@@ -98,7 +100,8 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     fs.mkdirSync(dir, { recursive: true });
     lock = acquireLock(path.join(dir, '.lock'));
     try {
-      knex = knexFactory({ client: ClientPgLite as unknown as typeof Knex.Client, dialect: 'postgres', connection: { filename: path.join(dir, 'pgdata') } } as Knex.Config);
+      const pglite = await openPglite(path.join(dir, 'pgdata'), pgliteTemplatesDir(opts.dataDir));
+      knex = knexFactory({ client: ClientPgLite as unknown as typeof Knex.Client, dialect: 'postgres', connection: { pglite } } as Knex.Config);
       await knex.raw('select 1');
     } catch (err) {
       lock.release();

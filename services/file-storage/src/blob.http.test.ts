@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { drivers, tempDir, testSchema } from '../../../test/support/infra.js';
-import { until } from '../../../test/support/until.js';
+import { until, within } from '../../../test/support/until.js';
 import { openDatabase, type Database } from '../../common/src/db.js';
 import { createLogger } from '../../common/src/logger.js';
 import { Signer } from '../../common/src/signing.js';
@@ -207,7 +207,7 @@ for (const driver of await drivers()) for (const backend of BACKENDS) {
         req.on('error', () => {});
         req.write(randomBytes(9 * MiB), () => req.destroy()); // more than an S3 part: one may be on its way
       }, { 'Content-Length': 10 * MiB }).catch(() => undefined);
-      await closed;
+      await within(closed, 'the connection closed');
       await until(async () => (await tmpCount()) === 0, { timeoutMs: 2000, what: 'the partial upload removed' });
       assert.equal((await files.getFile(project, up.id)).state, 'pending', 'a cut-off upload does not use the link');
       const v1 = randomBytes(64 * 1024);

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { tempDir } from '../../../test/support/infra.js';
-import { ConfigError } from '../../common/src/config.js';
+import { ConfigError, defaultInstanceId } from '../../common/src/config.js';
 import { createLogger } from '../../common/src/logger.js';
 import { LocalBlobStore } from './blob-store.js';
 import { describeBlobStore, openBlobStore } from './blob-store.factory.js';
@@ -32,9 +31,9 @@ const rejected = (env: Record<string, string>, variable: RegExp) =>
     return true;
   });
 
-test('when nothing is set, then blobs are local under DATA_DIR and temporaries are named by the host', () => {
+test('when nothing is set, then blobs are local under DATA_DIR and temporaries are named by the host and DATA_DIR', () => {
   const c = loadFileStorageConfig({ DATA_DIR: '/srv/ats' });
-  assert.deepEqual(c.store, { kind: 'local', dir: '/srv/ats/file-storage/blobs', instance: os.hostname() });
+  assert.deepEqual(c.store, { kind: 'local', dir: '/srv/ats/file-storage/blobs', instance: defaultInstanceId('/srv/ats') });
   assert.deepEqual(loadFileStorageConfig({ FILES_STORAGE_DIR: '/mnt/blobs', FILES_INSTANCE_ID: 'file-storage-0' }).store, { kind: 'local', dir: '/mnt/blobs', instance: 'file-storage-0' });
 });
 

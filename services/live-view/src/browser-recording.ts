@@ -62,8 +62,8 @@ export const BLACK_JPEG = Buffer.from(
   'base64',
 );
 
-/** How far behind the estimated pool clock a still screen's part may be cut. */
-const SURELY_PAST_MS = 2000;
+/** How far behind the pool's clock a still screen's part may be cut when the pool does not say every second that the browser lives. */
+const OLD_POOL_SURELY_PAST_MS = 60_000;
 
 /** Pool-clock estimates further off than this are treated as a bad clock and ignored. */
 const MAX_CLOCK_LEAD_MS = 60_000;
@@ -84,6 +84,8 @@ export class BrowserRecording {
   /** Estimated pool clock minus ours: the largest lead seen (fresh frames lag least). */
   #clockOffset = -Infinity;
   #lastFrameMs: number;
+  /** The latest moment the pool said the browser lived (pool clock): never past its stop. */
+  #aliveMs: number;
   /** The part being written. */
   #part: { seq: number; file: string; objectKey: string } | undefined;
   #abandoned = false;
@@ -101,6 +103,7 @@ export class BrowserRecording {
     this.#size = o.size;
     this.#seq = o.seq;
     this.#lastFrameMs = o.startMs;
+    this.#aliveMs = o.startMs;
     // Only a followed recording is cut into parts (a pad is one still picture).
     const cuts = o.follow ? { ticks: Math.max(1, Math.round((o.settings.partMs * o.settings.fps) / 1000)), cut: () => this.#closePart(3) } : undefined;
     this.#timeline = new Timeline(o.startMs, o.settings.fps, o.seed, cuts);
@@ -144,6 +147,8 @@ export class BrowserRecording {
   #onFrame(m: StreamFramesResponse): void {
     if (this.#done) return;
     if (m.timestampMs > 0) this.#observeClock(m.timestampMs);
+    // The pool sends nothing stamped after the browser's stop.
+    if (m.timestampMs - this.#now() < MAX_CLOCK_LEAD_MS) this.#aliveMs = Math.max(this.#aliveMs, m.timestampMs);
     if (!m.jpeg.length) return;
     // A frame stamped far ahead of any clock we know would stretch the video: place it at "now".
     const ts = m.timestampMs - this.#now() > MAX_CLOCK_LEAD_MS ? this.#now() + Math.max(0, this.#clockOffset) : m.timestampMs;
@@ -160,8 +165,9 @@ export class BrowserRecording {
   #flushStill(): void {
     if (this.#done || this.#clockOffset === -Infinity) return;
     this.#timeline.advanceTo(this.#now() + this.#clockOffset - (this.#o.flushLagMs ?? 500), this.#write);
-    // A stop is learnt within moments: two seconds back the browser surely still lived.
-    this.#timeline.split(this.#now() + this.#clockOffset - SURELY_PAST_MS, this.#write);
+    // A still screen's part is cut no later than the pool last said the browser lived, so never past
+    // its stop (a pool too old to say so every second: a minute behind its clock, surely still alive).
+    this.#timeline.split(Math.max(this.#aliveMs, this.#now() + this.#clockOffset - OLD_POOL_SURELY_PAST_MS), this.#write);
   }
 
   readonly #write = (jpeg: Buffer, tick: number): void => {

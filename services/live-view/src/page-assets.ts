@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { besideSource } from '../../common/src/source-file.js';
 
 export interface PageAssets {
   /** HTML with {{placeholders}}. */
@@ -17,11 +17,9 @@ export interface PageAssets {
 }
 
 function pageDir(): string {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const candidates = [path.join(here, 'page'), path.join(here.replace(`${path.sep}dist${path.sep}`, path.sep), 'page')];
-  const found = candidates.find((d) => fs.existsSync(path.join(d, 'live-view.html')));
-  if (!found) throw new Error(`live view page files not found (looked in ${candidates.join(', ')})`);
-  return found;
+  const html = besideSource(import.meta.url, path.join('page', 'live-view.html'));
+  if (!fs.existsSync(html)) throw new Error(`live view page files not found (looked for ${html})`);
+  return path.dirname(html);
 }
 
 export function loadPageAssets(dir = pageDir()): PageAssets {

@@ -120,8 +120,22 @@ test('when the screen stays still, then a part is cut only at a moment surely pa
   assert.equal(t.split(1200, write), true);
   assert.equal(t.split(1400, write), false, 'the next part is not long enough yet');
   t.finish(1700, write);
-  assert.deepEqual(parts, [[['A', 0], ['A', 11]], [['A', 12], ['A', 16]]]);
-  assert.deepEqual(lengths(), [12, 5], 'nothing runs past the stop');
+  assert.deepEqual(parts, [[['A', 0], ['A', 10]], [['A', 11], ['A', 16]]], 'the picture opening the next part ends by the moment surely past (tick 11 ends at 1200)');
+  assert.deepEqual(lengths(), [11, 6], 'nothing runs past the stop');
+});
+
+test('when the screen stays still long after a change, then one part stores the change and no more are cut until the picture changes again', () => {
+  const { t, parts, write } = inParts(10);
+  t.frame(A, 0, write);
+  t.frame(B, 300, write);
+  t.advanceTo(6000, write);
+  const cuts = [1200, 2400, 3600, 4800, 6000].map((ms) => t.split(ms, write));
+  assert.deepEqual(cuts, [true, false, false, false, false], 'one cut stores A and B; the still B after it needs none');
+  t.frame(C, 6050, write);
+  t.advanceTo(8000, write);
+  assert.equal(t.split(8000, write), true, 'a change makes the part worth storing again');
+  t.finish(8000, write);
+  assert.deepEqual(parts, [[['A', 0], ['B', 3], ['B', 10]], [['B', 11], ['C', 61], ['C', 78]], [['C', 79]]]);
 });
 
 test('when a new frame falls on the tick of a still-screen cut, then it opens the next part instead of the last picture', () => {

@@ -9,7 +9,8 @@
  * With `parts`, the video is cut into parts of at least `parts.ticks`: a part ends where the next
  * frame is written once it is long enough (the last picture written once more on the tick before,
  * so it lasts up to the cut), or, on a still screen, where `split` is told time has surely passed.
- * Joined end to end the parts last as long as the whole. Pure: it only says what to write, and at
+ * Only a part that shows something new is cut: one that only repeats the previous part's closing
+ * picture goes on (a takeover fills a lost part with that picture anyway). Joined end to end the parts last as long as the whole. Pure: it only says what to write, and at
  * which tick, and where parts begin.
  */
 /** Receives one frame, on screen from tick `tick` until the next frame written. */
@@ -27,6 +28,8 @@ export class Timeline {
   readonly #parts: PartCuts | undefined;
   /** The current part's first tick. */
   #partStart = 0;
+  /** The current part shows something new (not only the last part's closing picture again). */
+  #partNews = false;
   /** The newest frame, not written yet, and the tick it shows from. */
   #pending: { jpeg: Buffer; tick: number } | undefined;
   #last: Buffer | undefined;
@@ -71,8 +74,9 @@ export class Timeline {
     const p = this.#pending;
     if (!p || p.tick >= before) return;
     this.#pending = undefined;
-    if (this.#parts && this.#last && p.tick - this.#partStart >= this.#parts.ticks) this.#cut(p.tick, write);
+    if (this.#parts && this.#last && this.#partNews && p.tick - this.#partStart >= this.#parts.ticks) this.#cut(p.tick, write);
     this.#emit(p.jpeg, p.tick, write);
+    this.#partNews = true;
   }
 
   #emit(jpeg: Buffer, tick: number, write: FrameWriter): void {
@@ -87,6 +91,7 @@ export class Timeline {
     if (this.#lastTick < tick - 1) this.#emit(this.#last!, tick - 1, write);
     this.#parts!.cut(tick);
     this.#partStart = tick;
+    this.#partNews = false;
   }
 
   /** A frame on screen from `tsMs`. */
@@ -104,13 +109,15 @@ export class Timeline {
   }
 
   /**
-   * A still screen: cuts the part that is due at `surelyPastMs` (a moment the browser surely
-   * lived to, so that a part never runs past its stop), showing the last picture again as the
-   * next part's first frame. True when it cut.
+   * A still screen: cuts the part that is due by `surelyPastMs` (a moment the browser surely
+   * lived to), showing the last picture again as the next part's first frame, on a tick that
+   * ends by then, so that the video never runs past the stop. True when it cut. A part that shows
+   * only the previous part's closing picture is not cut (whoever takes the recording over fills
+   * it with that picture anyway): a still screen costs one part, not one every part's length.
    */
   split(surelyPastMs: number, write: FrameWriter): boolean {
-    const tick = Math.min(this.#settled, this.#ticksBefore(surelyPastMs));
-    if (!this.#parts || !this.#last || tick <= this.#lastTick || tick - this.#partStart < this.#parts.ticks) return false;
+    const tick = Math.min(this.#settled, Math.floor(((surelyPastMs - this.startMs) * this.fps) / 1000 + 1e-9) - 1);
+    if (!this.#parts || !this.#last || !this.#partNews || tick <= this.#lastTick || tick - this.#partStart < this.#parts.ticks) return false;
     this.#cut(tick, write);
     // A frame due on that very tick begins the part itself.
     if (this.#pending?.tick !== tick) this.#emit(this.#last, tick, write);

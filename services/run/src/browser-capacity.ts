@@ -189,7 +189,7 @@ export class BrowserCapacity {
   /** A browser slot of the project may be free: its waiting runs may be claimed at once. */
   async slotMayBeFree(projectId: string): Promise<void> {
     try {
-      if (await this.#d.repo.wakeWaiting(projectId)) publish(this.#d.nc, runWakeups, {}, {});
+      if (await this.#d.repo.wakeWaiting(projectId)) publish(this.#d.nc, runWakeups, {}, { handedOver: false });
     } catch (err) {
       this.#d.logger.warn({ projectId, err: (err as Error).message }, 'could not wake runs waiting for a browser (they retry after their back-off)');
     }

@@ -31,7 +31,7 @@ import type { RunRepository, RunRow } from './run.repository.js';
 import { BrowserLimitReached, type BrowserCapacity, type ProvisionedBrowser } from './browser-capacity.js';
 import { BrowserLost, RunGuard, TIME_LIMIT_ERROR } from './run-bounds.js';
 import type { Runs } from './runs.js';
-import type { Takeover } from './scheduler.js';
+import { HandedOver, type Takeover } from './scheduler.js';
 
 /** What the model is told of a command its dead worker was running. */
 export const INTERRUPTED_COMMAND_ERROR = 'Interrupted: the worker running this run stopped while this ran, and the run was resumed on another worker. It may have partly run (or finished): check its effects before running it again.';
@@ -219,7 +219,7 @@ export class RunWorker {
         held.liveViewUrl = kept.liveViewUrl;
       } else if (!code) {
         await repo.closeSession(run.sessionId, 'browser stopped');
-        throw new CannotResume("The run was interrupted (the worker running it stopped responding) and could not be resumed on another worker: its browser is gone (stopped or not found), so the session is closed; start a new conversation");
+        throw new CannotResume(`The run was interrupted (${takeover.reason}) and could not be resumed on another worker: its browser is gone (stopped or not found), so the session is closed; start a new conversation`);
       }
     }
     const checkpoints = await repo.checkpoints(run.id);
@@ -244,7 +244,7 @@ export class RunWorker {
     this.#d.logger.info({ runId: run.id, takeover: takeover.count, fromStep: browserSteps, actions: steps }, 'run resumed');
     // The builtin cannot judge whether to run a cut command again (a failed instruction ends its runs): the run ends, saying why.
     if (cut && run.model === 'builtin') {
-      throw new CannotResume(`The run was resumed on another worker after its worker stopped responding, but the ${String(cut.tool)} call it was making then was interrupted and may have partly run; the builtin model does not repeat it, so the run ends here`);
+      throw new CannotResume(`The run was resumed on another worker (${takeover.reason}), but the ${String(cut.tool)} call it was making then was interrupted and may have partly run; the builtin model does not repeat it, so the run ends here`);
     }
     return { history, steps, browserSteps, model: state?.model, notes };
   }
@@ -267,6 +267,7 @@ export class RunWorker {
       overdue: () => void this.#failStuck(run, TIME_LIMIT_ERROR).catch((err: Error) => log.warn({ err: err.message }, 'could not fail a stuck run')),
     });
     const { signal } = guard;
+    const handedOver = () => stop.aborted && stop.reason instanceof HandedOver;
     const held: Held = { lost: () => guard.cut(new BrowserLost()) };
     let manifest: DiskManifest | undefined;
     let tenant: Tenant | undefined;
@@ -331,7 +332,9 @@ export class RunWorker {
       if (code && manifest) await this.#syncOutputs(run, workDir, manifest, stored).catch((e: Error) => log.warn({ err: e.message }, 'could not store the files of an unfinished run'));
       // The service's own reason (time limit, lost browser) wins over what the interrupted step threw.
       const cut = guard.cutShort ?? (held.cdp && !held.cdp.connected ? new BrowserLost() : undefined);
-      if (!cut && (signal.aborted || err instanceof RunStopped)) {
+      if (handedOver()) {
+        log.info('run work ended: handed over to another worker');
+      } else if (!cut && (signal.aborted || err instanceof RunStopped)) {
         log.info('run stopped');
       } else {
         const message = cut ? failureMessage(cut) : failureMessage(err);
@@ -350,7 +353,9 @@ export class RunWorker {
       if (tenant) await tenant.release().catch((err: Error) => log.warn({ err: err.message }, 'could not release the run’s terminal'));
       else await fs.rm(workDir, { recursive: true, force: true }).catch(() => undefined);
       const { browserId } = held;
-      if (code) {
+      if (handedOver()) {
+        // The run goes on elsewhere with the same browser (see #resume): nothing of it is released.
+      } else if (code) {
         await this.#endTurnBrowser(run, held, stop);
       } else if (browserId) {
         // By what the run's record says, not by the signal: a lease renewal may abort a run that just ended.

@@ -97,6 +97,20 @@ for (const driver of await drivers()) {
       await repo.finish(lost, ['running'], 'completed');
     });
 
+    test('when a worker hands a run over, then another takes it at once, told it was handed over, and a later takeover is not', async () => {
+      const id = await queue('prj_hand');
+      await repo.claim('leaving', 60000, 5);
+      assert.equal(await repo.handOver(id, 'someone-else'), false, 'only the lease holder hands a run over');
+      assert.equal(await repo.handOver(id, 'leaving'), true);
+      const first = await repo.takeOverExpired('heir', 200, 3, 'x');
+      assert.deepEqual(first.taken.map((r) => [r.id, r.status, r.leaseOwner, r.takeovers, r.handedOver]), [[id, 'running', 'heir', 1, true]], 'taken before its 60 s lease would have run out');
+      skewMs += 1000;
+      const second = await repo.takeOverExpired('next', 200, 3, 'x');
+      assert.deepEqual(second.taken.map((r) => [r.id, r.takeovers, r.handedOver]), [[id, 2, false]], 'a lease that ran out is not a handover');
+      await repo.finish(id, ['running'], 'completed');
+      assert.equal(await repo.handOver(id, 'next'), false, 'a finished run is not handed over');
+    });
+
     test('when a run was taken over as often as the bound allows and its lease runs out again, then it fails with the reason', async () => {
       const id = await queue('prj_bound');
       await repo.claim('w0', 200, 5);

@@ -121,6 +121,16 @@ export const migrations: Migration[] = [
       });
     },
   },
+  {
+    // A worker shutting down (a restart, a rolling update) hands its runs over at once: their lease
+    // is let go early and marked, so the worker taking one over says why (see handOver).
+    name: '20261204000000_run_handed_over',
+    async up(knex) {
+      await knex.schema.alterTable('runs', (t) => {
+        t.boolean('handed_over').notNullable().defaultTo(false);
+      });
+    },
+  },
 ];
 
 /**
@@ -449,22 +459,37 @@ export class RunRepository {
    * `running` rows: a run stopped meanwhile stays stopped. A run taken over `maxTakeovers` times
    * already fails with `overError` instead. Returns both.
    */
-  async takeOverExpired(owner: string, leaseMs: number, maxTakeovers: number, overError: string): Promise<{ taken: RunRow[]; failed: RunRow[] }> {
+  async takeOverExpired(owner: string, leaseMs: number, maxTakeovers: number, overError: string): Promise<{ taken: (RunRow & { handedOver: boolean })[]; failed: RunRow[] }> {
     const now = this.#iso();
     return this.knex.transaction(async (trx) => {
-      const taken = await trx('runs')
-        .where('status', 'running')
-        .andWhere('lease_expires_at', '<', now)
-        .andWhere('takeovers', '<', maxTakeovers)
-        .update({ lease_owner: owner, lease_expires_at: this.#iso(leaseMs), takeovers: trx.raw('takeovers + 1'), updated_at: now }, ['*']);
+      // Locked first (a second replica waits, then finds their leases renewed): whether each was handed over is read before it is reset.
+      const due = await trx('runs').where('status', 'running').andWhere('lease_expires_at', '<', now).andWhere('takeovers', '<', maxTakeovers).forUpdate().select('id', 'handed_over');
+      const handedOver = new Set(due.filter((r) => r.handed_over).map((r) => r.id as string));
+      const taken = due.length
+        ? await trx('runs')
+            .whereIn(
+              'id',
+              due.map((r) => r.id),
+            )
+            .update({ lease_owner: owner, lease_expires_at: this.#iso(leaseMs), takeovers: trx.raw('takeovers + 1'), handed_over: false, updated_at: now }, ['*'])
+        : [];
       const failed = await trx('runs')
         .where('status', 'running')
         .andWhere('lease_expires_at', '<', now)
         .andWhere('takeovers', '>=', maxTakeovers)
         .update({ status: 'failed', error: overError, finished_at: now, updated_at: now, lease_owner: null }, ['*']);
       for (const r of failed) await this.#changed(trx, r.id, 'run.failed');
-      return { taken: taken.map(run), failed: failed.map(run) };
+      return { taken: taken.map((r) => ({ ...run(r), handedOver: handedOver.has(r.id) })), failed: failed.map(run) };
     });
+  }
+
+  /**
+   * This worker is shutting down and lets go of a run it holds (still running): its lease ends now
+   * and is marked handed over, so the next replica's reaper takes it over at once and says why.
+   */
+  async handOver(id: string, owner: string): Promise<boolean> {
+    const n = await this.knex('runs').where({ id, lease_owner: owner, status: 'running' }).update({ lease_expires_at: new Date(0).toISOString(), handed_over: true, updated_at: this.#iso() });
+    return n > 0;
   }
 
   /**

@@ -92,7 +92,7 @@ export class Runs {
       await repo.setLatestRun(sessionId!, runId, trx);
     });
     await this.#d.events.append(runId, 'run.queued', { sessionId, model, missingFileIds: missing });
-    publish(this.#d.nc, runWakeups, {}, {});
+    publish(this.#d.nc, runWakeups, {}, { handedOver: false });
     return (await repo.run(runId))!;
   }
 
@@ -132,7 +132,7 @@ export class Runs {
     await this.#d.events.append(runId, 'run.stopped', { wasRunning: run.status === 'running' });
     publish(this.#d.nc, runStops, { runId }, { runId });
     if (run.agent === 'browser-agent') await this.closeSession(run, 'run stopped');
-    publish(this.#d.nc, runWakeups, {}, {});
+    publish(this.#d.nc, runWakeups, {}, { handedOver: false });
     return (await this.#d.repo.run(runId))!;
   }
 

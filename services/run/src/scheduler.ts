@@ -26,7 +26,16 @@ export interface Takeover {
   /** How many times the run has been taken over, this one included. */
   count: number;
 }
-export const SHUTDOWN_ERROR = 'The run was interrupted: the run service shut down while it was running.';
+export const SHUTDOWN_ERROR = 'The run was interrupted: the run service shut down while it was running, and runs are not taken over by another worker here (RUN_MAX_TAKEOVERS=0).';
+export const HANDOVER_REASON = 'the worker running it shut down (a restart or rolling update) and handed it over';
+
+/** The abort reason of a run's work when its worker shuts down and hands it over: the work leaves the run as it is (running, its browser kept). */
+export class HandedOver extends Error {
+  constructor() {
+    super('the run service is shutting down; the run is handed over to another worker');
+    this.name = this.constructor.name;
+  }
+}
 
 export interface SchedulerOptions {
   repo: RunRepository;
@@ -71,7 +80,16 @@ export class RunScheduler {
 
   start(): void {
     const { nc, leaseMs, pollMs, logger } = this.#o;
-    const wake = subscribe(nc, runWakeups, () => this.poke(), { logger });
+    const wake = subscribe(
+      nc,
+      runWakeups,
+      ({ payload }) => {
+        // Runs a stopping replica let go are taken over now, not at the next look for expired leases.
+        if (payload.handedOver) void this.reapExpired();
+        this.poke();
+      },
+      { logger },
+    );
     const stops = subscribe(nc, runStops, ({ key }) => this.#active.get(key.runId)?.abort(), { logger });
     this.#subs = [wake, stops];
     this.#timers.push(setInterval(() => this.poke(), pollMs));
@@ -137,7 +155,7 @@ export class RunScheduler {
       .finally(() => {
         if (this.#active.get(run.id) === ctl) this.#active.delete(run.id);
         if (this.#active.size === 0) this.#markIdle();
-        publish(this.#o.nc, runWakeups, {}, {}); // a slot (and maybe a project's quota) is free
+        publish(this.#o.nc, runWakeups, {}, { handedOver: false }); // a slot (and maybe a project's quota) is free
       });
   }
 
@@ -167,7 +185,7 @@ export class RunScheduler {
       for (const run of taken) {
         if (this.#stopped) break; // its lease runs out again and another replica takes it
         if (this.#active.has(run.id)) continue; // still running here (this process stalled past its lease): the lease is ours again
-        this.#launch(run, { reason: LEASE_EXPIRED_REASON, count: run.takeovers });
+        this.#launch(run, { reason: run.handedOver ? HANDOVER_REASON : LEASE_EXPIRED_REASON, count: run.takeovers });
       }
       if (failed.length) this.poke();
       return taken.length + failed.length;
@@ -185,7 +203,12 @@ export class RunScheduler {
     }
   }
 
-  /** Stops claiming; runs still active are aborted and failed (never left running). Idempotent. */
+  /**
+   * Stops claiming. Runs still active are handed over: their work is aborted (a command is cut
+   * short, as a crash would), what it stored stays, and their leases are let go at once so another
+   * replica (or this service when it starts again) takes them over from their last step. With
+   * takeovers off (RUN_MAX_TAKEOVERS=0) they are failed instead. Idempotent.
+   */
   async stop(graceMs: number): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
@@ -193,6 +216,26 @@ export class RunScheduler {
     for (const s of this.#subs) s.unsubscribe();
     const ids = this.activeRunIds;
     if (!ids.length) return;
+    if (this.#o.maxTakeovers > 0) {
+      for (const id of ids) this.#active.get(id)?.abort(new HandedOver());
+      await Promise.race([this.#idle, new Promise((r) => setTimeout(r, graceMs))]);
+      let handedOver = 0;
+      for (const id of ids) {
+        const handed = await this.#o.repo.handOver(id, this.owner).catch((err: Error) => this.#o.logger.warn({ err: err.message, runId: id }, 'could not hand the run over (its lease expires)'));
+        if (handed) {
+          handedOver++;
+          this.#o.logger.info({ runId: id }, 'run handed over');
+        }
+      }
+      if (handedOver) {
+        try {
+          publish(this.#o.nc, runWakeups, {}, { handedOver: true });
+        } catch (err) {
+          this.#o.logger.warn({ err }, 'handover not announced; the others find the runs at their next look for expired leases');
+        }
+      }
+      return;
+    }
     for (const id of ids) {
       if (await this.#o.repo.finish(id, ['running'], 'failed', { error: SHUTDOWN_ERROR })) {
         const run = await this.#o.repo.run(id);

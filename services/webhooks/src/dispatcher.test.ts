@@ -113,7 +113,8 @@ for (const driver of await drivers()) {
         }, { what: 'the endpoint disabled', timeoutMs: 15_000 });
         const seenDisabledAt = Date.now();
         const first = attempts[0]!;
-        assert.ok(attempts.length >= 3, `retried before it was disabled (${attempts.length} attempts)`);
+        // How many attempts fit in the streak depends on the machine's speed (two on a loaded one): at least one retry.
+        assert.ok(attempts.length >= 2, `retried before it was disabled (${attempts.length} attempts)`);
         const since = /^Every delivery failed since (\S+)$/.exec(disabled.disabledReason ?? '');
         assert.ok(since, disabled.disabledReason ?? 'no note');
         assert.ok(Math.abs(Date.parse(since[1]!) - first) < 500, `since its first failed attempt: ${since[1]} vs ${new Date(first).toISOString()}`);

@@ -991,6 +991,7 @@ export interface components {
             id: string;
             /** @enum {string} */
             status: "active" | "stopped";
+            /** @description CDP WebSocket URL while active (null once stopped). The browser outlives a restart of the pool process running it: meanwhile reads of it answer 503 (try again) and this URL refuses connections; once the pool is back the same URL works again, tabs, pages and cookies kept */
             cdpUrl: string | null;
             liveViewUrl: string | null;
             profileId: string | null;

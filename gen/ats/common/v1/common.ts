@@ -101,6 +101,8 @@ export interface BrowserLifecycleEvent {
  * quota freed); every scheduler looks at the queue.
  */
 export interface RunWakeup {
+  /** A replica shutting down let its runs' leases go: every scheduler looks for runs to take over now. */
+  handedOver: boolean;
 }
 
 /** RunStop is the body of NATS `ats.run.<run_id>.stop`: the run was stopped; the worker running it aborts. */
@@ -461,11 +463,14 @@ export const BrowserLifecycleEvent: MessageFns<BrowserLifecycleEvent> = {
 };
 
 function createBaseRunWakeup(): RunWakeup {
-  return {};
+  return { handedOver: false };
 }
 
 export const RunWakeup: MessageFns<RunWakeup> = {
-  encode(_: RunWakeup, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+  encode(message: RunWakeup, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.handedOver !== false) {
+      writer.uint32(8).bool(message.handedOver);
+    }
     return writer;
   },
 
@@ -482,6 +487,14 @@ export const RunWakeup: MessageFns<RunWakeup> = {
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.handedOver = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -494,20 +507,30 @@ export const RunWakeup: MessageFns<RunWakeup> = {
     }
   },
 
-  fromJSON(_: any): RunWakeup {
-    return {};
+  fromJSON(object: any): RunWakeup {
+    return {
+      handedOver: isSet(object.handedOver)
+        ? globalThis.Boolean(object.handedOver)
+        : isSet(object.handed_over)
+        ? globalThis.Boolean(object.handed_over)
+        : false,
+    };
   },
 
-  toJSON(_: RunWakeup): unknown {
+  toJSON(message: RunWakeup): unknown {
     const obj: any = {};
+    if (message.handedOver !== false) {
+      obj.handedOver = message.handedOver;
+    }
     return obj;
   },
 
   create(base?: DeepPartial<RunWakeup>): RunWakeup {
     return RunWakeup.fromPartial(base ?? {});
   },
-  fromPartial(_: DeepPartial<RunWakeup>): RunWakeup {
+  fromPartial(object: DeepPartial<RunWakeup>): RunWakeup {
     const message = createBaseRunWakeup();
+    message.handedOver = object.handedOver ?? false;
     return message;
   },
 };

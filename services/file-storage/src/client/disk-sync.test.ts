@@ -70,7 +70,8 @@ describe('disk sync with a storage service that hangs', () => {
     setTimeout(() => ctl.abort(), 200);
     const started = Date.now();
     await assert.rejects(sync, TransferStopped);
-    assert.ok(Date.now() - started < 3000, `took ${Date.now() - started} ms`);
+    // Far below the 60 s stall bound that would end it otherwise (a loaded machine took over 3 s).
+    assert.ok(Date.now() - started < 20000, `took ${Date.now() - started} ms`);
   });
 
   test('when the service stops sending a disk file, then materialising fails within its stall bound', async () => {
