@@ -7,7 +7,7 @@
  * ALONE run with nothing beside them. Two at once on this two-core machine was no faster (each
  * file took two to three times as long) and live-view timed out under the load (issue 25).
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT } from './stack.js';
@@ -53,11 +53,21 @@ const nodeTest = (files: string[], testConcurrency: number) => [
   ...files,
 ];
 
-/** Unit files run two at a time in one runner (each starts at most one PGlite, a server on port 0, a Chromium). */
-function runUnit(): boolean {
-  if (!unit.length) return true;
+/**
+ * Unit files run two at a time in one runner (each starts at most one PGlite, a server on port 0, a
+ * Chromium). Its output streams as it comes; a failure's summary is kept to be repeated at the end.
+ */
+function runUnit(): Promise<{ ok: boolean; failures?: string }> {
+  if (!unit.length) return Promise.resolve({ ok: true });
   process.stdout.write(`\n== unit tests (${unit.length} files)\n`);
-  return spawnSync(process.execPath, nodeTest(unit, 2), { cwd: ROOT, stdio: 'inherit' }).status === 0;
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, nodeTest(unit, 2), { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const keep = (to: NodeJS.WriteStream) => (b: Buffer) => (out.push(b), to.write(b));
+    child.stdout.on('data', keep(process.stdout));
+    child.stderr.on('data', keep(process.stderr));
+    child.on('close', (code) => resolve(code === 0 ? { ok: true } : { ok: false, failures: failureSummary(Buffer.concat(out).toString()) }));
+  });
 }
 
 interface FileResult {
@@ -74,7 +84,8 @@ interface FileResult {
  */
 function failureSummary(output: string): string {
   const at = output.lastIndexOf('✖ failing tests:');
-  const lines = (at >= 0 ? output.slice(at) : output).trimEnd().split('\n');
+  // Stack frames left out: the message and the test's name are what a reader of a log's tail needs.
+  const lines = (at >= 0 ? output.slice(at) : output).trimEnd().split('\n').filter((l) => !/^\s+at \S/.test(l));
   const head = at >= 0 ? lines.slice(0, 60) : lines.slice(-60);
   const pytest = [...new Set(lines.slice(60).filter((l) => /^\s*E\s{2,}\S/.test(l)).map((l) => l.trim()))].slice(0, 20);
   return [...head, ...(pytest.length ? ['  pytest errors:', ...pytest.map((l) => `    ${l}`)] : [])].join('\n');
@@ -124,8 +135,11 @@ async function runIntegration(): Promise<boolean> {
 async function main(): Promise<void> {
   const started = Date.now();
   let ok = true;
-  if (which !== 'integration') ok = runUnit() && ok;
+  const unitResult = which !== 'integration' ? await runUnit() : undefined;
+  if (unitResult) ok = unitResult.ok && ok;
   if (which !== 'unit') ok = (await runIntegration()) && ok;
+  // The unit runner's failures again where a log's tail shows them (after the integration files).
+  if (unitResult?.failures) process.stdout.write(`\n== why the unit tests failed\n${unitResult.failures}\n`);
   process.stdout.write(`\n== ${ok ? 'all tests passed' : 'tests FAILED'} in ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
   process.exit(ok ? 0 : 1);
 }

@@ -47,13 +47,15 @@ const SOCKET_SUFFIX = '/org.chromium.Chromium.XXXXXX/SingletonSocket';
 /**
  * Where the browsers under `rootDir` keep their TMPDIRs. Chromium puts its singleton socket under
  * TMPDIR and a Unix socket path must stay under 108 bytes, so the TMPDIRs live beside the
- * browsers (`<rootDir>/../tmp/<id>`, removed with the data) when that path is short enough, else
+ * browsers (`<rootDir>.tmp/<id>`, removed with the data) when that path is short enough, else
  * in the system temp dir under a prefix unique to `rootDir`.
  */
 export function tempLocation(rootDir: string): { dir: string; prefix: string } {
-  const local = path.join(path.dirname(path.resolve(rootDir)), 'tmp');
+  const abs = path.resolve(rootDir);
+  // Its own folder beside the root: two pools with roots in one folder never take each other's for strays.
+  const local = path.join(path.dirname(abs), `${path.basename(abs)}.tmp`);
   if (Buffer.byteLength(local) + 1 + 16 + SOCKET_SUFFIX.length < 104) return { dir: local, prefix: '' };
-  return { dir: os.tmpdir(), prefix: `atsbp-${createHash('sha256').update(path.resolve(rootDir)).digest('hex').slice(0, 10)}-` };
+  return { dir: os.tmpdir(), prefix: `atsbp-${createHash('sha256').update(abs).digest('hex').slice(0, 10)}-` };
 }
 
 function tempDirFor(rootDir: string, id: string): string {

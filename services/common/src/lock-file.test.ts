@@ -24,3 +24,36 @@ test('when the holder died, then the stale lock is taken over and released clean
   lock.release();
   assert.equal(fs.existsSync(file), false);
 });
+
+test('when processes race for one lock, then only one holds it at a time (a lock being made is never taken as stale)', async () => {
+  const dir = tmp();
+  const file = path.join(dir, '.lock');
+  const inside = path.join(dir, 'inside');
+  const lockModule = new URL('./lock-file.ts', import.meta.url).href;
+  // Each child takes the lock again and again for a second; while it holds it, it alone may hold `inside`.
+  const child = `
+    import fs from 'node:fs';
+    const { acquireLock, LockHeldError } = await import(${JSON.stringify(lockModule)});
+    let held = 0, both = 0;
+    const end = Date.now() + 1000;
+    while (Date.now() < end) {
+      let lock;
+      try { lock = acquireLock(${JSON.stringify(file)}); } catch (err) { if (err instanceof LockHeldError) continue; throw err; }
+      held++;
+      try { fs.writeFileSync(${JSON.stringify(inside)}, '', { flag: 'wx' }); fs.rmSync(${JSON.stringify(inside)}); } catch { both++; }
+      lock.release();
+    }
+    process.stdout.write(JSON.stringify({ held, both }));
+  `;
+  const { spawn } = await import('node:child_process');
+  const results = await Promise.all(
+    Array.from({ length: 6 }, () => {
+      const c = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', child], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      c.stdout.on('data', (d: Buffer) => (out += d));
+      return new Promise<{ held: number; both: number }>((resolve, reject) => c.on('close', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`child exited ${code}`)))));
+    }),
+  );
+  assert.ok(results.reduce((n, r) => n + r.held, 0) > 100, `the lock was taken often enough to race: ${JSON.stringify(results)}`);
+  assert.deepEqual(results.map((r) => r.both), results.map(() => 0), 'no two processes held the lock at once');
+});

@@ -31,11 +31,19 @@ export interface LockFile {
 
 /** Takes the lock at `file` for this process, or throws LockHeldError. */
 export function acquireLock(file: string): LockFile {
-  for (let attempt = 0; attempt < 5; attempt++) {
+  // Each retry follows a holder that let go (or a stale lock moved aside): bounded, but not by a few quick releases.
+  for (let attempt = 0; attempt < 1000; attempt++) {
     try {
-      const fd = fs.openSync(file, 'wx', 0o600);
-      fs.writeSync(fd, String(process.pid));
-      fs.closeSync(fd);
+      // The pid is written first and the lock made by a hard link, which fails when the file exists:
+      // a lock file is never seen empty (an empty one read between create and write looked stale,
+      // and two processes both took it).
+      const own = `${file}.${process.pid}`;
+      fs.writeFileSync(own, String(process.pid), { mode: 0o600 });
+      try {
+        fs.linkSync(own, file);
+      } finally {
+        fs.rmSync(own, { force: true });
+      }
       let released = false;
       return {
         path: file,

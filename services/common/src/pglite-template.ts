@@ -36,7 +36,13 @@ async function initInto(target: string): Promise<void> {
   const building = `${target}.building-${process.pid}`;
   fs.rmSync(building, { recursive: true, force: true });
   await initdb(building);
-  fs.renameSync(building, target);
+  try {
+    fs.renameSync(building, target);
+  } catch (err) {
+    fs.rmSync(building, { recursive: true, force: true });
+    // Another process's template came first (its lock was taken over as stale): that one is used.
+    if (!fs.existsSync(path.join(target, 'PG_VERSION'))) throw err;
+  }
 }
 
 /** Templates this process is building or has found, by folder: databases opened together in one process share one build (the lock file is per process). */
