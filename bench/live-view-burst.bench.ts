@@ -1,9 +1,10 @@
 /**
  * Live view under a burst: `browsers` started at once while live-view is asked all along (gRPC
  * MintLiveViewUrl and GetRecording, the gateway's GET /browsers/{id}/recording); p50/p99/max of
- * those answers and how late recordings start, with browsers run nicer than the services
- * (POOL_BROWSER_NICE=10, now) against the same stack running them at the services' priority (the
- * baseline, POOL_BROWSER_NICE=0), one stack after the other in the same run.
+ * those answers and how late recordings start, with every browser in one cgroup weighing 256
+ * against each service thread's 1024 (POOL_BROWSER_CPU_SHARES=256, now) against the same stack
+ * with browsers only niced (the baseline, POOL_BROWSER_CPU_SHARES=0; both POOL_BROWSER_NICE=10),
+ * one stack after the other in the same run.
  *
  * Run alone: `BENCH_ONLY=live-view-burst npx tsx bench/run.ts` (BENCH_BURST_BROWSERS, default 10).
  */
@@ -11,7 +12,7 @@ import { liveViewBurst, type BurstFigures } from '../test/support/live-view-burs
 import { startStackFixture } from '../test/support/stack-fixture.js';
 
 export interface BurstRound extends Omit<BurstFigures, 'created' | 'recordingLateMs' | 'recordingAfterReplyMs'> {
-  mode: 'browsers nice 0 (before)' | 'browsers nice 10 (after)';
+  mode: 'browsers nice 10 alone (before)' | 'browsers in a cgroup, shares 256 (after)';
   /** Latest recording start after its browser's creation (Chromium's launch included) and after its create reply. */
   recordingLateMaxMs: number;
   recordingAfterReplyMaxMs: number;
@@ -30,7 +31,7 @@ async function round(mode: BurstRound['mode'], browsers: number): Promise<BurstR
     mode: process.env.BENCH_MODE === 'tsx' ? 'tsx' : 'dist',
     projects: ['bench'],
     logLevel: 'info', // the recorder's "recording started" lines are the measure of recording starts
-    env: { MAX_ACTIVE_BROWSERS_PER_PROJECT: String(browsers + 1), POOL_BROWSER_NICE: mode === 'browsers nice 10 (after)' ? '10' : '0' },
+    env: { MAX_ACTIVE_BROWSERS_PER_PROJECT: String(browsers + 1), POOL_BROWSER_NICE: '10', POOL_BROWSER_CPU_SHARES: mode === 'browsers in a cgroup, shares 256 (after)' ? '256' : '0' },
   });
   try {
     const project = f.projects.bench!;
@@ -44,7 +45,7 @@ async function round(mode: BurstRound['mode'], browsers: number): Promise<BurstR
 }
 
 export async function liveViewBurstBench(o: { browsers: number }): Promise<LiveViewBurstFigures> {
-  const before = await round('browsers nice 0 (before)', o.browsers);
-  const after = await round('browsers nice 10 (after)', o.browsers);
+  const before = await round('browsers nice 10 alone (before)', o.browsers);
+  const after = await round('browsers in a cgroup, shares 256 (after)', o.browsers);
   return { browsers: o.browsers, rounds: [before, after], p99Ratio: before.p99Ms / after.p99Ms, maxRatio: before.maxMs / after.maxMs };
 }

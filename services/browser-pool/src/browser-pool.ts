@@ -18,6 +18,7 @@ import { killStrays, strayTempDirs } from './chromium.js';
 import { readStates, removeState, removeStaleSockets, stopSupervisor, supervisorAlive, type SupervisorState } from './supervisor.js';
 import type { CdpProxyBackend } from './cdp-proxy.js';
 import type { BrowserConfinement } from './confinement.js';
+import type { CpuGroup } from './cpu-group.js';
 import { AdBlocker, DEFAULT_ADBLOCK_LISTS } from './adblock.js';
 import { allowedDomainPatterns, EgressProxy, type LookupAll } from './egress-proxy.js';
 import type { Downloads, ListedDownload } from './downloads.js';
@@ -72,7 +73,7 @@ export interface BrowserPoolOptions {
   /** Parent of every browser's directory. */
   rootDir: string;
   /** `nice`: how much lower Chromium's CPU priority is than the services' (0 = the same). */
-  chromium: { executable: string; confinement: BrowserConfinement; extraArgs: string[]; nice?: number | undefined };
+  chromium: { executable: string; confinement: BrowserConfinement; extraArgs: string[]; nice?: number | undefined; cpuGroup?: CpuGroup | undefined };
   /** How long a browser's supervisor keeps it with no pool process connected (POOL_RESTART_GRACE_MS). */
   restartGraceMs?: number | undefined;
   /**
@@ -220,6 +221,7 @@ export class BrowserPool implements CdpProxyBackend {
       screencast: this.#o.screencast,
       restartGraceMs: this.#o.restartGraceMs,
       nice: this.#o.chromium.nice,
+      cpuGroup: this.#o.chromium.cpuGroup,
       logger: this.#logger,
       now: this.#now,
     };

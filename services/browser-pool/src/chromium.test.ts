@@ -6,8 +6,10 @@ import net from 'node:net';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { tempDir } from '../../../test/support/infra.js';
+import { until } from '../../../test/support/until.js';
 import { createLogger } from '../../common/src/logger.js';
 import { Chromium, killStrays, strayTempDirs } from './chromium.js';
+import { CpuGroup } from './cpu-group.js';
 import { groupMembers, processesUsing } from './process-groups.js';
 import { hostConfinement } from './testing/confinement.js';
 
@@ -69,6 +71,33 @@ test('when browsers are launched nicer than the pool, then every process of Chro
     assert.equal(niceOf(process.pid), mine, 'the pool keeps its priority');
   } finally {
     await b.stop();
+  }
+});
+
+test("when the pool has a browsers' cgroup, then Chromium and its supervisor run in it with its CPU weight, the pool outside it, and the group goes with the last browser", async (t) => {
+  const root = newRoot();
+  const group = CpuGroup.open({ rootDir: root, shares: 300, logger });
+  if (!group) return t.skip('no writable cgroup v1 cpu hierarchy here (not root, or cgroup v2): the pool runs browsers with nice alone');
+  try {
+    assert.equal(fs.readFileSync(path.join(group.dir, 'cpu.shares'), 'utf8').trim(), '300');
+    const b = await Chromium.launch({ executable: '/usr/bin/chromium', rootDir: root, id: 'brw_cpu', width: 800, height: 600, confinement: hostConfinement(), logger, cpuGroup: group });
+    const inGroup = (pid: number) => group.holds(pid);
+    try {
+      const members = groupMembers(b.pgid);
+      assert.ok(members.length > 1);
+      assert.deepEqual(members.filter((pid) => !inGroup(pid)), [], "every Chromium process is in the browsers' group");
+      assert.ok(inGroup(b.supervisor.pid), 'its supervisor too');
+      assert.equal(inGroup(process.pid), false, 'the pool stays beside it');
+      group.remove();
+      assert.ok(fs.existsSync(group.dir), 'a group with a browser in it is kept');
+    } finally {
+      await b.stop();
+    }
+    await until(() => fs.readFileSync(path.join(group.dir, 'cgroup.procs'), 'utf8').trim() === '', { timeoutMs: 10_000, what: 'the group empty' });
+    group.remove();
+    assert.equal(fs.existsSync(group.dir), false, 'the empty group is removed');
+  } finally {
+    group.remove();
   }
 });
 

@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../../common/src/logger.js';
 import { CdpConnection } from './cdp-connection.js';
+import type { CpuGroup } from './cpu-group.js';
 import { adoptUid, egressSocketPath, handUid, NAMESPACE_SCRIPT, namespaceArgs, releaseUid, takeUid, type BrowserConfinement } from './confinement.js';
 import { killGroup, processesUsing, waitGroupGone } from './process-groups.js';
 import { connectSupervisor, removeState, spawnSupervisor, startTimeOf, stopSupervisor, supervisorGone, writeState, type Spawned, type SupervisorState } from './supervisor.js';
@@ -39,6 +40,8 @@ export interface LaunchOptions {
   restartGraceMs?: number | undefined;
   /** How much nicer than the pool Chromium and its supervisor run (POOL_BROWSER_NICE; 0 = the same priority). */
   nice?: number | undefined;
+  /** The cgroup every browser of the pool runs in (POOL_BROWSER_CPU_SHARES), where the host has one. */
+  cpuGroup?: CpuGroup | undefined;
 }
 
 /** Longest path of Chromium's singleton socket below its TMPDIR. */
@@ -235,7 +238,7 @@ export class Chromium {
       if (uid !== undefined) for (const d of [dir, userDataDir, downloadsDir]) fs.chownSync(d, uid, uid);
       if (!o.confinement.namespaces) fs.mkdirSync(tmpDir, { recursive: true, mode: 0o700 });
       const { file, args } = launchCommand(o, dir, uid);
-      const s = await spawnSupervisor({ rootDir: o.rootDir, id: o.id, file, args, env: chromiumEnv(dir, o.confinement.namespaces ? '/tmp' : tmpDir), graceMs: o.restartGraceMs ?? 60_000, nice: o.nice });
+      const s = await spawnSupervisor({ rootDir: o.rootDir, id: o.id, file, args, env: chromiumEnv(dir, o.confinement.namespaces ? '/tmp' : tmpDir), graceMs: o.restartGraceMs ?? 60_000, nice: o.nice, beforeStart: o.cpuGroup && ((pid) => o.cpuGroup!.add(pid)) });
       spawned = s;
       const state: SupervisorState = { id: o.id, pid: s.child.pid!, start: startTimeOf(s.child.pid!), pgid: s.pgid, socket: s.socket, uid };
       if (uid !== undefined) handUid(uid, state);

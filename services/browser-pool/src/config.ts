@@ -126,6 +126,13 @@ export const browserPoolConfigSpec = {
     describe:
       'Chromium and its supervisor run this much nicer than the services (Unix nice), so API, live view and recording answers keep their CPU while browsers start or work hard; 0 = the same priority',
   }),
+  browserCpuShares: int('POOL_BROWSER_CPU_SHARES', {
+    default: 256,
+    min: 0,
+    max: 262144,
+    describe:
+      "Every browser of the pool runs in one cgroup (v1 cpu, where the pool runs as root) weighing this much against each service thread's 1024, so a burst of launches never starves the services; idle services leave the browsers all the CPU; 0 = no cgroup (nice alone)",
+  }),
   restartGraceMs: int('POOL_RESTART_GRACE_MS', {
     default: 60000,
     min: 1000,

@@ -30,6 +30,7 @@ import { migrations } from './migrations.js';
 import { ProfileRepository } from './profile.repository.js';
 import { Profiles } from './profiles.js';
 import { detectConfinement, fitToRoot } from './confinement.js';
+import { CpuGroup } from './cpu-group.js';
 import { Proxies } from './proxies.js';
 import { InstanceRepository } from './instance.repository.js';
 import { Instances } from './instances.js';
@@ -67,6 +68,7 @@ runMain('browser-pool', async () => {
     onReaped: (r) => pool.announceReaped(r.browsers),
     onBeat: () => pool.endStoppedElsewhere().catch((err) => logger.error({ err }, 'browsers recorded stopped by peers not ended')),
   });
+  const cpuGroup = CpuGroup.open({ rootDir: path.join(home, 'browsers'), shares: config.browserCpuShares, logger });
   const pool = new BrowserPool({
     browsers,
     profiles,
@@ -93,6 +95,7 @@ runMain('browser-pool', async () => {
       ),
       extraArgs: config.chromiumArgs,
       nice: config.browserNice,
+      cpuGroup,
     },
     screencast: { quality: config.screencastQuality, everyNthFrame: config.screencastEveryNthFrame, maxWidth: 0, maxHeight: 0 },
     warmSize: config.warmSize,
@@ -146,7 +149,7 @@ runMain('browser-pool', async () => {
       { name: 'viewers', stop: () => pool.endStreams() },
       { name: 'grpc', stop: () => server.stop(Math.floor(config.shutdownTimeoutMs / 4)) },
       { name: 'cdp-proxy', stop: () => proxy.stop() },
-      { name: 'browsers', stop: () => (config.keepBrowsersOnExit ? pool.detachAll() : pool.stopAll()) },
+      { name: 'browsers', stop: async () => (await (config.keepBrowsersOnExit ? pool.detachAll() : pool.stopAll()), cpuGroup?.remove()) },
       { name: 'instance', stop: () => instances.stop({ keepRow: config.keepBrowsersOnExit }) },
       { name: 'clients', stop: () => (store.close(), liveView.close()) },
       { name: 'webhook-relay', stop: () => relay.stop() },

@@ -94,7 +94,7 @@ export interface Spawned {
  * Resolves once it listens and Chromium is started; `graceMs`: how long it keeps Chromium with no
  * pool connected before it ends it (whole seconds; 0: it ends with the pool's connection).
  */
-export async function spawnSupervisor(o: { rootDir: string; id: string; file: string; args: string[]; env: NodeJS.ProcessEnv; graceMs: number; nice?: number | undefined; signal?: AbortSignal | undefined }): Promise<Spawned> {
+export async function spawnSupervisor(o: { rootDir: string; id: string; file: string; args: string[]; env: NodeJS.ProcessEnv; graceMs: number; nice?: number | undefined; signal?: AbortSignal | undefined; beforeStart?: ((pid: number) => void) | undefined }): Promise<Spawned> {
   const dir = supervisorDir(o.rootDir);
   ensureDir(dir);
   const socket = path.join(dir, `${o.id.slice(-16)}.sock`);
@@ -107,6 +107,8 @@ export async function spawnSupervisor(o: { rootDir: string; id: string; file: st
     env: o.env,
   });
   child.stdin!.on('error', () => {}); // it exited early: the exit says why
+  // The supervisor waits for its command on stdin: what is done to it now (its cgroup) holds for Chromium too.
+  if (child.pid !== undefined) o.beforeStart?.(child.pid);
   child.stdin!.end([o.file, ...o.args].map((a) => `${a}\0`).join(''));
   let err = '';
   child.stderr!.setEncoding('utf8');
