@@ -40,7 +40,8 @@ export function browserRoutes(): RouteDef[] {
             blockAds: b.block_ads,
             agent: Agent.AGENT_UNSPECIFIED,
           },
-          { ...opts(ctx), deadlineMs: 30000 },
+          // A burst queues for launches (up to 40 s in the pool): the SDKs wait 60 s. A create the deadline cuts is undone by the pool.
+          { ...opts(ctx), deadlineMs: 55000 },
         );
         return presentBrowser(required(res.browser, 'browser'));
       },

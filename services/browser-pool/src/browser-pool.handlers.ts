@@ -5,7 +5,7 @@
 import type * as grpc from '@grpc/grpc-js';
 import { InvalidArgumentError } from '../../common/src/errors.js';
 import { agentEnum, agentName } from '../../common/src/agent-name.js';
-import type { Handlers } from '../../common/src/grpc.js';
+import { callSignal, type Handlers } from '../../common/src/grpc.js';
 import { BROWSER_STOP_REASON_CODES } from '../../common/src/resources.js';
 import {
   BrowserStatus,
@@ -182,6 +182,7 @@ export function browserPoolHandlers(pool: BrowserPool, profiles: Profiles, route
         sessionId: req.sessionId,
         runId: req.runId,
         agent: agentName(req.agent),
+        signal: callSignal(call),
       });
       return { browser: browserOut(row) };
     },

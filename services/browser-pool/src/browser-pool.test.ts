@@ -13,7 +13,7 @@ import puppeteer, { type Browser as PuppeteerBrowser } from 'puppeteer-core';
 import { tempDir } from '../../../test/support/infra.js';
 import { until, within } from '../../../test/support/until.js';
 import { openDatabase, type Database } from '../../common/src/db.js';
-import { FailedPreconditionError, InvalidArgumentError, NotFoundError, ResourceExhaustedError, UnavailableError } from '../../common/src/errors.js';
+import { CancelledError, FailedPreconditionError, InvalidArgumentError, NotFoundError, ResourceExhaustedError, UnavailableError } from '../../common/src/errors.js';
 import { createLogger } from '../../common/src/logger.js';
 import { Signer } from '../../common/src/signing.js';
 import type { BrowserEvents } from './browser-events.js';
@@ -874,6 +874,57 @@ describe('stops that answer before the browser is gone', () => {
     await a.profileRepo.markSaving(BG, profile.id, 'bpi_gone', new Date(now));
     await within(b.pool.profileSaved(BG, profile.id), 'a read not held by the save of a replica with no row', 3000);
     await instances.deregister('bpi_save_a');
+  });
+});
+
+describe('a create its caller gave up on', () => {
+  const GU = 'prj_pool_gave_up';
+  const active = async (h: Harness) => (await h.browsers.list(GU, { status: 'active', limit: 10 })).items.map((r) => r.id);
+  const cancelled = (err: unknown) => err instanceof CancelledError;
+
+  test('when the caller gives up while its create waits for a node slot, then the create ends, leaving no record and launching nothing', async () => {
+    const h = await harness({ warmSize: 0, maxBrowsers: 1 });
+    const first = await h.pool.create({ projectId: GU });
+    const ac = new AbortController();
+    const second = h.pool.create({ projectId: GU, signal: ac.signal });
+    const waiting = await until(async () => (await active(h)).find((id) => id !== first.id), { what: 'the waiting create recorded' });
+    ac.abort();
+    await assert.rejects(second, cancelled);
+    assert.deepEqual(await active(h), [first.id], 'only the first browser is active');
+    assert.equal((await h.browsers.byId(waiting)) ?? undefined, undefined, 'the abandoned record is gone');
+    assert.equal(new Set(chromiumUnder(h.rootDir).map((p) => p.pgid)).size, 1, 'no second Chromium');
+    await h.pool.stop(GU, first.id, 'user');
+  });
+
+  test('when the caller gives up while its browser is being prepared, then that browser is ended and its record removed, and its slot is free again', async () => {
+    const h = await harness({ warmSize: 0, maxBrowsers: 1 });
+    const profile = await h.profiles.create(GU, 'gave-up', undefined);
+    const markUsed = h.profiles.markUsed.bind(h.profiles);
+    let reached!: () => void;
+    const preparing = new Promise<void>((r) => (reached = r));
+    let go!: () => void;
+    const held = new Promise<void>((r) => (go = r));
+    h.profiles.markUsed = async (...args) => {
+      reached();
+      await held;
+      return markUsed(...args);
+    };
+    const ac = new AbortController();
+    const create = h.pool.create({ projectId: GU, profileId: profile.id, signal: ac.signal });
+    await preparing;
+    const [id] = await active(h);
+    const pgids = new Set(chromiumUnder(h.rootDir).map((p) => p.pgid));
+    assert.equal(pgids.size, 1, 'its Chromium runs');
+    ac.abort();
+    go();
+    await assert.rejects(create, cancelled);
+    assert.deepEqual(await active(h), [], 'no active browser');
+    assert.equal((await h.browsers.byId(id!)) ?? undefined, undefined, 'no record');
+    assert.deepEqual(h.events.filter((e) => e.row.id === id), [], 'never announced as started');
+    h.profiles.markUsed = markUsed;
+    const next = await h.pool.create({ projectId: GU });
+    assert.deepEqual(groupMembers([...pgids][0]!), [], 'the abandoned Chromium is gone before the next takes its slot');
+    await h.pool.stop(GU, next.id, 'user');
   });
 });
 

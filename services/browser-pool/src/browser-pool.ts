@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { FailedPreconditionError, InvalidArgumentError, NotFoundError, ResourceExhaustedError, UnavailableError } from '../../common/src/errors.js';
+import { CancelledError, FailedPreconditionError, InvalidArgumentError, NotFoundError, ResourceExhaustedError, UnavailableError } from '../../common/src/errors.js';
 import { newId } from '../../common/src/ids.js';
 import type { Logger } from '../../common/src/logger.js';
 import type { Signer } from '../../common/src/signing.js';
@@ -96,7 +96,7 @@ export interface BrowserPoolOptions {
   warmParallelLaunches?: number;
   /** Chromium starts at once, requested and warm (default 4): a start waits its turn, and its timeout counts from then. */
   parallelLaunches?: number;
-  /** Most a requested launch waits for a node slot and its turn to start (default 20 s); then the create fails, 503. */
+  /** Most a requested launch waits for a node slot and its turn to start (default 40 s, so a burst of fifty on two cores is served; the gateway waits 55 s for a create); then the create fails, 503. */
   launchQueueMs?: number;
   /** Chromium processes this process runs at once, warm, active and still stopping (default: no limit). */
   maxBrowsers?: number;
@@ -138,6 +138,12 @@ export interface CreateBrowserInput {
   allowedDomains?: string[] | undefined;
   /** Default false: ads and trackers blocked at its egress proxy and hidden in its pages (adblock.ts). */
   blockAds?: boolean | undefined;
+  /**
+   * The caller gave up (its deadline passed, or it went away): a create still waiting for its turn
+   * or launching is abandoned, and one that got its browser ends it and leaves no record, so a
+   * timed-out create never leaves a browser running against the project's cap.
+   */
+  signal?: AbortSignal | undefined;
 }
 
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
@@ -245,7 +251,7 @@ export class BrowserPool implements CdpProxyBackend {
     if (proxyCountryCode) this.#o.proxies.check(proxyCountryCode);
     const upstream = proxyCountryCode ? this.#o.proxies.upstreamFor(proxyCountryCode) : undefined;
     // A request waits its turn a bounded time (its caller gives up soon after); a warm launch has no caller.
-    const waitSignal = kind === 'request' ? AbortSignal.any([...(signal ? [signal] : []), AbortSignal.timeout(this.#o.launchQueueMs ?? 20_000)]) : signal;
+    const waitSignal = kind === 'request' ? AbortSignal.any([...(signal ? [signal] : []), AbortSignal.timeout(this.#o.launchQueueMs ?? 40_000)]) : signal;
     const slot = await this.#slots.acquire(kind, waitSignal);
     let b: LiveBrowser;
     try {
@@ -505,9 +511,13 @@ export class BrowserPool implements CdpProxyBackend {
     }
     if (!browser) {
       try {
-        browser = await this.#launch(id, v.width, v.height, v.proxy, v.stealth);
+        browser = await this.#launch(id, v.width, v.height, v.proxy, v.stealth, input.signal);
       } catch (err) {
         await this.#o.browsers.delete(id);
+        if (input.signal?.aborted) {
+          this.#logger.info({ browserId: id }, 'create abandoned by its caller before its browser started');
+          throw new CancelledError('The create was cancelled by its caller');
+        }
         this.#logger.error({ err, browserId: id }, 'chromium launch failed');
         throw new UnavailableError('Could not start a browser; try again', { cause: err });
       }
@@ -539,18 +549,30 @@ export class BrowserPool implements CdpProxyBackend {
       });
     } catch (err) {
       this.#logger.error({ err, browserId: id }, 'browser could not be prepared (fingerprint or profile)');
-      this.#ending.set(id, Promise.resolve(undefined));
-      this.#active.delete(id);
-      await b.shutdown();
-      this.#trackRemoval(b);
-      this.#ending.delete(id);
-      await this.#o.browsers.delete(id);
+      await this.#discard(b);
       throw new UnavailableError(state ? 'Could not load the profile into the browser; try again' : 'Could not prepare the browser; try again', { cause: err });
+    }
+    if (input.signal?.aborted) {
+      // Nobody will get this answer: the browser would run unseen against the project's cap until its timeout.
+      this.#logger.info({ browserId: id }, 'create abandoned by its caller; its browser is ended');
+      await this.#discard(b);
+      throw new CancelledError('The create was cancelled by its caller');
     }
     if (!row.liveViewUrl) this.#remintUntilMinted(row);
     this.#o.events.publish('started', row);
     this.#logger.info({ browserId: id, projectId: row.projectId, warm, sessionId: row.sessionId, runId: row.runId }, 'browser started');
     return row;
+  }
+
+  /** Ends a browser whose create failed or was abandoned, and removes its record: it was never handed out. */
+  async #discard(b: LiveBrowser): Promise<void> {
+    const id = b.id;
+    this.#ending.set(id, Promise.resolve(undefined));
+    this.#active.delete(id);
+    await b.shutdown();
+    this.#trackRemoval(b);
+    this.#ending.delete(id);
+    await this.#o.browsers.delete(id);
   }
 
   /**

@@ -56,6 +56,10 @@ export class UnimplementedError extends AppError {
 export class UnavailableError extends AppError {
   override readonly code = Status.UNAVAILABLE;
 }
+/** The caller gave up on the call (deadline or disconnect) and what it asked was undone. */
+export class CancelledError extends AppError {
+  override readonly code = Status.CANCELLED;
+}
 export class DeadlineExceededError extends AppError {
   override readonly code = Status.DEADLINE_EXCEEDED;
 }

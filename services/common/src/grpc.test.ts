@@ -4,9 +4,10 @@ import { after, before, describe, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { RunServiceService, type ListAgentsRequest } from '../../../gen/ats/run/v1/run.js';
 import { NotFoundError, RemoteError, Status } from './errors.js';
-import { GrpcServer, ServingStatus, createServiceClient, implement, serviceName } from './grpc.js';
+import { GrpcServer, ServingStatus, callSignal, createServiceClient, implement, serviceName } from './grpc.js';
 import { InternalToken } from './internal-token.js';
 import { createLogger, currentRequestId, withRequestId } from './logger.js';
+import { within } from '../../../test/support/until.js';
 
 const token = InternalToken.generate();
 
@@ -292,3 +293,42 @@ describe('a client of a service with several replicas', () => {
     }
   });
 });
+
+describe('a call its caller gives up on', () => {
+  test('when the deadline of a call passes while it is handled, then the handler sees its signal aborted', async () => {
+    const logger = createLogger('test', 'silent');
+    let aborted!: () => void;
+    const sawAbort = new Promise<void>((r) => (aborted = r));
+    let started!: () => void;
+    const handling = new Promise<void>((r) => (started = r));
+    const server = new GrpcServer([
+      {
+        definition: RunServiceService,
+        implementation: implement(
+          RunServiceService,
+          {
+            async listAgents(_req, call) {
+              const signal = callSignal(call);
+              started();
+              await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+              aborted();
+              return { agents: [] };
+            },
+          },
+          logger,
+        ),
+      },
+    ], token);
+    const client = createServiceClient(RunServiceService, `127.0.0.1:${await server.listen('127.0.0.1', 0)}`, 10000, token);
+    try {
+      const call = client.api.listAgents({}, { deadlineMs: 300 });
+      await within(handling, 'the call handled');
+      await assert.rejects(call, (err: unknown) => err instanceof RemoteError && err.code === Status.DEADLINE_EXCEEDED);
+      await within(sawAbort, "the handler's signal aborted", 5000);
+    } finally {
+      client.close();
+      await server.stop(1000);
+    }
+  });
+});
+

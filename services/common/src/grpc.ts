@@ -108,6 +108,17 @@ export function implement<D extends ServiceDef>(definition: D, handlers: Handler
 }
 
 /** The health entry (grpc.health.v1 service name) through which a service reports its NATS connection (never part of '' : a NATS outage does not take a replica out of service). */
+/**
+ * Aborted when the caller of a call being handled gives up: it cancelled, went away, or its
+ * deadline passed (grpc-js says all three as 'cancelled'). Work the answer was for can stop then.
+ */
+export function callSignal(call: { on(event: 'cancelled', listener: () => void): unknown; cancelled?: boolean }): AbortSignal {
+  const ac = new AbortController();
+  if (call.cancelled) ac.abort();
+  else call.on('cancelled', () => ac.abort());
+  return ac.signal;
+}
+
 export const NATS_HEALTH = 'ats.nats';
 
 /** Serving state reported through grpc.health.v1; '' is the whole server. */
