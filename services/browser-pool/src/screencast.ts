@@ -123,7 +123,10 @@ export class Screencast {
     // Ack at once, even a frame of a tab we just left: Chromium waits for it before the next one.
     this.#conn.send('Page.screencastFrameAck', { sessionId: p.sessionId }, sessionId).catch(() => {});
     if (this.#current?.sessionId !== sessionId) return;
-    const ts = p.metadata.timestamp !== undefined ? p.metadata.timestamp * 1000 : Date.now();
+    // Chromium stamps a frame with its compositor's frame time, which can be a few ms ahead of the
+    // moment it reaches us: never later than now, so a frame that came before a stop is never stamped after it.
+    const received = Date.now();
+    const ts = p.metadata.timestamp !== undefined ? Math.min(p.metadata.timestamp * 1000, received) : received;
     if (ts > this.#endAtMs) return;
     const frame = this.#meta(Buffer.from(p.data, 'base64'), ts, Math.round(p.metadata.deviceWidth), Math.round(p.metadata.deviceHeight));
     this.#last = frame;
