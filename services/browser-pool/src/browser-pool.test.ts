@@ -165,6 +165,24 @@ async function openPage(b: PuppeteerBrowser, url: string) {
 
 const P = 'prj_pool_test';
 
+/**
+ * Holds every call of `obj[key]` until `open` is called; `started` resolves at the first one,
+ * `restore` puts the method back.
+ */
+function holdCalls<T extends object, K extends keyof T>(obj: T, key: K) {
+  const original = obj[key] as (...args: unknown[]) => Promise<unknown>;
+  let open!: () => void;
+  const gate = new Promise<void>((r) => (open = r));
+  let started!: () => void;
+  const first = new Promise<void>((r) => (started = r));
+  obj[key] = (async (...args: unknown[]) => {
+    started();
+    await gate;
+    return original.apply(obj, args);
+  }) as T[K];
+  return { started: first, open, restore: () => void (obj[key] = original as T[K]) };
+}
+
 before(async () => {
   dataDir = tempDir('bp-pool');
   db = await openDatabase({ service: 'browser-pool', dataDir, migrations });
@@ -773,19 +791,7 @@ describe('profiles, release and saves', () => {
 describe('stops that answer before the browser is gone', () => {
   const BG = 'prj_pool_background_stop';
   /** Holds every profile save of `h` until `open` is called; `started` resolves at the first one. */
-  function gateSaves(h: Harness) {
-    const save = h.profiles.save.bind(h.profiles);
-    let open!: () => void;
-    const gate = new Promise<void>((r) => (open = r));
-    let started!: () => void;
-    const first = new Promise<void>((r) => (started = r));
-    h.profiles.save = async (...args) => {
-      started();
-      await gate;
-      return save(...args);
-    };
-    return { started: first, open };
-  }
+  const gateSaves = (h: Harness) => holdCalls(h.profiles, 'save');
 
   async function logIn(h: Harness, row: BrowserRow, user: string) {
     const b = await connect(h.pool.cdpUrlFor(row));
@@ -899,29 +905,20 @@ describe('a create its caller gave up on', () => {
   test('when the caller gives up while its browser is being prepared, then that browser is ended and its record removed, and its slot is free again', async () => {
     const h = await harness({ warmSize: 0, maxBrowsers: 1 });
     const profile = await h.profiles.create(GU, 'gave-up', undefined);
-    const markUsed = h.profiles.markUsed.bind(h.profiles);
-    let reached!: () => void;
-    const preparing = new Promise<void>((r) => (reached = r));
-    let go!: () => void;
-    const held = new Promise<void>((r) => (go = r));
-    h.profiles.markUsed = async (...args) => {
-      reached();
-      await held;
-      return markUsed(...args);
-    };
+    const markUsed = holdCalls(h.profiles, 'markUsed');
     const ac = new AbortController();
     const create = h.pool.create({ projectId: GU, profileId: profile.id, signal: ac.signal });
-    await preparing;
+    await markUsed.started;
     const [id] = await active(h);
     const pgids = new Set(chromiumUnder(h.rootDir).map((p) => p.pgid));
     assert.equal(pgids.size, 1, 'its Chromium runs');
     ac.abort();
-    go();
+    markUsed.open();
     await assert.rejects(create, cancelled);
     assert.deepEqual(await active(h), [], 'no active browser');
     assert.equal((await h.browsers.byId(id!)) ?? undefined, undefined, 'no record');
     assert.deepEqual(h.events.filter((e) => e.row.id === id), [], 'never announced as started');
-    h.profiles.markUsed = markUsed;
+    markUsed.restore();
     const next = await h.pool.create({ projectId: GU });
     assert.deepEqual(groupMembers([...pgids][0]!), [], 'the abandoned Chromium is gone before the next takes its slot');
     await h.pool.stop(GU, next.id, 'user');
