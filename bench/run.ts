@@ -47,7 +47,7 @@ if (want('gateway')) {
 }
 if (want('live-view-burst')) {
   const browsers = Number(process.env.BENCH_BURST_BROWSERS ?? 10);
-  process.stdout.write(`\nlive view under a burst: ${browsers} browsers started at once, live-view asked all along (gRPC mint + GetRecording, gateway GET …/recording); browsers 10 nicer alone (before) vs also in one cgroup weighing 256 (after), one stack each\n`);
+  process.stdout.write(`\nlive view under a burst: ${browsers} browsers started at once, live-view asked all along (gRPC mint + GetRecording, gateway GET …/recording); browsers 10 nicer alone (before) vs also in one cgroup weighing ${process.env.BENCH_BROWSER_CPU_SHARES ?? 256} (after), one stack each\n`);
   const lb = await liveViewBurstBench({ browsers });
   results.liveViewBurst = lb;
   process.stdout.write('mode                      answers  p50 ms   p99 ms   max ms  failed  links at create  rec. start max ms (after creation / after reply)  burst ms\n');
