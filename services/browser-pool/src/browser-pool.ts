@@ -250,6 +250,31 @@ export class BrowserPool implements CdpProxyBackend {
   ): Promise<LiveBrowser> {
     if (proxyCountryCode) this.#o.proxies.check(proxyCountryCode);
     const upstream = proxyCountryCode ? this.#o.proxies.upstreamFor(proxyCountryCode) : undefined;
+    // Several launches at once (waiting or starting): the browsers' cgroup is held down meanwhile.
+    this.#launching++;
+    this.#o.chromium.cpuGroup?.bursting(this.#launching > 1);
+    try {
+      return await this.#launchInTurn(id, width, height, upstream, proxyCountryCode, stealth, signal, kind, timing);
+    } finally {
+      this.#launching--;
+      this.#o.chromium.cpuGroup?.bursting(this.#launching > 1);
+    }
+  }
+
+  /** Browsers being launched now, waiting for their turn or starting. */
+  #launching = 0;
+
+  async #launchInTurn(
+    id: string,
+    width: number,
+    height: number,
+    upstream: URL | undefined,
+    proxyCountryCode: string | null,
+    stealth: boolean,
+    signal: AbortSignal | undefined,
+    kind: 'request' | 'warm',
+    timing: LaunchTiming,
+  ): Promise<LiveBrowser> {
     // A request waits its turn a bounded time (its caller gives up soon after); a warm launch has no caller.
     const waitSignal = kind === 'request' ? AbortSignal.any([...(signal ? [signal] : []), AbortSignal.timeout(this.#o.launchQueueMs ?? 40_000)]) : signal;
     const slot = await this.#slots.acquire(kind, waitSignal);

@@ -9,7 +9,7 @@ import { tempDir } from '../../../test/support/infra.js';
 import { until } from '../../../test/support/until.js';
 import { createLogger } from '../../common/src/logger.js';
 import { Chromium, killStrays, strayTempDirs } from './chromium.js';
-import { CpuGroup } from './cpu-group.js';
+import { CALM_SHARES, CpuGroup } from './cpu-group.js';
 import { groupMembers, processesUsing } from './process-groups.js';
 import { hostConfinement } from './testing/confinement.js';
 
@@ -74,12 +74,17 @@ test('when browsers are launched nicer than the pool, then every process of Chro
   }
 });
 
-test("when the pool has a browsers' cgroup, then Chromium and its supervisor run in it with its CPU weight, the pool outside it, and the group goes with the last browser", async (t) => {
+test("when the pool has a browsers' cgroup, then Chromium and its supervisor run in it, held down while several start, the pool outside it, and the group goes with the last browser", async (t) => {
   const root = newRoot();
   const group = CpuGroup.open({ rootDir: root, shares: 300, logger });
   if (!group) return t.skip('no writable cgroup v1 cpu hierarchy here (not root, or cgroup v2): the pool runs browsers with nice alone');
   try {
-    assert.equal(fs.readFileSync(path.join(group.dir, 'cpu.shares'), 'utf8').trim(), '300');
+    const shares = () => fs.readFileSync(path.join(group.dir, 'cpu.shares'), 'utf8').trim();
+    assert.equal(shares(), String(CALM_SHARES), 'outside a burst it weighs about what its browsers would alone');
+    group.bursting(true);
+    assert.equal(shares(), '300', 'while several browsers start, its weight is held down');
+    group.bursting(false);
+    assert.equal(shares(), String(CALM_SHARES));
     const b = await Chromium.launch({ executable: '/usr/bin/chromium', rootDir: root, id: 'brw_cpu', width: 800, height: 600, confinement: hostConfinement(), logger, cpuGroup: group });
     const inGroup = (pid: number) => group.holds(pid);
     try {

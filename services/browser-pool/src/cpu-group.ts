@@ -2,9 +2,10 @@
  * The browsers' share of the CPU. Nice alone does not keep the services answering when many
  * browsers start at once: a nice 10 process weighs a tenth of a nice 0 one, but fifty launching
  * Chromiums are a few hundred processes. So every browser of a pool goes into one cgroup v1 `cpu`
- * group beside the pool's own processes, and the group as a whole weighs `shares` (a nice 0
- * thread weighs 1024): while a service needs the CPU, all the browsers together get a small part
- * of it; while none does, the browsers get all of it.
+ * group beside the pool's own processes, and while several browsers start at once the group as a
+ * whole weighs `shares` (a nice 0 thread weighs 1024): while a service needs the CPU, all the
+ * browsers together get a small part of it; while none does, the browsers get all of it. Outside
+ * a burst the group weighs CALM_SHARES, so a lone warm refill or a busy page is not held back.
  *
  * The group is `<the pool's own cpu cgroup>/ats-browsers-<hash of the browsers' root>`, one per
  * pool (stacks side by side have their own). Where there is no writable v1 `cpu` hierarchy (not
@@ -16,6 +17,8 @@ import path from 'node:path';
 import type { Logger } from '../../common/src/logger.js';
 
 const PREFIX = 'ats-browsers-';
+/** The group's weight while browsers are not starting in a burst: four service threads' worth. */
+export const CALM_SHARES = 4096;
 
 /** Where a process's cgroup of the v1 `cpu` controller is (from /proc/<pid>/cgroup), or undefined. */
 export function cpuCgroupOf(pid: number | 'self' = 'self'): string | undefined {
@@ -81,13 +84,42 @@ export class CpuGroup {
       return undefined;
     }
     removeEmptySiblings(parent, dir);
-    o.logger.info({ cgroup: dir, shares: o.shares }, "browsers' CPU share: every browser in one cgroup weighing cpu.shares against the services' 1024 each");
+    o.logger.info({ cgroup: dir, shares: o.shares, calmShares: CALM_SHARES }, "browsers' CPU share: every browser in one cgroup, weighing `shares` against each service thread's 1024 while several start at once");
     return group;
   }
 
+  /** The weight written now: `shares` during a burst of launches, CALM_SHARES otherwise. */
+  #current = 0;
+
   #make(): void {
     fs.mkdirSync(this.dir, { recursive: true });
-    fs.writeFileSync(path.join(this.dir, 'cpu.shares'), String(this.shares));
+    this.#current = this.#bursting ? this.shares : CALM_SHARES;
+    fs.writeFileSync(path.join(this.dir, 'cpu.shares'), String(this.#current));
+  }
+
+  #bursting = false;
+
+  /**
+   * Says whether browsers are starting several at once. Only then is the group held to `shares`:
+   * launches are what starve the services (about a CPU-second each), while a single launch (a warm
+   * refill) or browsers at work weigh CALM_SHARES, about as much as they would outside a group.
+   */
+  bursting(on: boolean): void {
+    if (on === this.#bursting) return;
+    this.#bursting = on;
+    const want = on ? this.shares : CALM_SHARES;
+    if (want === this.#current) return;
+    try {
+      fs.writeFileSync(path.join(this.dir, 'cpu.shares'), String(want));
+      this.#current = want;
+    } catch (err) {
+      this.#logger.debug({ err: (err as Error).message }, "browsers' cgroup weight not changed");
+    }
+  }
+
+  /** The weight the group has now. */
+  get currentShares(): number {
+    return this.#current;
   }
 
   /**
