@@ -131,7 +131,7 @@ export const browserPoolConfigSpec = {
     min: 0,
     max: 262144,
     describe:
-      "Every browser of the pool runs in one cgroup (v1 cpu, where the pool runs as root) weighing this much against each service thread's 1024, so a burst of launches never starves the services; idle services leave the browsers all the CPU; 0 = no cgroup (nice alone)",
+      "Every browser of the pool runs in one cgroup (v1 cpu, where the pool runs as root); while several browsers launch at once the group weighs this much against each service thread's 1024, so a burst never starves the services (otherwise 4096); idle services leave the browsers all the CPU; 0 = no cgroup (nice alone)",
   }),
   restartGraceMs: int('POOL_RESTART_GRACE_MS', {
     default: 60000,
