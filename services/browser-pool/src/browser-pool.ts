@@ -30,7 +30,7 @@ import type { ProfileRow } from './profile.repository.js';
 import type { Profiles } from './profiles.js';
 import type { Proxies } from './proxies.js';
 import type { Frame, ScreencastOptions } from './screencast.js';
-import { NodeSlots } from './node-slots.js';
+import { NodeSlots, type Slot } from './node-slots.js';
 import { WarmPool, type LaunchTiming } from './warm-pool.js';
 
 /** How long a read waits for a live view URL to be minted again before it answers without one. */
@@ -250,53 +250,42 @@ export class BrowserPool implements CdpProxyBackend {
   ): Promise<LiveBrowser> {
     if (proxyCountryCode) this.#o.proxies.check(proxyCountryCode);
     const upstream = proxyCountryCode ? this.#o.proxies.upstreamFor(proxyCountryCode) : undefined;
-    // Several launches at once (waiting or starting): the browsers' cgroup is held down meanwhile.
-    this.#launching++;
-    this.#o.chromium.cpuGroup?.bursting(this.#launching > 1);
-    try {
-      return await this.#launchInTurn(id, width, height, upstream, proxyCountryCode, stealth, signal, kind, timing);
-    } finally {
-      this.#launching--;
-      this.#o.chromium.cpuGroup?.bursting(this.#launching > 1);
-    }
-  }
-
-  /** Browsers being launched now, waiting for their turn or starting. */
-  #launching = 0;
-
-  async #launchInTurn(
-    id: string,
-    width: number,
-    height: number,
-    upstream: URL | undefined,
-    proxyCountryCode: string | null,
-    stealth: boolean,
-    signal: AbortSignal | undefined,
-    kind: 'request' | 'warm',
-    timing: LaunchTiming,
-  ): Promise<LiveBrowser> {
     // A request waits its turn a bounded time (its caller gives up soon after); a warm launch has no caller.
     const waitSignal = kind === 'request' ? AbortSignal.any([...(signal ? [signal] : []), AbortSignal.timeout(this.#o.launchQueueMs ?? 40_000)]) : signal;
-    const slot = await this.#slots.acquire(kind, waitSignal);
-    let b: LiveBrowser;
+    this.#countLaunch(+1);
+    let slot: Slot | undefined;
     try {
+      slot = await this.#slots.acquire(kind, waitSignal);
       const start = await this.#starting.acquire(kind, waitSignal);
       const began = this.#now();
+      let b: LiveBrowser;
       try {
         b = await LiveBrowser.launch(this.#launchOptions(id, width, height, upstream, stealth, signal), proxyCountryCode);
         timing.startMs = this.#now() - began;
       } finally {
         start.release();
       }
+      const held = slot;
+      void Promise.all([b.chromium.exited, b.ending])
+        .then(() => b.chromium.removed)
+        .finally(() => held.release());
+      return b;
     } catch (err) {
-      slot.release();
+      slot?.release();
       throw err;
+    } finally {
+      this.#countLaunch(-1);
     }
-    void Promise.all([b.chromium.exited, b.ending])
-      .then(() => b.chromium.removed)
-      .finally(() => slot.release());
-    return b;
   }
+
+  /** Counts a launch in (+1) or out (-1): while several are under way (waiting or starting), the browsers' cgroup is held down. */
+  #countLaunch(delta: 1 | -1): void {
+    this.#launching += delta;
+    this.#o.chromium.cpuGroup?.bursting(this.#launching > 1);
+  }
+
+  /** Browsers being launched now, waiting for their turn or starting. */
+  #launching = 0;
 
   /** Takes over or reaps what a previous process of this instance left, then starts the warm pool and the reaper. */
   async start(): Promise<void> {
@@ -372,9 +361,8 @@ export class BrowserPool implements CdpProxyBackend {
     );
     let ended = false;
     if (row.profileId && state.browser && supervisorAlive(state)) {
-      const upstream = row.proxyCountryCode ? this.#o.proxies.upstreamFor(row.proxyCountryCode) : undefined;
       try {
-        const b = await LiveBrowser.adopt(this.#launchOptions(row.id, row.screenWidth, row.screenHeight, upstream, row.stealth), state, row);
+        const b = await this.#reattach(state, row);
         try {
           await this.#saveProfile(b);
         } catch (err) {
@@ -396,11 +384,16 @@ export class BrowserPool implements CdpProxyBackend {
     this.#logger.info({ browserId: row.id, reason: row.stopReason }, 'stop left unfinished by the previous process finished');
   }
 
+  /** Connects to a previous process's browser through its supervisor, with the options its record says it was launched with. */
+  #reattach(state: SupervisorState, row: BrowserRow): Promise<LiveBrowser> {
+    const upstream = row.proxyCountryCode ? this.#o.proxies.upstreamFor(row.proxyCountryCode) : undefined;
+    return LiveBrowser.adopt(this.#launchOptions(row.id, row.screenWidth, row.screenHeight, upstream, row.stealth), state, row);
+  }
+
   /** Takes over one handed-out browser of a previous process: its egress policy, identity and ad blocking as its record says. */
   async #adopt(state: SupervisorState, row: BrowserRow): Promise<void> {
-    const upstream = row.proxyCountryCode ? this.#o.proxies.upstreamFor(row.proxyCountryCode) : undefined;
     const blocker = row.blockAds ? await this.adBlocker() : undefined;
-    const b = await LiveBrowser.adopt(this.#launchOptions(row.id, row.screenWidth, row.screenHeight, upstream, row.stealth), state, row);
+    const b = await this.#reattach(state, row);
     try {
       if (!b.identity) throw new Error('its identity was never set (a create that did not finish)');
       b.egress.setAllowedDomains(row.allowedDomains ?? undefined);

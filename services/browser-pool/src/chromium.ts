@@ -12,11 +12,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../../common/src/logger.js';
+import { processStartTime } from '../../common/src/process-start.js';
 import { CdpConnection } from './cdp-connection.js';
 import type { CpuGroup } from './cpu-group.js';
 import { adoptUid, egressSocketPath, handUid, NAMESPACE_SCRIPT, namespaceArgs, releaseUid, takeUid, type BrowserConfinement } from './confinement.js';
 import { killGroup, processesUsing, waitGroupGone } from './process-groups.js';
-import { connectSupervisor, removeState, spawnSupervisor, startTimeOf, stopSupervisor, supervisorGone, writeState, type Spawned, type SupervisorState } from './supervisor.js';
+import { connectSupervisor, removeState, spawnSupervisor, stopSupervisor, supervisorGone, writeState, type Spawned, type SupervisorState } from './supervisor.js';
 
 /** How to launch one browser. */
 export interface LaunchOptions {
@@ -240,7 +241,7 @@ export class Chromium {
       const { file, args } = launchCommand(o, dir, uid);
       const s = await spawnSupervisor({ rootDir: o.rootDir, id: o.id, file, args, env: chromiumEnv(dir, o.confinement.namespaces ? '/tmp' : tmpDir), graceMs: o.restartGraceMs ?? 60_000, nice: o.nice, beforeStart: o.cpuGroup && ((pid) => o.cpuGroup!.add(pid)) });
       spawned = s;
-      const state: SupervisorState = { id: o.id, pid: s.child.pid!, start: startTimeOf(s.child.pid!), pgid: s.pgid, socket: s.socket, uid };
+      const state: SupervisorState = { id: o.id, pid: s.child.pid!, start: processStartTime(s.child.pid!) ?? 0, pgid: s.pgid, socket: s.socket, uid };
       if (uid !== undefined) handUid(uid, state);
       writeState(o.rootDir, state);
       const socket = await connectSupervisor(s.socket);

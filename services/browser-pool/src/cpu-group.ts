@@ -88,16 +88,17 @@ export class CpuGroup {
     return group;
   }
 
-  /** The weight written now: `shares` during a burst of launches, CALM_SHARES otherwise. */
-  #current = 0;
+  #bursting = false;
+
+  /** Writes the weight the group should have now: `shares` during a burst of launches, CALM_SHARES otherwise. */
+  #weigh(): void {
+    fs.writeFileSync(path.join(this.dir, 'cpu.shares'), String(this.#bursting ? this.shares : CALM_SHARES));
+  }
 
   #make(): void {
     fs.mkdirSync(this.dir, { recursive: true });
-    this.#current = this.#bursting ? this.shares : CALM_SHARES;
-    fs.writeFileSync(path.join(this.dir, 'cpu.shares'), String(this.#current));
+    this.#weigh();
   }
-
-  #bursting = false;
 
   /**
    * Says whether browsers are starting several at once. Only then is the group held to `shares`:
@@ -107,19 +108,11 @@ export class CpuGroup {
   bursting(on: boolean): void {
     if (on === this.#bursting) return;
     this.#bursting = on;
-    const want = on ? this.shares : CALM_SHARES;
-    if (want === this.#current) return;
     try {
-      fs.writeFileSync(path.join(this.dir, 'cpu.shares'), String(want));
-      this.#current = want;
+      this.#weigh();
     } catch (err) {
       this.#logger.debug({ err: (err as Error).message }, "browsers' cgroup weight not changed");
     }
-  }
-
-  /** The weight the group has now. */
-  get currentShares(): number {
-    return this.#current;
   }
 
   /**

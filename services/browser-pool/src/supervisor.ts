@@ -64,11 +64,6 @@ function procStat(pid: number): { state: string; start: number } | undefined {
   }
 }
 
-/** The start time of a live process (for the state file). */
-export function startTimeOf(pid: number): number {
-  return procStat(pid)?.start ?? 0;
-}
-
 /** True while the supervisor the state names runs (not a zombie, not another process under its pid). */
 export function supervisorAlive(s: Pick<SupervisorState, 'pid' | 'start'>): boolean {
   const st = procStat(s.pid);

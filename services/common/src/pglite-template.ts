@@ -35,11 +35,11 @@ function readPgliteVersion(): string {
 async function initInto(target: string): Promise<void> {
   const building = `${target}.building-${process.pid}`;
   fs.rmSync(building, { recursive: true, force: true });
-  await initdb(building);
   try {
+    await initdb(building);
     fs.renameSync(building, target);
   } catch (err) {
-    fs.rmSync(building, { recursive: true, force: true });
+    fs.rmSync(building, { recursive: true, force: true }); // a failed build leaves nothing behind
     // Another process's template came first (its lock was taken over as stale): that one is used.
     if (!fs.existsSync(path.join(target, 'PG_VERSION'))) throw err;
   }
