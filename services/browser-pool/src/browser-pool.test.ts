@@ -793,6 +793,17 @@ describe('stops that answer before the browser is gone', () => {
   /** Holds every profile save of `h` until `open` is called; `started` resolves at the first one. */
   const gateSaves = (h: Harness) => holdCalls(h.profiles, 'save');
 
+  /** A browser of a new profile, logged in as `user` and stopped: its save is held (`saves.open()` lets it finish) and has begun. */
+  async function stopWhileSaving(h: Harness, name: string, user: string) {
+    const profile = await h.profiles.create(BG, name, undefined);
+    const first = await h.pool.create({ projectId: BG, profileId: profile.id });
+    await logIn(h, first, user);
+    const saves = gateSaves(h);
+    await h.pool.stop(BG, first.id, 'user');
+    await saves.started;
+    return { profile, first, saves };
+  }
+
   async function logIn(h: Harness, row: BrowserRow, user: string) {
     const b = await connect(h.pool.cdpUrlFor(row));
     const page = await openPage(b, `${site.origin}/login.html`);
@@ -826,12 +837,7 @@ describe('stops that answer before the browser is gone', () => {
 
   test('when a browser is created with a profile whose stop is still saving it, then it waits for that save and starts logged in', async () => {
     const h = await harness({ warmSize: 0 });
-    const profile = await h.profiles.create(BG, 'handover', undefined);
-    const first = await h.pool.create({ projectId: BG, profileId: profile.id });
-    await logIn(h, first, 'hana');
-    const saves = gateSaves(h);
-    await h.pool.stop(BG, first.id, 'user');
-    await saves.started;
+    const { profile, saves } = await stopWhileSaving(h, 'handover', 'hana');
     assert.deepEqual((await h.profiles.get(BG, profile.id)).cookieDomains, [], 'nothing saved yet');
     const second = h.pool.create({ projectId: BG, profileId: profile.id });
     saves.open();
@@ -849,12 +855,7 @@ describe('stops that answer before the browser is gone', () => {
     const b = await harness({ warmSize: 0, instanceId: 'bpi_save_b' });
     const instances = new InstanceRepository(db.knex);
     await instances.register({ id: 'bpi_save_a', grpcAddr: '127.0.0.1:1', cdpUrl: 'ws://127.0.0.1:1' }, new Date(now));
-    const profile = await a.profiles.create(BG, 'across replicas', undefined);
-    const first = await a.pool.create({ projectId: BG, profileId: profile.id });
-    await logIn(a, first, 'ines');
-    const saves = gateSaves(a);
-    await a.pool.stop(BG, first.id, 'user');
-    await saves.started;
+    const { profile, saves } = await stopWhileSaving(a, 'across replicas', 'ines');
     const savingElsewhere = b.profiles.savingElsewhere.bind(b.profiles);
     const waits = new Promise<string>((resolve) => {
       b.profiles.savingElsewhere = async (...args) => {
