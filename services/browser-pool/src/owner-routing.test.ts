@@ -121,7 +121,8 @@ async function replica(name: string): Promise<Replica> {
 
 /** Frames of a StreamFrames call until `done` says enough (then the call is cancelled), or the stream ends. */
 /** The frames of `stream` up to the first for which `done` holds; fails, naming what came, when none does within `timeoutMs`. */
-function frames(stream: grpc.ClientReadableStream<StreamFramesResponse>, done: (f: StreamFramesResponse) => boolean, timeoutMs = 30_000): Promise<StreamFramesResponse[]> {
+/** The frames of a stream until `done` holds of those seen so far. */
+function frames(stream: grpc.ClientReadableStream<StreamFramesResponse>, done: (seen: StreamFramesResponse[]) => boolean, timeoutMs = 30_000): Promise<StreamFramesResponse[]> {
   const seen: StreamFramesResponse[] = [];
   return new Promise<StreamFramesResponse[]>((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -130,7 +131,7 @@ function frames(stream: grpc.ClientReadableStream<StreamFramesResponse>, done: (
     }, timeoutMs);
     stream.on('data', (f: StreamFramesResponse) => {
       seen.push(f);
-      if (done(f)) stream.cancel();
+      if (done(seen)) stream.cancel();
     });
     stream.on('end', () => (clearTimeout(timer), resolve(seen)));
     stream.on('error', (err: grpc.ServiceError) => (clearTimeout(timer), err.code === grpc.status.CANCELLED ? resolve(seen) : reject(err)));
@@ -192,12 +193,12 @@ describe('calls about a browser on another replica', () => {
     assert.equal(version.status, 200);
     assert.match(((await version.json()) as { Browser: string }).Browser, /Chrome/);
 
-    // A picture and the tab's title travel apart (a repaint may come before the title is read, and
-    // a still page sends no more pictures), so wait for the title and look for pictures among all frames.
-    const home = frames(b.client.api.streamFrames({ projectId: P, browserId: row.id, passive: false }), (f) => f.title === 'Fixture home');
+    // A picture and the tab's title travel apart: a repaint may come before the title is read, or
+    // the title before the new page's first picture. So wait for both, in either order.
+    const home = frames(b.client.api.streamFrames({ projectId: P, browserId: row.id, passive: false }), (seen) => seen.some((f) => f.title === 'Fixture home') && seen.some((f) => f.jpeg.length > 0));
     await b.client.api.dispatchInput({ projectId: P, browserId: row.id, tab: { navigateUrl: `${site.origin}/index.html` } });
     const seen = await home;
-    assert.equal(seen.at(-1)!.url, `${site.origin}/index.html`, 'the input reached the browser and its frames came back');
+    assert.equal(seen.find((f) => f.title === 'Fixture home')!.url, `${site.origin}/index.html`, 'the input reached the browser and its frames came back');
     assert.ok(seen.some((f) => f.jpeg.length > 0), 'pictures came through the relay');
 
     assert.equal((await b.client.api.claimBrowser({ projectId: P, browserId: row.id, runId: 'run_routed' })).browser!.runId, 'run_routed');

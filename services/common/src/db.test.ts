@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { drivers, postgresUrl, tempDir, testSchema } from '../../../test/support/infra.js';
+import { pgliteTemplatesDir } from './config.js';
 import { openDatabase, toCount, type Migration } from './db.js';
 import { LockHeldError } from './lock-file.js';
 
@@ -73,6 +75,33 @@ describe('replicas starting together on Postgres', { skip: !(await postgresUrl()
       await next.stop();
     }
   });
+});
+
+test("when new embedded databases are made, then each starts as a copy with the service's migrations applied, and changed migrations make a new template", async () => {
+  const service = `tmpl${Math.random().toString(36).slice(2, 8)}`; // its templates are removed after
+  const ran: string[] = [];
+  const counted = (m: Migration): Migration => ({ name: m.name, up: async (knex) => (ran.push(m.name), m.up(knex)) });
+  const more: Migration = { name: '20261122000001_more', up: (knex) => knex.schema.alterTable('things', (t) => t.text('note')) };
+  const dirs = [tempDir('db-layer'), tempDir('db-layer'), tempDir('db-layer')];
+  try {
+    const a = await openDatabase({ service, dataDir: dirs[0]!, migrations: [counted(migrations[0]!)] });
+    await a.knex('things').insert({ id: 'a', n: 1 });
+    await a.stop();
+    const b = await openDatabase({ service, dataDir: dirs[1]!, migrations: [counted(migrations[0]!)] });
+    assert.equal(toCount((await b.knex('things').count({ c: '*' }))[0]!.c), 0, 'a row of one database is not in another');
+    assert.deepEqual((await b.knex('knex_migrations').select('name')).map((r) => r.name), [migrations[0]!.name]);
+    await b.stop();
+    assert.deepEqual(ran, [migrations[0]!.name], 'the migration ran once, for the template');
+
+    const c = await openDatabase({ service, dataDir: dirs[2]!, migrations: [counted(migrations[0]!), counted(more)] });
+    await c.knex('things').insert({ id: 'c', n: 3, note: 'new column' });
+    await c.stop();
+    assert.deepEqual(ran, [migrations[0]!.name, migrations[0]!.name, more.name], 'a new template, with both');
+  } finally {
+    const templates = pgliteTemplatesDir(dirs[0]!);
+    for (const n of fs.existsSync(templates) ? fs.readdirSync(templates) : []) if (n.includes(`-${service}-`)) fs.rmSync(path.join(templates, n), { recursive: true, force: true });
+    for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+  }
 });
 
 test('when a second process opens the same embedded database, then the lock refuses it', async () => {

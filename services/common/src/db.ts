@@ -4,14 +4,18 @@
  * Migrations are code (a list per service) and run at start; on Postgres, under an advisory lock
  * per schema, so any number of replicas may start at once on an empty database.
  */
+import './wasm-baseline.js'; // first: knex-pglite loads PGlite
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import type { PGlite } from '@electric-sql/pglite';
 import knexFactory, { type Knex } from 'knex';
 import ClientPgLite from 'knex-pglite';
 import { pgliteTemplatesDir } from './config.js';
 import { acquireLock, type LockFile } from './lock-file.js';
 import type { Logger } from './logger.js';
 import { openPglite } from './pglite.js';
+import type { TemplateLayer } from './pglite-template.js';
 
 export type { Knex };
 
@@ -52,6 +56,32 @@ function migrationSource(migrations: Migration[]): Knex.MigrationSource<Migratio
     getMigrationName: (m) => m.name,
     getMigration: async (m) => ({ up: m.up, down: m.down ?? (async () => {}) }),
   };
+}
+
+/**
+ * What a service's PGlite template holds: its migrations applied. Named by the service and a hash
+ * of the migrations' names and code, so a new directory never starts from another version's tables.
+ */
+function migratedLayer(service: string, migrations: Migration[]): TemplateLayer {
+  const hash = createHash('sha256');
+  for (const m of [...migrations].sort((a, b) => a.name.localeCompare(b.name))) hash.update(`${m.name}\0${m.up.toString()}\0`);
+  return {
+    name: `${service}-${hash.digest('hex').slice(0, 12)}`,
+    async prepare(pgdata) {
+      const pglite = await openPglite(pgdata, '');
+      const knex = pgliteKnex(pglite);
+      try {
+        await migrate(knex, migrations);
+      } finally {
+        await knex.destroy();
+        if (!pglite.closed) await pglite.close();
+      }
+    },
+  };
+}
+
+function pgliteKnex(pglite: PGlite): Knex {
+  return knexFactory({ client: ClientPgLite as unknown as typeof Knex.Client, dialect: 'postgres', connection: { pglite } } as Knex.Config);
 }
 
 async function migrate(knex: Knex, migrations: Migration[], schema?: string): Promise<string[]> {
@@ -100,8 +130,8 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     fs.mkdirSync(dir, { recursive: true });
     lock = acquireLock(path.join(dir, '.lock'));
     try {
-      const pglite = await openPglite(path.join(dir, 'pgdata'), pgliteTemplatesDir(opts.dataDir));
-      knex = knexFactory({ client: ClientPgLite as unknown as typeof Knex.Client, dialect: 'postgres', connection: { pglite } } as Knex.Config);
+      const pglite = await openPglite(path.join(dir, 'pgdata'), pgliteTemplatesDir(opts.dataDir), migratedLayer(opts.service, opts.migrations));
+      knex = pgliteKnex(pglite);
       await knex.raw('select 1');
     } catch (err) {
       lock.release();

@@ -3,7 +3,13 @@
  * 10 s of CPU (measured here: 9.5 s, against 2 s to open an existing directory), and a stack
  * makes one per service: six at once on `make up`, and one per service for every test stack.
  * The first process to need a template builds it under a lock, beside the others waiting; every
- * data directory after that is a copy (about 40 MB).
+ * data directory after that is a copy.
+ *
+ * A service's databases start from a second template made from the first: its migrations
+ * already applied (`TemplateLayer`), so a new directory is a copy and nothing more. The base
+ * holds only the `postgres` database (initdb's template0 and template1 are dropped: nothing
+ * here creates databases), which makes a copy 290 files instead of 970. Measured here: a
+ * service's new database cost 0.9–1.0 CPU-s to copy, open and migrate; a copy is 0.25 s of it.
  */
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -31,12 +37,25 @@ function readPgliteVersion(): string {
   return String(JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')).version);
 }
 
-/** Runs initdb into a fresh folder and moves it into place whole, so a template is never half made. */
-async function initInto(target: string): Promise<void> {
+/**
+ * What a service's template adds to the base: `name` says which content it holds (the service and
+ * a hash of its migrations, so changed migrations make a new template), `prepare` makes it in a
+ * copy of the base.
+ */
+export interface TemplateLayer {
+  name: string;
+  prepare(pgdata: string): Promise<void>;
+}
+
+/** A layer's templates not used for this long are removed when another of the same service is built (older code's). */
+const STALE_LAYER_MS = 24 * 3600_000;
+
+/** Makes a template in a fresh folder and moves it into place whole, so a template is never half made. */
+async function buildInto(target: string, make: (dir: string) => Promise<void>): Promise<void> {
   const building = `${target}.building-${process.pid}`;
   fs.rmSync(building, { recursive: true, force: true });
   try {
-    await initdb(building);
+    await make(building);
     fs.renameSync(building, target);
   } catch (err) {
     fs.rmSync(building, { recursive: true, force: true }); // a failed build leaves nothing behind
@@ -48,19 +67,39 @@ async function initInto(target: string): Promise<void> {
 /** Templates this process is building or has found, by folder: databases opened together in one process share one build (the lock file is per process). */
 const templates = new Map<string, Promise<string>>();
 
-function template(templatesDir: string): Promise<string> {
-  const target = path.join(templatesDir, `pglite-${pgliteVersion()}`);
+/** The base template (`-lean`: an earlier layout kept initdb's template databases), or a layer's on it. */
+function template(templatesDir: string, layer?: TemplateLayer): Promise<string> {
+  const base = path.join(templatesDir, `pglite-${pgliteVersion()}-lean`);
+  const target = layer ? `${base}-${layer.name}` : base;
   let found = templates.get(target);
   if (!found) {
-    found = findOrBuild(target);
+    found = layer
+      ? template(templatesDir).then((from) =>
+          findOrBuild(target, async (dir) => {
+            removeStaleLayers(templatesDir, path.basename(target));
+            fs.cpSync(from, dir, { recursive: true });
+            await layer.prepare(dir);
+          }),
+        )
+      : findOrBuild(target, initdb);
     templates.set(target, found);
     found.catch(() => templates.delete(target));
   }
   return found;
 }
 
-/** The template at `target`, built by this process when no other is building it. */
-async function findOrBuild(target: string): Promise<string> {
+/** Templates of the same layer's earlier versions (the name up to its last `-`), unused for a day. */
+function removeStaleLayers(templatesDir: string, name: string): void {
+  const family = name.slice(0, name.lastIndexOf('-') + 1);
+  for (const other of fs.readdirSync(templatesDir)) {
+    if (!other.startsWith(family) || other === name || /\.(lock|building-\d+)$/.test(other)) continue;
+    const at = path.join(templatesDir, other);
+    if (Date.now() - fs.statSync(at).mtimeMs > STALE_LAYER_MS) fs.rmSync(at, { recursive: true, force: true });
+  }
+}
+
+/** The template at `target`, built with `make` by this process when no other is building it. */
+async function findOrBuild(target: string, make: (dir: string) => Promise<void>): Promise<string> {
   const templatesDir = path.dirname(target);
   const deadline = Date.now() + TEMPLATE_WAIT_MS;
   fs.mkdirSync(templatesDir, { recursive: true, mode: 0o700 });
@@ -68,7 +107,7 @@ async function findOrBuild(target: string): Promise<string> {
     try {
       const lock = acquireLock(`${target}.lock`);
       try {
-        if (!fs.existsSync(target)) await initInto(target);
+        if (!fs.existsSync(target)) await buildInto(target, make);
       } finally {
         lock.release();
       }
@@ -81,20 +120,23 @@ async function findOrBuild(target: string): Promise<string> {
 }
 
 /**
- * Makes `pgdata` when it holds no database: a copy of the template in `templatesDir` (built once),
- * copied beside it and renamed into place, so a crash mid-copy leaves no half directory.
+ * Makes `pgdata` when it holds no database: a copy of the template in `templatesDir` (built once;
+ * the layer's, when one is given), copied beside it and renamed into place, so a crash mid-copy
+ * leaves no half directory.
  */
-export async function seedPgdata(pgdata: string, templatesDir: string): Promise<void> {
+export async function seedPgdata(pgdata: string, templatesDir: string, layer?: TemplateLayer): Promise<void> {
   if (fs.existsSync(path.join(pgdata, 'PG_VERSION'))) return;
   // A folder without PG_VERSION never finished initdb (older code made it in place): made again in place.
   if (fs.existsSync(pgdata) && fs.readdirSync(pgdata).length) return initdb(pgdata);
   fs.rmSync(pgdata, { recursive: true, force: true });
   const copying = `${pgdata}.copying-${process.pid}`;
   fs.rmSync(copying, { recursive: true, force: true });
-  const source = await template(templatesDir);
+  const source = await template(templatesDir, layer);
   if (!fs.existsSync(source)) templates.delete(source); // removed since this process found it: build it again
   try {
-    fs.cpSync(await template(templatesDir), copying, { recursive: true });
+    const from = await template(templatesDir, layer);
+    fs.utimesSync(from, new Date(), new Date()); // in use: not stale (removeStaleLayers)
+    fs.cpSync(from, copying, { recursive: true });
     fs.renameSync(copying, pgdata);
   } catch (err) {
     fs.rmSync(copying, { recursive: true, force: true }); // a failed copy leaves nothing behind

@@ -11,8 +11,9 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { WASM_BASELINE_ONLY } from './wasm-baseline.js';
 import { PGlite } from '@electric-sql/pglite';
-import { seedPgdata } from './pglite-template.js';
+import { seedPgdata, type TemplateLayer } from './pglite-template.js';
 
 const run = promisify(execFile);
 
@@ -30,18 +31,26 @@ export const PGLITE_START_PARAMS = [
   '-c', 'shared_buffers=16MB',
 ];
 
-/** Creates the data directory (plain JavaScript: it runs the same from sources and from dist; arguments: module URL, directory, start parameters as JSON). */
+/**
+ * Creates the data directory (plain JavaScript: it runs the same from sources and from dist;
+ * arguments: module URL, directory, start parameters as JSON). Only the `postgres` database that
+ * PGlite opens is kept: template0 and template1 are two thirds of the files to copy (pglite-template.ts).
+ */
 const INITDB = `
 const [module, dir, params] = process.argv.slice(1);
 const { PGlite } = await import(module);
 const db = new PGlite(dir, { startParams: JSON.parse(params) });
 await db.waitReady;
+await db.exec("update pg_database set datistemplate = false where datname in ('template0', 'template1')");
+await db.exec('drop database template0');
+await db.exec('drop database template1');
+await db.exec('checkpoint');
 await db.close();
 `;
 
 /** Runs initdb into `dir` in a child process (see the top of this file). */
 export async function initdb(dir: string): Promise<void> {
-  const args = ['--input-type=module', '-e', INITDB, import.meta.resolve('@electric-sql/pglite'), dir, JSON.stringify(PGLITE_START_PARAMS)];
+  const args = [WASM_BASELINE_ONLY, '--input-type=module', '-e', INITDB, import.meta.resolve('@electric-sql/pglite'), dir, JSON.stringify(PGLITE_START_PARAMS)];
   try {
     await run(process.execPath, args, { env: {}, maxBuffer: 4 << 20 });
   } catch (err) {
@@ -50,9 +59,12 @@ export async function initdb(dir: string): Promise<void> {
   }
 }
 
-/** Opens the PGlite database in `dir`; a new one is a copy of the template kept in `templatesDir` (pglite-template.ts). */
-export async function openPglite(dir: string, templatesDir: string): Promise<PGlite> {
-  if (!fs.existsSync(path.join(dir, 'PG_VERSION'))) await seedPgdata(dir, templatesDir);
+/**
+ * Opens the PGlite database in `dir`; a new one is a copy of the template kept in `templatesDir`
+ * (pglite-template.ts), or of `layer`'s template made from it.
+ */
+export async function openPglite(dir: string, templatesDir: string, layer?: TemplateLayer): Promise<PGlite> {
+  if (!fs.existsSync(path.join(dir, 'PG_VERSION'))) await seedPgdata(dir, templatesDir, layer);
   const db = new PGlite(dir, { startParams: PGLITE_START_PARAMS });
   await db.waitReady;
   return db;
