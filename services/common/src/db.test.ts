@@ -93,10 +93,19 @@ test("when new embedded databases are made, then each starts as a copy with the 
     await b.stop();
     assert.deepEqual(ran, [migrations[0]!.name], 'the migration ran once, for the template');
 
+    // Templates of earlier migrations: one unused for two days is removed when the next is built, a recent one stays.
+    const templates = pgliteTemplatesDir(dirs[0]!);
+    const made = fs.readdirSync(templates).find((n) => n.includes(`-${service}-`))!;
+    const family = made.slice(0, made.lastIndexOf('-') + 1);
+    const [stale, recent] = [`${family}000000000000`, `${family}111111111111`].map((n) => path.join(templates, n));
+    for (const d of [stale!, recent!]) fs.mkdirSync(d);
+    fs.utimesSync(stale!, new Date(Date.now() - 2 * 86400_000), new Date(Date.now() - 2 * 86400_000));
+
     const c = await openDatabase({ service, dataDir: dirs[2]!, migrations: [counted(migrations[0]!), counted(more)] });
     await c.knex('things').insert({ id: 'c', n: 3, note: 'new column' });
     await c.stop();
     assert.deepEqual(ran, [migrations[0]!.name, migrations[0]!.name, more.name], 'a new template, with both');
+    assert.ok(!fs.existsSync(stale!) && fs.existsSync(recent!) && fs.existsSync(path.join(templates, made)), 'only the template unused for a day was removed');
   } finally {
     const templates = pgliteTemplatesDir(dirs[0]!);
     for (const n of fs.existsSync(templates) ? fs.readdirSync(templates) : []) if (n.includes(`-${service}-`)) fs.rmSync(path.join(templates, n), { recursive: true, force: true });

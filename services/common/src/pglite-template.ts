@@ -94,7 +94,11 @@ function removeStaleLayers(templatesDir: string, name: string): void {
   for (const other of fs.readdirSync(templatesDir)) {
     if (!other.startsWith(family) || other === name || /\.(lock|building-\d+)$/.test(other)) continue;
     const at = path.join(templatesDir, other);
-    if (Date.now() - fs.statSync(at).mtimeMs > STALE_LAYER_MS) fs.rmSync(at, { recursive: true, force: true });
+    try {
+      if (Date.now() - fs.statSync(at).mtimeMs > STALE_LAYER_MS) fs.rmSync(at, { recursive: true, force: true });
+    } catch {
+      /* removed by another process meanwhile */
+    }
   }
 }
 
