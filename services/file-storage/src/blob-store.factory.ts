@@ -2,7 +2,6 @@
 import type { Logger } from '../../common/src/logger.js';
 import { LocalBlobStore, type BlobStore } from './blob-store.js';
 import type { BlobStoreConfig } from './config.js';
-import { S3BlobStore } from './s3-blob-store.js';
 
 /** What the start log says about a store: where the bytes are, never a credential. */
 export function describeBlobStore(c: BlobStoreConfig): Record<string, string | boolean> {
@@ -36,6 +35,8 @@ export async function openBlobStore(c: BlobStoreConfig, logger: Logger): Promise
     if (swept.own || swept.stale) logger.info(swept, 'removed partial uploads left by earlier processes');
     return { store, stop: async () => undefined };
   }
+  // Loaded only for a bucket: the AWS SDK is the heaviest module here (≈ 150 ms of CPU to load), and a local store never needs it.
+  const { S3BlobStore } = await import('./s3-blob-store.js');
   const store = new S3BlobStore(c);
   try {
     await store.check();
