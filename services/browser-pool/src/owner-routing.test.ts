@@ -119,9 +119,10 @@ async function replica(name: string): Promise<Replica> {
   return r;
 }
 
-/** Frames of a StreamFrames call until `done` says enough (then the call is cancelled), or the stream ends. */
-/** The frames of `stream` up to the first for which `done` holds; fails, naming what came, when none does within `timeoutMs`. */
-/** The frames of a stream until `done` holds of those seen so far. */
+/**
+ * The frames of `stream` until `done` holds of those seen so far (then the call is cancelled) or
+ * the stream ends; fails, naming what came, when neither happens within `timeoutMs`.
+ */
 function frames(stream: grpc.ClientReadableStream<StreamFramesResponse>, done: (seen: StreamFramesResponse[]) => boolean, timeoutMs = 30_000): Promise<StreamFramesResponse[]> {
   const seen: StreamFramesResponse[] = [];
   return new Promise<StreamFramesResponse[]>((resolve, reject) => {

@@ -68,7 +68,7 @@ function migratedLayer(service: string, migrations: Migration[]): TemplateLayer 
   return {
     name: `${service}-${hash.digest('hex').slice(0, 12)}`,
     async prepare(pgdata) {
-      const pglite = await openPglite(pgdata, '');
+      const pglite = await openPglite(pgdata, ''); // a copy of the base: there is nothing to seed, so no templates folder
       const knex = pgliteKnex(pglite);
       try {
         await migrate(knex, migrations);

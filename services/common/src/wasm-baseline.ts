@@ -1,6 +1,6 @@
 /**
  * WebAssembly in this process runs on V8's baseline compiler (Liftoff) only; imported for that
- * effect, before anything that loads PGlite, whose module starts compiling its WebAssembly as it loads.
+ * effect ahead of anything that loads PGlite, so the flag is set before its WebAssembly is compiled.
  *
  * By default V8 recompiles every function that gets warm with its optimising compiler (TurboFan),
  * and Postgres's start and migrations warm hundreds of big functions: that compilation was most
