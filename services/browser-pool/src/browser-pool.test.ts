@@ -470,6 +470,31 @@ describe('what a browser tells pages (fingerprint, locale, timezone)', () => {
     await h.pool.stop(P, row.id, 'user');
   });
 
+  test('when a page opens a tab by a link, then the tab has the same identity from its first request (UA, locale, timezone)', async () => {
+    const row = await h.pool.create({ projectId: P, locale: 'fr-CA', timezone: 'America/Toronto' });
+    const b = await connect(h.pool.cdpUrlFor(row));
+    try {
+      const page = await openPage(b, `${site.origin}/leave.html`);
+      await page.evaluate((href) => {
+        const a = Object.assign(document.createElement('a'), { href, target: '_blank', id: 'same-site', textContent: 'headers' });
+        document.body.append(a);
+      }, `${site.origin}/api/headers`);
+      const opened = new Promise<import('puppeteer-core').Page>((resolve) => b.once('targetcreated', (t: import('puppeteer-core').Target) => void t.page().then((p) => resolve(p!))));
+      await page.click('#same-site');
+      // Paused until the pool's overrides answered, a tab opened by a link hung for 30 s.
+      const tab = await within(opened, 'the tab opened by the link is ready', 10_000);
+      await until(async () => tab.url().endsWith('/api/headers') && (await tab.evaluate(() => document.readyState)) === 'complete', { timeoutMs: 10000, intervalMs: 50, what: 'the tab loaded' });
+      const headers = JSON.parse(await tab.evaluate(() => document.body.innerText)) as Record<string, string>;
+      assert.doesNotMatch(headers['user-agent']!, /headless/i, 'the tab\'s first request carries the browser\'s UA');
+      assert.equal(headers['accept-language'], 'fr-CA,fr;q=0.9');
+      const seen = await tab.evaluate(() => ({ ua: navigator.userAgent, language: navigator.language, timezone: Intl.DateTimeFormat().resolvedOptions().timeZone }));
+      assert.deepEqual({ ...seen, ua: /headless/i.test(seen.ua) }, { ua: false, language: 'fr-CA', timezone: 'America/Toronto' });
+    } finally {
+      await b.disconnect();
+    }
+    await h.pool.stop(P, row.id, 'user');
+  });
+
   test('when a browser has allowed domains, then its pages, new tabs and form posts reach nothing outside them; a bad pattern is refused', async () => {
     const row = await h.pool.create({ projectId: P, allowedDomains: ['127.0.0.1', '*.example.test'] });
     assert.deepEqual(row.allowedDomains, ['127.0.0.1', '*.example.test']);

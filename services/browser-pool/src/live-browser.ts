@@ -239,7 +239,7 @@ export class LiveBrowser {
         conn.send('Emulation.setLocaleOverride', { locale: identity.locale }, sessionId),
         conn.send('Emulation.setTimezoneOverride', { timezoneId: identity.timezone }, sessionId),
         identity.hardware ? conn.send('Emulation.setHardwareConcurrencyOverride', { hardwareConcurrency: identity.hardware.hardwareConcurrency }, sessionId) : undefined,
-        blocker ? conn.send('Page.enable', {}, sessionId).then(() => conn.send('Page.setLifecycleEventsEnabled', { enabled: true }, sessionId)).then(() => hiding.add(sessionId)) : undefined,
+        blocker ? Promise.all([conn.send('Page.enable', {}, sessionId), conn.send('Page.setLifecycleEventsEnabled', { enabled: true }, sessionId)]).then(() => hiding.add(sessionId)) : undefined,
       ]);
     const hiding = new Set<string>();
     if (blocker) {
@@ -251,9 +251,13 @@ export class LiveBrowser {
     }
     conn.on('Target.attachedToTarget', (p: { sessionId: string; targetInfo: { type: string }; waitingForDebugger: boolean }, parent: string | undefined) => {
       if (parent !== undefined) return;
-      const done = (p.targetInfo.type === 'page' ? emulate(p.sessionId) : Promise.resolve())
-        .catch((err) => this.#logger.debug({ err }, 'identity not applied to a target (closed meanwhile)'))
-        .then(() => (p.waitingForDebugger ? conn.send('Runtime.runIfWaitingForDebugger', {}, p.sessionId).catch(() => {}) : undefined));
+      // The overrides are sent, then the target is let run without waiting for their answers: a
+      // session's commands are applied in order, so they hold before its first script. A popup
+      // shares its opener's renderer, which answers nothing for it until it runs (awaiting the
+      // answers first stalled every page opened by a link for the connection's 30 s timeout).
+      const applied = p.targetInfo.type === 'page' ? emulate(p.sessionId) : Promise.resolve();
+      const resumed = p.waitingForDebugger ? conn.send('Runtime.runIfWaitingForDebugger', {}, p.sessionId).catch(() => {}) : undefined;
+      const done = Promise.all([applied.catch((err) => this.#logger.debug({ err }, 'identity not applied to a target (closed meanwhile)')), resumed]);
       pending.add(done);
       void done.finally(() => pending.delete(done));
     });
