@@ -88,6 +88,7 @@ describe('a shell command', () => {
     ac.abort();
     const r = await running;
     assert.equal(r.signal, 'SIGKILL');
+    assert.equal(r.timedOut, false, 'the stop killed it, not its timeout');
   });
 });
 

@@ -360,7 +360,9 @@ export function runShell(command: string, o: ShellOptions): Promise<ShellResult>
         };
         if (quota !== undefined) poll = setTimeout(() => void measure(), 200);
         const onAbort = () => killGroup();
-        o.signal.addEventListener('abort', onAbort, { once: true });
+        // A stop while the command was being prepared has already fired: it is heard here, not at the timeout.
+        if (o.signal.aborted) killGroup();
+        else o.signal.addEventListener('abort', onAbort, { once: true });
         const cleanup = () => {
           ended = true;
           clearTimeout(timer);
