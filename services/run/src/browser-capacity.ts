@@ -64,6 +64,7 @@ function unlessStopped<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
     const timer = setTimeout(done, ms);
     function done() {
       clearTimeout(timer);
