@@ -239,7 +239,8 @@ export class LiveBrowser {
         conn.send('Emulation.setLocaleOverride', { locale: identity.locale }, sessionId),
         conn.send('Emulation.setTimezoneOverride', { timezoneId: identity.timezone }, sessionId),
         identity.hardware ? conn.send('Emulation.setHardwareConcurrencyOverride', { hardwareConcurrency: identity.hardware.hardwareConcurrency }, sessionId) : undefined,
-        blocker ? Promise.all([conn.send('Page.enable', {}, sessionId), conn.send('Page.setLifecycleEventsEnabled', { enabled: true }, sessionId)]).then(() => hiding.add(sessionId)) : undefined,
+        // Marked before its events can come: a page resumed at once may reach DOMContentLoaded before Page.enable answers.
+        blocker ? (hiding.add(sessionId), Promise.all([conn.send('Page.enable', {}, sessionId), conn.send('Page.setLifecycleEventsEnabled', { enabled: true }, sessionId)])) : undefined,
       ]);
     const hiding = new Set<string>();
     if (blocker) {
