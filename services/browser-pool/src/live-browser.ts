@@ -253,9 +253,9 @@ export class LiveBrowser {
     conn.on('Target.attachedToTarget', (p: { sessionId: string; targetInfo: { type: string }; waitingForDebugger: boolean }, parent: string | undefined) => {
       if (parent !== undefined) return;
       // The overrides are sent, then the target is let run without waiting for their answers: a
-      // session's commands are applied in order, so they hold before its first script. A popup
-      // shares its opener's renderer, which answers nothing for it until it runs (awaiting the
-      // answers first stalled every page opened by a link for the connection's 30 s timeout).
+      // session's commands are applied in order, so they hold before its first script. A tab a
+      // page opens (a link with a target, window.open) answers them only once it runs: awaiting the
+      // answers first stalled every such tab for the connection's 30 s timeout.
       const applied = p.targetInfo.type === 'page' ? emulate(p.sessionId) : Promise.resolve();
       const resumed = p.waitingForDebugger ? conn.send('Runtime.runIfWaitingForDebugger', {}, p.sessionId).catch(() => {}) : undefined;
       const done = Promise.all([applied.catch((err) => this.#logger.debug({ err }, 'identity not applied to a target (closed meanwhile)')), resumed]);
