@@ -157,6 +157,10 @@ const firstEntry = (dir: string) =>
 const nonEmpty = <T>(items: T[]) => items.length > 0 && items;
 const connect = (cdpUrl: string) => puppeteer.connect({ browserWSEndpoint: cdpUrl, defaultViewport: null });
 
+/** The next tab opened in `b` (by a page or a client). */
+const nextTab = (b: PuppeteerBrowser) =>
+  new Promise<import('puppeteer-core').Page>((resolve) => b.once('targetcreated', (t: import('puppeteer-core').Target) => void t.page().then((p) => resolve(p!))));
+
 async function openPage(b: PuppeteerBrowser, url: string) {
   const [page] = await b.pages();
   await page!.goto(url);
@@ -479,7 +483,7 @@ describe('what a browser tells pages (fingerprint, locale, timezone)', () => {
         const a = Object.assign(document.createElement('a'), { href, target: '_blank', id: 'same-site', textContent: 'headers' });
         document.body.append(a);
       }, `${site.origin}/api/headers`);
-      const opened = new Promise<import('puppeteer-core').Page>((resolve) => b.once('targetcreated', (t: import('puppeteer-core').Target) => void t.page().then((p) => resolve(p!))));
+      const opened = nextTab(b);
       await page.click('#same-site');
       // Paused until the pool's overrides answered, a tab opened by a link hung for 30 s.
       const tab = await within(opened, 'the tab opened by the link is ready', 10_000);
@@ -502,7 +506,7 @@ describe('what a browser tells pages (fingerprint, locale, timezone)', () => {
     try {
       const page = await openPage(b, `${site.origin}/leave.html`);
       assert.equal(await page.title(), 'Leave this site', 'an allowed host loads');
-      const opened = new Promise<import('puppeteer-core').Page>((resolve) => b.once('targetcreated', (t: import('puppeteer-core').Target) => void t.page().then((p) => resolve(p!))));
+      const opened = nextTab(b);
       await page.click('#tab');
       const tab = await opened;
       await until(async () => (await tab.evaluate(() => document.readyState)) === 'complete' && tab.url().startsWith('http://localhost'), { timeoutMs: 10000, intervalMs: 50, what: 'the new tab tried' });

@@ -233,15 +233,18 @@ export class LiveBrowser {
     const version = await conn.send<{ product: string; userAgent: string }>('Browser.getVersion');
     const ua = identity.hardware ? userAgentOverride(version, identity) : { userAgent: version.userAgent, acceptLanguage: acceptLanguage(identity.locale) };
     const pending = new Set<Promise<unknown>>();
-    const emulate = (sessionId: string) =>
-      Promise.all([
+    const emulate = (sessionId: string) => {
+      // Marked before its events can come: a page resumed at once may reach DOMContentLoaded before Page.enable answers.
+      if (blocker) hiding.add(sessionId);
+      return Promise.all([
         conn.send('Emulation.setUserAgentOverride', ua, sessionId),
         conn.send('Emulation.setLocaleOverride', { locale: identity.locale }, sessionId),
         conn.send('Emulation.setTimezoneOverride', { timezoneId: identity.timezone }, sessionId),
         identity.hardware ? conn.send('Emulation.setHardwareConcurrencyOverride', { hardwareConcurrency: identity.hardware.hardwareConcurrency }, sessionId) : undefined,
-        // Marked before its events can come: a page resumed at once may reach DOMContentLoaded before Page.enable answers.
-        blocker ? (hiding.add(sessionId), Promise.all([conn.send('Page.enable', {}, sessionId), conn.send('Page.setLifecycleEventsEnabled', { enabled: true }, sessionId)])) : undefined,
+        blocker ? conn.send('Page.enable', {}, sessionId) : undefined,
+        blocker ? conn.send('Page.setLifecycleEventsEnabled', { enabled: true }, sessionId) : undefined,
       ]);
+    };
     const hiding = new Set<string>();
     if (blocker) {
       conn.on('Page.lifecycleEvent', (p: { frameId: string; name: string }, sessionId: string | undefined) => {

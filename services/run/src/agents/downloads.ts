@@ -117,7 +117,8 @@ export class DownloadWatcher {
 
   /** Waits until no download is in progress, at most `ms`; false when one still is. */
   async settled(ms: number, signal: AbortSignal): Promise<boolean> {
-    if (!this.#inProgress.size || signal.aborted) return !this.#inProgress.size;
+    if (!this.#inProgress.size) return true;
+    if (signal.aborted) return false;
     let timer: NodeJS.Timeout | undefined;
     let done!: () => void;
     const finished = new Promise<void>((r) => {

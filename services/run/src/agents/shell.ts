@@ -296,96 +296,99 @@ export async function diskUsage(dir: string): Promise<number> {
 
 export function runShell(command: string, o: ShellOptions): Promise<ShellResult> {
   const started = Date.now();
-  if (o.signal.aborted) return Promise.resolve({ exitCode: null, signal: 'SIGKILL', timedOut: false, truncated: false, output: '', durationMs: 0 });
-  return prepare(o).then(
-    ({ table, quota }) =>
-      new Promise<ShellResult>((resolve, reject) => {
-        const { file, args, user } = shellArgv(command, o, table);
-        const child = spawn(file, args, {
-          cwd: o.cwd,
-          env: shellEnv(o.cwd),
-          stdio: ['ignore', 'pipe', 'pipe'],
-          detached: true, // its own process group: a timeout kills everything it started
-          ...(user ? { uid: user.uid, gid: user.gid } : {}),
-        });
-        let kept = 0;
-        let truncated = false;
-        let timedOut = false;
-        let diskExceeded: number | undefined;
-        let ended = false;
-        const parts: string[] = [];
-        // Text split across reads stays whole (a character is decoded once all its bytes came); bytes that are not UTF-8 become U+FFFD.
-        const decoders = { stdout: new StringDecoder('utf8'), stderr: new StringDecoder('utf8') };
-        const emit = (stream: 'stdout' | 'stderr', text: string) => {
-          if (!text) return;
-          parts.push(text);
-          o.onOutput(stream, text);
-        };
-        const take = (stream: 'stdout' | 'stderr') => (buf: Buffer) => {
-          if (kept >= o.maxOutputBytes) {
-            truncated = true;
-            return;
-          }
-          const room = o.maxOutputBytes - kept;
-          const piece = buf.length > room ? buf.subarray(0, room) : buf;
-          if (piece.length < buf.length) truncated = true;
-          kept += piece.length;
-          emit(stream, decoders[stream].write(piece));
-        };
-        child.stdout.on('data', take('stdout'));
-        child.stderr.on('data', take('stderr'));
-        const killGroup = () => {
-          try {
-            process.kill(-child.pid!, 'SIGKILL');
-          } catch {
-            /* already gone */
-          }
-        };
-        const timer = setTimeout(() => {
-          timedOut = true;
+  const stopped = (): ShellResult => ({ exitCode: null, signal: 'SIGKILL', timedOut: false, truncated: false, output: '', durationMs: Date.now() - started });
+  if (o.signal.aborted) return Promise.resolve(stopped());
+  return prepare(o).then(async ({ table, quota }) => {
+    // A stop while the command was being prepared: nothing starts (the listener below would never hear it).
+    if (o.signal.aborted) {
+      if (table) await fs.rm(table, { force: true });
+      return stopped();
+    }
+    return new Promise<ShellResult>((resolve, reject) => {
+      const { file, args, user } = shellArgv(command, o, table);
+      const child = spawn(file, args, {
+        cwd: o.cwd,
+        env: shellEnv(o.cwd),
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true, // its own process group: a timeout kills everything it started
+        ...(user ? { uid: user.uid, gid: user.gid } : {}),
+      });
+      let kept = 0;
+      let truncated = false;
+      let timedOut = false;
+      let diskExceeded: number | undefined;
+      let ended = false;
+      const parts: string[] = [];
+      // Text split across reads stays whole (a character is decoded once all its bytes came); bytes that are not UTF-8 become U+FFFD.
+      const decoders = { stdout: new StringDecoder('utf8'), stderr: new StringDecoder('utf8') };
+      const emit = (stream: 'stdout' | 'stderr', text: string) => {
+        if (!text) return;
+        parts.push(text);
+        o.onOutput(stream, text);
+      };
+      const take = (stream: 'stdout' | 'stderr') => (buf: Buffer) => {
+        if (kept >= o.maxOutputBytes) {
+          truncated = true;
+          return;
+        }
+        const room = o.maxOutputBytes - kept;
+        const piece = buf.length > room ? buf.subarray(0, room) : buf;
+        if (piece.length < buf.length) truncated = true;
+        kept += piece.length;
+        emit(stream, decoders[stream].write(piece));
+      };
+      child.stdout.on('data', take('stdout'));
+      child.stderr.on('data', take('stderr'));
+      const killGroup = () => {
+        try {
+          process.kill(-child.pid!, 'SIGKILL');
+        } catch {
+          /* already gone */
+        }
+      };
+      const timer = setTimeout(() => {
+        timedOut = true;
+        killGroup();
+      }, o.timeoutMs);
+      // The disk is measured while the command runs; a walk of a large tree is repeated less often.
+      let poll: NodeJS.Timeout | undefined;
+      const measure = async () => {
+        const t0 = Date.now();
+        const used = await diskUsage(o.cwd);
+        if (ended) return;
+        if (used > quota!) {
+          diskExceeded = used;
           killGroup();
-        }, o.timeoutMs);
-        // The disk is measured while the command runs; a walk of a large tree is repeated less often.
-        let poll: NodeJS.Timeout | undefined;
-        const measure = async () => {
-          const t0 = Date.now();
-          const used = await diskUsage(o.cwd);
-          if (ended) return;
-          if (used > quota!) {
-            diskExceeded = used;
-            killGroup();
-            return;
-          }
-          poll = setTimeout(() => void measure(), Math.max(200, (Date.now() - t0) * 4));
-        };
-        if (quota !== undefined) poll = setTimeout(() => void measure(), 200);
-        const onAbort = () => killGroup();
-        // A stop while the command was being prepared has already fired: it is heard here, not at the timeout.
-        if (o.signal.aborted) killGroup();
-        else o.signal.addEventListener('abort', onAbort, { once: true });
-        const cleanup = () => {
-          ended = true;
-          clearTimeout(timer);
-          clearTimeout(poll);
-          o.signal.removeEventListener('abort', onAbort);
-          if (table) void fs.rm(table, { force: true });
-        };
-        child.once('error', (err) => {
-          cleanup();
-          reject(err);
-        });
-        child.once('close', (exitCode, signal) => {
-          cleanup();
-          for (const stream of ['stdout', 'stderr'] as const) emit(stream, decoders[stream].end());
-          killGroup(); // anything it left running in the background goes too
-          const done = (exceeded: number | undefined) =>
-            resolve({ exitCode, signal, timedOut, truncated, diskExceeded: exceeded, output: parts.join(''), durationMs: Date.now() - started });
-          if (quota === undefined || diskExceeded !== undefined) return done(diskExceeded);
-          // What it wrote between the last check and its end counts too.
-          void diskUsage(o.cwd).then((used) => done(used > quota ? used : undefined));
-        });
-      }),
-  );
+          return;
+        }
+        poll = setTimeout(() => void measure(), Math.max(200, (Date.now() - t0) * 4));
+      };
+      if (quota !== undefined) poll = setTimeout(() => void measure(), 200);
+      const onAbort = () => killGroup();
+      o.signal.addEventListener('abort', onAbort, { once: true });
+      const cleanup = () => {
+        ended = true;
+        clearTimeout(timer);
+        clearTimeout(poll);
+        o.signal.removeEventListener('abort', onAbort);
+        if (table) void fs.rm(table, { force: true });
+      };
+      child.once('error', (err) => {
+        cleanup();
+        reject(err);
+      });
+      child.once('close', (exitCode, signal) => {
+        cleanup();
+        for (const stream of ['stdout', 'stderr'] as const) emit(stream, decoders[stream].end());
+        killGroup(); // anything it left running in the background goes too
+        const done = (exceeded: number | undefined) =>
+          resolve({ exitCode, signal, timedOut, truncated, diskExceeded: exceeded, output: parts.join(''), durationMs: Date.now() - started });
+        if (quota === undefined || diskExceeded !== undefined) return done(diskExceeded);
+        // What it wrote between the last check and its end counts too.
+        void diskUsage(o.cwd).then((used) => done(used > quota ? used : undefined));
+      });
+    });
+  });
 }
 
 /** Where mount tables go when the command has no slot of its own: a directory only this user can read. */
