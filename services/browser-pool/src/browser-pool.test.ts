@@ -655,6 +655,81 @@ describe('shutdown', () => {
   });
 });
 
+describe("reuse of a stopped browser's Chromium", () => {
+  const login = async (page: import('puppeteer-core').Page) => {
+    await page.goto(`${site.origin}/login.html`);
+    await page.type('#user', 'tim');
+    await Promise.all([page.waitForFunction(() => document.getElementById('status')!.textContent === 'logged in'), page.click('#submit')]);
+  };
+
+  test("when a project's browser is stopped, then its next one runs in the same Chromium with nothing of the first (cookies, storage, tabs, downloads, its CDP URL); another project's never gets it", async () => {
+    const h = await harness({ warmSize: 0, reuseIdleMs: 30_000 });
+    const first = await h.pool.create({ projectId: P });
+    const b1 = await connect(h.pool.cdpUrlFor(first));
+    await login((await b1.pages())[0]!);
+    const tab = await b1.newPage();
+    await tab.goto(`${site.origin}/download.html`);
+    await tab.click('#report');
+    await until(async () => nonEmpty(await h.pool.downloads(P, first.id)), { intervalMs: 50, what: 'the download' });
+    await b1.disconnect();
+    await h.pool.stop(P, first.id, 'user');
+    await h.announced(first.id, 'stopped');
+
+    const second = await h.pool.create({ projectId: P });
+    assert.notEqual(second.id, first.id);
+    assert.equal(second.pid, first.pid, 'the same Chromium');
+    assert.equal(await upgradeStatus(h.pool.cdpUrlFor(first)), 404, "the first browser's CDP URL opens nothing");
+    const b2 = await connect(h.pool.cdpUrlFor(second));
+    const pages = await b2.pages();
+    assert.deepEqual(pages.map((p) => p.url()), ['about:blank'], 'one blank tab');
+    assert.equal((await b2.browserContexts()).length, 1, 'one context, the default one, as in a browser of its own');
+    assert.deepEqual(await b2.cookies(), []);
+    assert.deepEqual(await h.pool.downloads(P, second.id), []);
+    const me = async (page: import('puppeteer-core').Page) => (await page.goto(`${site.origin}/api/me`))!.text();
+    assert.equal(await me(pages[0]!), 'nobody');
+    await pages[0]!.goto(`${site.origin}/login.html`);
+    assert.deepEqual(await pages[0]!.evaluate(() => [localStorage.length, history.length]), [0, 3]);
+    // Pages a client opens are in the session's context: they share its cookies.
+    await login(pages[0]!);
+    const opened = await b2.newPage();
+    assert.equal(await me(opened), 'tim');
+    assert.deepEqual((await b2.cookies()).map((c) => c.name), ['session']);
+    await b2.disconnect();
+    const pw = await chromium.connectOverCDP(h.pool.cdpUrlFor(second));
+    assert.deepEqual(pw.contexts().map((c) => c.pages().length), [2], "Playwright sees the session's tabs in its default context");
+    assert.deepEqual((await pw.contexts()[0]!.cookies()).map((c) => c.name), ['session']);
+    await pw.close();
+    await h.pool.stop(P, second.id, 'user');
+    await h.announced(second.id, 'stopped');
+
+    const other = await h.pool.create({ projectId: 'prj_other' });
+    assert.notEqual(other.pid, first.pid, "another project's browser is never given it");
+    const third = await h.pool.create({ projectId: P });
+    assert.equal(third.pid, first.pid);
+    for (const [project, row] of [['prj_other', other], [P, third]] as const) await h.pool.stop(project, row.id, 'user');
+    // Its stops are done (their Chromiums kept or ended) before the next test's pool looks at what is running.
+    await Promise.all([other, third].map((row) => h.announced(row.id, 'stopped')));
+  });
+
+  test('when nobody asks for a kept Chromium, then it ends once its time is up; a launch that needs its slot ends it at once', async () => {
+    const h = await harness({ warmSize: 0, reuseIdleMs: 500 });
+    const row = await h.pool.create({ projectId: P });
+    await h.pool.stop(P, row.id, 'user');
+    await h.announced(row.id, 'stopped');
+    await until(() => chromiumUnder(h.rootDir).length === 0 && fs.readdirSync(h.rootDir).length === 0, { what: 'the kept Chromium ended and its folder gone' });
+
+    const full = await harness({ warmSize: 0, reuseIdleMs: 60_000, maxBrowsers: 1 });
+    const a = await full.pool.create({ projectId: P });
+    await full.pool.stop(P, a.id, 'user');
+    await full.announced(a.id, 'stopped');
+    const b = await full.pool.create({ projectId: 'prj_other' });
+    assert.notEqual(b.pid, a.pid);
+    assert.deepEqual(groupMembers(a.pid!), [], 'the kept one made way');
+    await full.pool.stop('prj_other', b.id, 'user');
+    await full.announced(b.id, 'stopped');
+  });
+});
+
 describe('timeouts and idleness', () => {
   test('when a browser passes its timeout, then the reaper stops it the way stop does, saving its profile', async () => {
     const h = await harness({ warmSize: 0 });

@@ -24,7 +24,7 @@ import { allowedDomainPatterns, EgressProxy, type LookupAll } from './egress-pro
 import type { Downloads, ListedDownload } from './downloads.js';
 import { localeAndTimezone, pickHardware, type Hardware } from './identity.js';
 import { dispatchInput, type BrowserInput } from './input.js';
-import { LiveBrowser, type LiveBrowserOptions } from './live-browser.js';
+import { LiveBrowser, sessionIdOf, type LiveBrowserOptions } from './live-browser.js';
 import { applyProfileState, captureProfileState } from './profile-state.js';
 import type { ProfileRow } from './profile.repository.js';
 import type { Profiles } from './profiles.js';
@@ -94,6 +94,11 @@ export interface BrowserPoolOptions {
   warmWindowMs?: number;
   /** Warm launches at once (default 2). */
   warmParallelLaunches?: number;
+  /**
+   * How long a stopped browser's Chromium waits, its session's context disposed, for the same
+   * project's next browser that a warm one would serve (default 0: never reused).
+   */
+  reuseIdleMs?: number;
   /** Chromium starts at once, requested and warm (default 4): a start waits its turn, and its timeout counts from then. */
   parallelLaunches?: number;
   /** Most a requested launch waits for a node slot and its turn to start (default 40 s, so a burst of fifty on two cores is served; the gateway waits 55 s for a create); then the create fails, 503. */
@@ -171,6 +176,8 @@ export class BrowserPool implements CdpProxyBackend {
   /** Directory removals still running in the background (awaited on shutdown). */
   readonly #removals = new Set<Promise<void>>();
   readonly #warm: WarmPool;
+  /** Chromiums of stopped browsers kept for their project's next browser (newest last), each until its timer. */
+  readonly #reusable: { projectId: string; b: LiveBrowser; timer: NodeJS.Timeout }[] = [];
   readonly #slots: NodeSlots;
   /** Chromium starts under way (requests before warm ones). */
   readonly #starting: NodeSlots;
@@ -207,7 +214,7 @@ export class BrowserPool implements CdpProxyBackend {
       now: this.#now,
       launch: (signal, timing) => this.#launch(newId('brw'), o.defaultWidth, o.defaultHeight, null, true, signal, 'warm', timing),
     });
-    this.#slots.onStarved = () => this.#warm.yieldOne();
+    this.#slots.onStarved = () => this.#yieldReusable() || this.#warm.yieldOne();
   }
 
   #launchOptions(id: string, width: number, height: number, upstream: URL | undefined, stealth: boolean, signal?: AbortSignal): LiveBrowserOptions {
@@ -307,9 +314,13 @@ export class BrowserPool implements CdpProxyBackend {
     fs.mkdirSync(root, { recursive: true, mode: 0o700 });
     const leftovers = await this.#o.browsers.activeOf(this.#o.instanceId);
     const records = new Map(leftovers.map((r) => [r.id, r]));
+    /** A session's folder: its own id's, or that of the browser it reused. */
+    const folderOf = new Map<string, string>();
     let finished = 0;
     for (const state of readStates(root)) {
-      const row = records.get(state.id);
+      const sessionId = sessionIdOf(state);
+      folderOf.set(sessionId, state.id);
+      const row = records.get(sessionId);
       if (row && state.browser && supervisorAlive(state)) {
         try {
           await this.#adopt(state, row);
@@ -318,7 +329,7 @@ export class BrowserPool implements CdpProxyBackend {
           this.#logger.warn({ err, browserId: state.id }, 'browser of a previous process not taken over; stopping it');
         }
       }
-      const stopped = row ? undefined : await this.#o.browsers.byId(state.id);
+      const stopped = row ? undefined : await this.#o.browsers.byId(sessionId);
       if (stopped?.status === 'stopped' && stopped.instanceId === this.#o.instanceId) {
         await this.#finishStop(state, stopped);
         finished++;
@@ -334,7 +345,7 @@ export class BrowserPool implements CdpProxyBackend {
     const stopped = leftovers.filter((row) => !this.#active.has(row.id));
     for (const row of stopped) {
       // Keep what it downloaded before its folder goes; the storage service may be down, so bounded.
-      await within(this.#o.downloads.sync(row.projectId, row.id, path.join(root, row.id, 'downloads')), 5000, 'storing downloads').catch((err) =>
+      await within(this.#o.downloads.sync(row.projectId, row.id, path.join(root, folderOf.get(row.id) ?? row.id, 'downloads')), 5000, 'storing downloads').catch((err) =>
         this.#logger.warn({ err, browserId: row.id }, 'downloads of a crashed browser not stored'),
       );
       const marked = await this.#o.browsers.markStopped(row.id, 'shutdown', new Date(this.#now()));
@@ -343,7 +354,7 @@ export class BrowserPool implements CdpProxyBackend {
     const keep = new Set(kept.flatMap((b) => [b.chromium.dir, b.chromium.tmpDir]));
     const dirs = [...fs.readdirSync(root).map((d) => path.join(root, d)), ...strayTempDirs(root)].filter((d) => !keep.has(d));
     for (const d of dirs) await fs.promises.rm(d, { recursive: true, force: true, maxRetries: 3 });
-    removeStaleSockets(root, new Set(kept.map((b) => b.id)));
+    removeStaleSockets(root, new Set(kept.map((b) => b.chromium.id)));
     if (killed.length || stopped.length || dirs.length || kept.length || finished) {
       this.#logger.info({ processGroups: killed.length, records: stopped.length, dirs: dirs.length, takenOver: kept.length, stopsFinished: finished }, 'browsers of a previous process taken over or reaped');
     }
@@ -356,7 +367,7 @@ export class BrowserPool implements CdpProxyBackend {
    * its stop is announced (the previous process would have once the process was gone).
    */
   async #finishStop(state: SupervisorState, row: BrowserRow): Promise<void> {
-    await within(this.#o.downloads.sync(row.projectId, row.id, path.join(this.#o.rootDir, row.id, 'downloads')), this.#o.downloadSyncTimeoutMs ?? 20000, 'storing downloads').catch((err) =>
+    await within(this.#o.downloads.sync(row.projectId, row.id, path.join(this.#o.rootDir, state.id, 'downloads')), this.#o.downloadSyncTimeoutMs ?? 20000, 'storing downloads').catch((err) =>
       this.#logger.warn({ err, browserId: row.id }, 'downloads of an unfinished stop not stored'),
     );
     let ended = false;
@@ -414,7 +425,8 @@ export class BrowserPool implements CdpProxyBackend {
     const id = b.id;
     this.#active.set(id, b);
     void b.chromium.exited.then(() => {
-      if (this.#ending.has(id) || this.#leaving) return;
+      // Its session ended (and its Chromium serves another now), or it is ending.
+      if (this.#active.get(id) !== b || this.#ending.has(id) || this.#leaving) return;
       this.#logger.warn({ browserId: id }, 'chromium exited on its own');
       this.#end(b, 'crashed').catch((err) => this.#logger.error({ err, browserId: id }, 'crashed browser not recorded as stopped'));
     });
@@ -485,8 +497,9 @@ export class BrowserPool implements CdpProxyBackend {
     // Warm browsers are stealth ones (the default); a browser without stealth is launched as headless Chromium is.
     const fitsWarm = v.proxy === null && v.stealth && v.width === this.#o.defaultWidth && v.height === this.#o.defaultHeight;
     if (fitsWarm) this.#warm.noteDemand();
-    let browser = fitsWarm ? this.#warm.take() : undefined;
-    const warm = browser !== undefined;
+    const reused = fitsWarm ? this.#takeReusable(input.projectId) : undefined;
+    let browser = reused ?? (fitsWarm ? this.#warm.take() : undefined);
+    const warm = browser !== undefined && !reused;
     const id = browser?.id ?? newId('brw');
     const now = this.#now();
     const timeoutAt = new Date(now + v.timeoutMinutes * 60_000).toISOString();
@@ -516,7 +529,10 @@ export class BrowserPool implements CdpProxyBackend {
         new Date(now),
       );
     } finally {
-      if (browser && !row) this.#warm.giveBack(browser);
+      if (browser && !row) {
+        if (reused) this.#keepReusable(input.projectId, reused);
+        else this.#warm.giveBack(browser);
+      }
     }
     // Launching a replacement forks a big process; let this answer leave first.
     if (warm) setTimeout(() => this.#warm.refill(), 10).unref();
@@ -561,7 +577,7 @@ export class BrowserPool implements CdpProxyBackend {
       await b.serialize(async () => {
         await within(b.present({ hardware, locale: v.locale, timezone: v.timezone }, blocker), this.#profileTimeout, 'setting up its fingerprint');
         if (state && profileId) {
-          await within(applyProfileState(b.chromium.conn, state, this.#profileTimeout), this.#profileTimeout, 'loading the profile');
+          await within(applyProfileState(b.chromium.conn, b.contextId, state, this.#profileTimeout), this.#profileTimeout, 'loading the profile');
           await this.#o.profiles.markUsed(input.projectId, profileId);
         }
       });
@@ -578,7 +594,7 @@ export class BrowserPool implements CdpProxyBackend {
     }
     if (!row.liveViewUrl) this.#remintUntilMinted(row);
     this.#o.events.publish('started', row);
-    this.#logger.info({ browserId: id, projectId: row.projectId, warm, sessionId: row.sessionId, runId: row.runId }, 'browser started');
+    this.#logger.info({ browserId: id, projectId: row.projectId, warm, reused: reused !== undefined, sessionId: row.sessionId, runId: row.runId }, 'browser started');
     return row;
   }
 
@@ -801,6 +817,7 @@ export class BrowserPool implements CdpProxyBackend {
         return undefined;
       })
       .then(async (row) => {
+        let kept = false;
         await b.serialize(async () => {
           if (b.row?.profileId && b.chromium.alive) {
             await this.#saveProfile(b).catch((err) => this.#logger.warn({ err, browserId: b.id }, 'profile not saved at stop'));
@@ -809,9 +826,11 @@ export class BrowserPool implements CdpProxyBackend {
           await within(this.#o.downloads.sync(b.row!.projectId, b.id, b.chromium.downloadsDir, (f) => b.downloadName(f)), this.#o.downloadSyncTimeoutMs ?? 20000, 'storing downloads').catch((err) =>
             this.#logger.warn({ err, browserId: b.id }, 'downloads not stored at stop'),
           );
-          await b.shutdown();
+          kept = await this.#reuse(b, reason);
+          if (!kept) await b.shutdown();
         });
-        this.#trackRemoval(b);
+        // A kept Chromium's removal is its next browser's.
+        if (!kept) this.#trackRemoval(b);
         this.#active.delete(b.id);
         if (this.#active.size === 0) for (const whenEmpty of this.#whenEmpty) whenEmpty();
         if (row) {
@@ -831,6 +850,82 @@ export class BrowserPool implements CdpProxyBackend {
       })
       .catch(() => {});
     return stopped;
+  }
+
+  /**
+   * Keeps a stopped browser's Chromium for its project's next browser (reuseIdleMs): its session's
+   * context is disposed and a new one opened under a new browser id, and it waits until a create
+   * of the project takes it, its time is up, or a launch needs its node slot. Only a browser a
+   * warm one could have been (no proxy, stealth, the default size), stopped while its pool runs on.
+   * False when it is not kept: then it is to be shut down (when keeping it failed, it already is).
+   */
+  async #reuse(b: LiveBrowser, reason: StopReason): Promise<boolean> {
+    const idleMs = this.#o.reuseIdleMs ?? 0;
+    const row = b.row;
+    if (idleMs <= 0 || !row || this.#stopped || this.#draining || !b.alive || !b.contextId) return false;
+    if (reason === 'crashed' || reason === 'shutdown' || reason === 'owner_lost') return false;
+    if (b.proxyCountryCode !== null || !b.stealth || b.width !== this.#o.defaultWidth || b.height !== this.#o.defaultHeight) return false;
+    let next: LiveBrowser;
+    try {
+      next = await within(LiveBrowser.reuse(b, this.#launchOptions(newId('brw'), b.width, b.height, undefined, true)), this.#profileTimeout, 'opening a new session in it');
+    } catch (err) {
+      // LiveBrowser.reuse ends the Chromium when it fails; one that ran out of time is ended here.
+      this.#logger.warn({ err, browserId: b.id }, 'browser not kept for reuse');
+      await b.chromium.stop();
+      await b.egress.stop();
+      return false;
+    }
+    if (this.#stopped || this.#draining) {
+      await next.shutdown();
+      return false;
+    }
+    this.#keepReusable(row.projectId, next);
+    void next.chromium.exited.then(() => this.#dropReusable(next));
+    this.#logger.debug({ browserId: b.id, next: next.id, projectId: row.projectId }, 'browser kept for its project\'s next one');
+    return true;
+  }
+
+  #keepReusable(projectId: string, b: LiveBrowser): void {
+    const timer = setTimeout(() => this.#dropReusable(b, true), this.#o.reuseIdleMs ?? 0);
+    timer.unref();
+    this.#reusable.push({ projectId, b, timer });
+  }
+
+  /** The project's most recently kept Chromium, if one is still running. */
+  #takeReusable(projectId: string): LiveBrowser | undefined {
+    for (let i = this.#reusable.length - 1; i >= 0; i--) {
+      const kept = this.#reusable[i]!;
+      if (kept.projectId !== projectId) continue;
+      this.#reusable.splice(i, 1);
+      clearTimeout(kept.timer);
+      if (kept.b.alive) return kept.b;
+      void kept.b.shutdown().catch(() => {});
+    }
+    return undefined;
+  }
+
+  /** Forgets a kept Chromium (it exited, or its time is up: then it is ended). */
+  #dropReusable(b: LiveBrowser, end = false): void {
+    const i = this.#reusable.findIndex((k) => k.b === b);
+    if (i === -1) return;
+    const [kept] = this.#reusable.splice(i, 1);
+    clearTimeout(kept!.timer);
+    if (end) void b.shutdown().catch((err) => this.#logger.warn({ err, browserId: b.id }, 'kept browser not ended'));
+  }
+
+  /** Ends the oldest kept Chromium to free its node slot for a launch; false when there is none. */
+  #yieldReusable(): boolean {
+    const oldest = this.#reusable[0];
+    if (!oldest) return false;
+    this.#dropReusable(oldest.b, true);
+    return true;
+  }
+
+  /** Ends every kept Chromium (a drain or shutdown). */
+  async #endReusable(): Promise<void> {
+    const all = this.#reusable.splice(0);
+    for (const k of all) clearTimeout(k.timer);
+    await Promise.all(all.map((k) => k.b.shutdown().then(() => k.b.chromium.removed)));
   }
 
   /** `#end`, resolved only once the browser is all gone (for the reaper and shutdown: no client waits on them). */
@@ -867,7 +962,7 @@ export class BrowserPool implements CdpProxyBackend {
 
   async #saveProfile(b: LiveBrowser): Promise<ProfileRow | undefined> {
     const row = b.row!;
-    const state = await within(captureProfileState(b.chromium.conn, b.tabs.origins, this.#profileTimeout), this.#profileTimeout, 'saving the profile');
+    const state = await within(captureProfileState(b.chromium.conn, b.contextId, b.tabs.origins, this.#profileTimeout), this.#profileTimeout, 'saving the profile');
     const saved = await this.#o.profiles.save(row.projectId, row.profileId!, state);
     this.#logger.debug({ browserId: b.id, profileId: row.profileId, cookies: state.cookies.length, origins: state.origins.length }, 'profile saved');
     return saved;
@@ -1013,7 +1108,7 @@ export class BrowserPool implements CdpProxyBackend {
    */
   async drain(timeoutMs: number): Promise<boolean> {
     this.#draining = true;
-    await this.#warm.stop();
+    await Promise.all([this.#warm.stop(), this.#endReusable()]);
     if (this.#active.size === 0) return true;
     this.#logger.info({ browsers: this.#active.size, timeoutMs }, 'draining: waiting for active browsers to end');
     let done!: () => void;
@@ -1050,7 +1145,7 @@ export class BrowserPool implements CdpProxyBackend {
       this.#stopped = true;
       this.#leaving = true;
       if (this.#reaper) clearInterval(this.#reaper);
-      await Promise.all([this.#warm.stop(), ...[...this.#active.values()].filter((b) => !this.#ending.has(b.id)).map((b) => b.serialize(() => b.detach()))]);
+      await Promise.all([this.#warm.stop(), this.#endReusable(), ...[...this.#active.values()].filter((b) => !this.#ending.has(b.id)).map((b) => b.serialize(() => b.detach()))]);
       await Promise.all([...this.#ending.values()]);
       await Promise.all(this.#removals);
     })();
@@ -1062,8 +1157,9 @@ export class BrowserPool implements CdpProxyBackend {
     this.#stopping ??= (async () => {
       this.#stopped = true;
       if (this.#reaper) clearInterval(this.#reaper);
-      await Promise.all([this.#warm.stop(), ...[...this.#active.values()].map((b) => this.#endFully(b, 'shutdown'))]);
+      await Promise.all([this.#warm.stop(), this.#endReusable(), ...[...this.#active.values()].map((b) => this.#endFully(b, 'shutdown'))]);
       await Promise.all(this.#ending.values());
+      await this.#endReusable();
       await Promise.all(this.#removals);
     })();
     return this.#stopping;

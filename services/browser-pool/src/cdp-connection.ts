@@ -38,8 +38,11 @@ export interface CdpMessage {
   sessionId?: string;
 }
 
-/** What a channel's guard says of a client's command: refuse it (with the reason) or send it (possibly rewritten). */
-export type GuardVerdict = { refuse: string } | { send: CdpMessage };
+/**
+ * What a channel's guard says of a client's command: refuse it (with the reason) or send it
+ * (possibly rewritten; `result` edits its answer's result before the client gets it).
+ */
+export type GuardVerdict = { refuse: string } | { send: CdpMessage; result?: (result: any) => any };
 
 /**
  * The client's copy of a message from Chromium, made by editing its text instead of encoding it
@@ -106,11 +109,11 @@ export class CdpChannel {
     if (msg.sessionId !== undefined && !this.#owned.has(msg.sessionId)) return reply('Session with given id not found.', -32001);
     const verdict = this.#guard(msg);
     if ('refuse' in verdict) return reply(verdict.refuse);
-    this.#conn.relay(this, msg.id, { ...verdict.send, sessionId: msg.sessionId ?? this.root });
+    this.#conn.relay(this, msg.id, { ...verdict.send, sessionId: msg.sessionId ?? this.root }, verdict.result);
   }
 
   /** @internal A message from Chromium (`text`, parsed as `msg`) for this channel: an answer to it, or an event of a session it owns. */
-  receive(msg: CdpMessage, text: string, clientId?: number): void {
+  receive(msg: CdpMessage, text: string, clientId?: number, edit?: (result: any) => any): void {
     if (this.#closed) return;
     if (clientId === undefined) {
       if (msg.method === 'Target.attachedToTarget' && msg.params?.sessionId) this.#own(msg.params.sessionId);
@@ -118,9 +121,9 @@ export class CdpChannel {
     } else if (typeof msg.result?.sessionId === 'string') {
       this.#own(msg.result.sessionId);
     }
-    const edited = retext(text, msg, clientId, this.root);
+    const edited = edit && msg.result !== undefined ? undefined : retext(text, msg, clientId, this.root);
     if (edited !== undefined) return this.#deliver(edited);
-    const out: CdpMessage = clientId === undefined ? msg : { ...msg, id: clientId };
+    const out: CdpMessage = clientId === undefined ? msg : { ...msg, id: clientId, ...(edit && msg.result !== undefined ? { result: edit(msg.result) } : {}) };
     if (out.sessionId === this.root) delete out.sessionId;
     this.#deliver(JSON.stringify(out));
   }
@@ -167,7 +170,7 @@ export class CdpConnection {
   readonly #pending = new Map<number, Pending>();
   readonly #listeners = new Map<string, Set<Listener>>();
   /** Commands of channels in flight: our id → the channel and its client's id. */
-  readonly #relayed = new Map<number, { channel: CdpChannel; clientId: number }>();
+  readonly #relayed = new Map<number, { channel: CdpChannel; clientId: number; edit?: ((result: any) => any) | undefined }>();
   /** Sessions that belong to a channel, not to the pool. */
   readonly #owners = new Map<string, CdpChannel>();
   readonly #channels = new Set<CdpChannel>();
@@ -246,7 +249,7 @@ export class CdpConnection {
       const relayed = this.#relayed.get(msg.id);
       if (relayed) {
         this.#relayed.delete(msg.id);
-        relayed.channel.receive(msg, text, relayed.clientId);
+        relayed.channel.receive(msg, text, relayed.clientId, relayed.edit);
         return;
       }
       const p = this.#pending.get(msg.id);
@@ -315,10 +318,10 @@ export class CdpConnection {
   }
 
   /** @internal */
-  relay(channel: CdpChannel, clientId: number, msg: CdpMessage): void {
+  relay(channel: CdpChannel, clientId: number, msg: CdpMessage, edit?: (result: any) => any): void {
     if (this.#closed) return;
     const id = this.#nextId++;
-    this.#relayed.set(id, { channel, clientId });
+    this.#relayed.set(id, { channel, clientId, edit });
     this.#out.write(JSON.stringify({ ...msg, id }) + '\0');
   }
 

@@ -85,14 +85,43 @@ const URL_PARAM: Record<string, string> = {
 const REFUSED_METHODS = new Set(['Target.exposeDevToolsProtocol', 'Target.sendMessageToTarget', 'Target.openDevTools', 'Browser.executeBrowserCommand', 'Page.handleFileChooser']);
 const REFUSED_DOMAINS = ['Extensions.', 'PWA.'];
 
+/** Commands whose `browserContextId` means Chromium's default context when left out. */
+const CONTEXT_METHODS = new Set([
+  'Target.createTarget',
+  'Storage.getCookies',
+  'Storage.setCookies',
+  'Storage.clearCookies',
+  'Browser.setDownloadBehavior',
+  'Browser.grantPermissions',
+  'Browser.resetPermissions',
+  'Browser.setPermission',
+]);
+
 /**
  * What the proxy does with a client's command: refuses what would reach the host (internal
  * URLs, file paths outside the browser's folder, a proxy or extension of the client's choosing)
  * and points download settings at the browser's own folder.
+ *
+ * `contextId`: the browser context the session runs in (browser-context.ts), which clients see as
+ * the default one: a command that leaves its context out gets it, `Target.getBrowserContexts`
+ * does not list it (a client takes its pages for the default context's), and it cannot be disposed.
  */
-export function guardCommand(msg: CdpMessage, downloadsDir: string): GuardVerdict {
+export function guardCommand(msg: CdpMessage, downloadsDir: string, contextId?: string): GuardVerdict {
   const method = msg.method!;
-  const params = (msg.params ?? {}) as Record<string, any>;
+  let params = (msg.params ?? {}) as Record<string, any>;
+  if (contextId) {
+    if (method === 'Target.disposeBrowserContext' && params.browserContextId === contextId) return { refuse: "Target.disposeBrowserContext: the browser's own context ends with its session" };
+    if (method === 'Target.getBrowserContexts') {
+      return {
+        send: msg,
+        result: (r: { browserContextIds?: string[] }) => ({ ...r, browserContextIds: (r.browserContextIds ?? []).filter((c) => c !== contextId), defaultBrowserContextId: contextId }),
+      };
+    }
+    if (CONTEXT_METHODS.has(method) && params.browserContextId === undefined) {
+      params = { ...params, browserContextId: contextId };
+      msg = { ...msg, params };
+    }
+  }
   if (REFUSED_METHODS.has(method) || REFUSED_DOMAINS.some((d) => method.startsWith(d))) return { refuse: `${method} is not allowed through this proxy` };
   if ((method === 'Target.attachToTarget' || method === 'Target.setAutoAttach') && params.flatten !== true && !(method === 'Target.setAutoAttach' && params.autoAttach === false)) {
     return { refuse: `${method}: only flattened sessions (flatten: true) are supported through this proxy` };
@@ -409,7 +438,7 @@ export class CdpProxy {
       if (client.bufferedAmount > MAX_BACKLOG) return client.terminate(); // it stopped reading
       client.send(text);
     };
-    browser.chromium.conn.openChannel(targetId, deliver, (msg) => guardCommand(msg, browser.chromium.downloadsDir)).then(
+    browser.chromium.conn.openChannel(targetId, deliver, (msg) => guardCommand(msg, browser.chromium.downloadsDir, browser.contextId)).then(
       (c) => {
         channel = c;
         c.onClose(() => client.close(1001, 'The browser target closed'));

@@ -121,14 +121,14 @@ async function tabAction(b: LiveBrowser, action: Extract<BrowserInput, { kind: '
       return;
     case 'newTab': {
       const url = value ? navigableUrl(value) : 'about:blank';
-      const { targetId } = await conn.send<{ targetId: string }>('Target.createTarget', { url });
+      const { targetId } = await conn.send<{ targetId: string }>('Target.createTarget', { url, browserContextId: b.contextId });
       return b.tabs.activate(targetId);
     }
     case 'close': {
       const id = value || b.tabs.activeId;
       if (!id || !b.tabs.has(id)) throw new NotFoundError('Tab not found');
       // Keep one tab open: a browser without tabs has nothing to show or drive.
-      if (b.tabs.list().length === 1) await conn.send('Target.createTarget', { url: 'about:blank' });
+      if (b.tabs.list().length === 1) await conn.send('Target.createTarget', { url: 'about:blank', browserContextId: b.contextId });
       await conn.send('Target.closeTarget', { targetId: id });
       return;
     }

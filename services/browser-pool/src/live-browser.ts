@@ -39,6 +39,15 @@ interface Resumable {
   /** Its egress proxy's port (outside a network namespace; in one, the socket in its folder). */
   egressPort: number | undefined;
   identity: Identity | undefined;
+  /** The browser (record) id of its session: its folder's name for the first one, a new id for each it is reused for. */
+  sessionId?: string | undefined;
+  /** The browser context its session runs in. */
+  contextId?: string | undefined;
+}
+
+/** The record id of the session a supervisor's browser serves (its state's id until it was reused). */
+export function sessionIdOf(state: SupervisorState): string {
+  return (state.browser as Resumable | undefined)?.sessionId ?? state.id;
 }
 
 /**
@@ -53,7 +62,12 @@ let frameInsets: { dw: number; dh: number } | undefined;
  */
 const STEALTH_ARGS = ['--disable-blink-features=AutomationControlled'];
 
-/** A launched, prepared browser, warm or handed out. */
+/**
+ * A launched, prepared browser, warm or handed out. Each session runs in a browser context of its
+ * own (its cookies, storage, cache and tabs), which CDP clients see as the default context
+ * (cdp-proxy.ts), so a Chromium can serve a project's next session once the context is disposed
+ * (`reuse`). `id` is the session's browser id; `chromium.id` names the process and its folder.
+ */
 export class LiveBrowser {
   readonly id: string;
   readonly chromium: Chromium;
@@ -69,6 +83,8 @@ export class LiveBrowser {
   identity: Identity | undefined;
   /** The record, once handed out. */
   row: BrowserRow | undefined;
+  /** The browser context its session's pages are in (the default one of a browser taken over from before contexts). */
+  contextId: string | undefined;
   lastActivity: number;
   readonly #clients = new Set<WebSocket>();
   /** Downloads named by GUID (Playwright's `allowAndName`) → the name the site suggested. */
@@ -78,12 +94,14 @@ export class LiveBrowser {
   #queue: Promise<unknown> = Promise.resolve();
   #downloadsInProgress = 0;
   #stopping: Promise<void> | undefined;
+  /** Its listeners on the connection, which outlives it when the Chromium is reused. */
+  readonly #offs: (() => void)[] = [];
   #endedResolve!: () => void;
   /** Resolves as soon as the browser starts stopping (viewers' streams end then). */
   readonly ending: Promise<void> = new Promise((r) => (this.#endedResolve = r));
 
   private constructor(chromium: Chromium, egress: EgressProxy, o: LiveBrowserOptions, proxyCountryCode: string | null) {
-    this.id = chromium.id;
+    this.id = o.id;
     this.chromium = chromium;
     this.egress = egress;
     this.width = o.width;
@@ -95,13 +113,15 @@ export class LiveBrowser {
     this.lastActivity = this.#now();
     this.tabs = new Tabs(chromium.conn);
     this.screencast = new Screencast(chromium.conn, this.tabs, o.screencast, this.#logger);
-    chromium.conn.on('Browser.downloadWillBegin', (p: { guid: string; suggestedFilename: string }) => {
-      this.#downloadsInProgress++;
-      if (p.guid && p.suggestedFilename) this.#downloadNames.set(p.guid, p.suggestedFilename);
-    });
-    chromium.conn.on('Browser.downloadProgress', (p: { state: string }) => {
-      if (p.state !== 'inProgress') this.#downloadsInProgress = Math.max(0, this.#downloadsInProgress - 1);
-    });
+    this.#offs.push(
+      chromium.conn.on('Browser.downloadWillBegin', (p: { guid: string; suggestedFilename: string }) => {
+        this.#downloadsInProgress++;
+        if (p.guid && p.suggestedFilename) this.#downloadNames.set(p.guid, p.suggestedFilename);
+      }),
+      chromium.conn.on('Browser.downloadProgress', (p: { state: string }) => {
+        if (p.state !== 'inProgress') this.#downloadsInProgress = Math.max(0, this.#downloadsInProgress - 1);
+      }),
+    );
   }
 
   /** Launches Chromium and prepares it: tabs tracked, downloads to its folder, viewport exact. */
@@ -153,7 +173,7 @@ export class LiveBrowser {
   static async adopt(o: LiveBrowserOptions, state: SupervisorState, row: BrowserRow): Promise<LiveBrowser> {
     const saved = state.browser as Resumable | undefined;
     if (!saved) throw new Error('no state of a handed-out browser');
-    const socketPath = o.confinement.netNamespace ? egressSocketPath(o.rootDir, o.id) : undefined;
+    const socketPath = o.confinement.netNamespace ? egressSocketPath(o.rootDir, state.id) : undefined;
     if (socketPath) fs.rmSync(socketPath, { force: true });
     else if (!saved.egressPort) throw new Error('no egress port recorded');
     const upstream = o.upstream;
@@ -168,12 +188,13 @@ export class LiveBrowser {
     const b = new LiveBrowser(chromium, egress, o, row.proxyCountryCode);
     b.row = row;
     b.identity = saved.identity;
+    b.contextId = saved.contextId;
     try {
       const conn = chromium.conn;
       // Off, then on again (tabs.start and present): Chromium announces what exists only when they turn on.
       await conn.send('Target.setDiscoverTargets', { discover: false });
       await conn.send('Target.setAutoAttach', { autoAttach: false, waitForDebuggerOnStart: false, flatten: true });
-      await Promise.all([b.tabs.start(), conn.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: chromium.downloadsDir, eventsEnabled: true })]);
+      await Promise.all([b.tabs.start(), b.#allowDownloads()]);
       return b;
     } catch (err) {
       chromium.detach();
@@ -182,9 +203,54 @@ export class LiveBrowser {
     }
   }
 
+  /**
+   * The same Chromium, prepared for a next session of the same project: `old`'s session ends (its
+   * clients cut, its viewers' streams ended, its listeners gone) and a new browser context is
+   * opened; then every other context is disposed (the previous session's pages, cookies, storage,
+   * cache and permissions with it) and its downloads folder emptied. `o.id` is the new session's
+   * browser id. `old` must be done with (its downloads stored, its profile saved). When this
+   * fails, the Chromium is ended.
+   */
+  static async reuse(old: LiveBrowser, o: LiveBrowserOptions): Promise<LiveBrowser> {
+    if (!old.chromium.alive || old.#stopping) throw new Error('the browser is not running');
+    old.#stopping = Promise.resolve();
+    old.#release();
+    const conn = old.chromium.conn;
+    try {
+      // Off before the new session tracks tabs: it hears of the new context's pages only (and present attaches to them anew).
+      await conn.send('Target.setAutoAttach', { autoAttach: false, waitForDebuggerOnStart: false, flatten: true });
+      await conn.send('Target.setDiscoverTargets', { discover: false });
+    } catch (err) {
+      await old.chromium.stop();
+      await old.egress.stop();
+      throw err;
+    }
+    const b = new LiveBrowser(old.chromium, old.egress, o, old.proxyCountryCode);
+    try {
+      b.egress.setAllowedDomains(undefined);
+      b.egress.setBlocker(undefined);
+      await b.#prepare();
+      for (const f of await fs.promises.readdir(b.chromium.downloadsDir)) await fs.promises.rm(path.join(b.chromium.downloadsDir, f), { recursive: true, force: true });
+      return b;
+    } catch (err) {
+      await b.shutdown();
+      throw err;
+    }
+  }
+
+  /** Downloads of its session's context go to its folder, announced to the pool. */
+  #allowDownloads(): Promise<unknown> {
+    return this.chromium.conn.send('Browser.setDownloadBehavior', {
+      behavior: 'allow',
+      downloadPath: this.chromium.downloadsDir,
+      eventsEnabled: true,
+      ...(this.contextId ? { browserContextId: this.contextId } : {}),
+    });
+  }
+
   /** Writes what a next pool process needs to take this browser over. */
   #save(): void {
-    const r: Resumable = { egressPort: this.egress.port || undefined, identity: this.identity };
+    const r: Resumable = { egressPort: this.egress.port || undefined, identity: this.identity, sessionId: this.id, contextId: this.contextId };
     this.chromium.saveState(r as unknown as Record<string, unknown>);
   }
 
@@ -197,14 +263,25 @@ export class LiveBrowser {
     return this.#close(false);
   }
 
+  /**
+   * Opens the session: a new browser context with one blank tab, every other page closed and
+   * every other context disposed (Chromium's first tab; a previous session's), downloads to its
+   * folder, tabs tracked; then the viewport made exact.
+   */
   async #prepare(): Promise<void> {
     const conn = this.chromium.conn;
+    const { browserContextIds } = await conn.send<{ browserContextIds: string[] }>('Target.getBrowserContexts');
+    const { browserContextId } = await conn.send<{ browserContextId: string }>('Target.createBrowserContext', {});
+    this.contextId = browserContextId;
+    // Its tab first: a browser with no tab left would end.
+    const { targetId: first } = await conn.send<{ targetId: string }>('Target.createTarget', { url: 'about:blank', browserContextId });
+    const { targetInfos } = await conn.send<{ targetInfos: { targetId: string; type: string; browserContextId?: string }[] }>('Target.getTargets');
     await Promise.all([
-      this.tabs.start(),
-      conn.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: this.chromium.downloadsDir, eventsEnabled: true }),
+      ...targetInfos.filter((t) => t.type === 'page' && t.browserContextId !== browserContextId).map((t) => conn.send('Target.closeTarget', { targetId: t.targetId }).catch(() => {})),
+      ...browserContextIds.map((id) => conn.send('Target.disposeBrowserContext', { browserContextId: id })),
     ]);
-    const first = this.tabs.activeId;
-    if (!first) return;
+    await Promise.all([this.tabs.start(), this.#allowDownloads()]);
+    this.#save();
     const sessionId = await this.tabs.session(first);
     const r = await conn.send<{ result: { value: number[] } }>(
       'Runtime.evaluate',
@@ -247,13 +324,15 @@ export class LiveBrowser {
     };
     const hiding = new Set<string>();
     if (blocker) {
-      conn.on('Page.lifecycleEvent', (p: { frameId: string; name: string }, sessionId: string | undefined) => {
-        if (p.name !== 'DOMContentLoaded' || sessionId === undefined || !hiding.has(sessionId)) return;
-        this.#hide(blocker, sessionId, p.frameId).catch((err) => this.#logger.debug({ err }, 'hiding rules not applied to a frame (gone meanwhile)'));
-      });
-      conn.on('Target.detachedFromTarget', (p: { sessionId: string }) => void hiding.delete(p.sessionId));
+      this.#offs.push(
+        conn.on('Page.lifecycleEvent', (p: { frameId: string; name: string }, sessionId: string | undefined) => {
+          if (p.name !== 'DOMContentLoaded' || sessionId === undefined || !hiding.has(sessionId)) return;
+          this.#hide(blocker, sessionId, p.frameId).catch((err) => this.#logger.debug({ err }, 'hiding rules not applied to a frame (gone meanwhile)'));
+        }),
+        conn.on('Target.detachedFromTarget', (p: { sessionId: string }) => void hiding.delete(p.sessionId)),
+      );
     }
-    conn.on('Target.attachedToTarget', (p: { sessionId: string; targetInfo: { type: string }; waitingForDebugger: boolean }, parent: string | undefined) => {
+    const off = conn.on('Target.attachedToTarget', (p: { sessionId: string; targetInfo: { type: string }; waitingForDebugger: boolean }, parent: string | undefined) => {
       if (parent !== undefined) return;
       // The overrides are sent, then the target is let run without waiting for their answers: a
       // session's commands are applied in order, so they hold before its first script. A tab a
@@ -265,6 +344,7 @@ export class LiveBrowser {
       pending.add(done);
       void done.finally(() => pending.delete(done));
     });
+    this.#offs.push(off);
     // The open pages are attached (and announced) before this answers; their overrides are awaited.
     await conn.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true });
     await Promise.all(pending);
@@ -339,14 +419,20 @@ export class LiveBrowser {
     return this.#close(true);
   }
 
-  /** What shutdown and detach share: clients and viewers cut, then Chromium stopped (`kill`) or left to its supervisor. */
+  /** Its session is over: clients and viewers cut, its listeners gone (the Chromium is left as it is). */
+  #release(): void {
+    this.#endedResolve();
+    for (const c of this.#clients) c.terminate();
+    this.#clients.clear();
+    this.screencast.stop();
+    this.tabs.stop();
+    for (const off of this.#offs.splice(0)) off();
+  }
+
+  /** What shutdown and detach share: the session released, then Chromium stopped (`kill`) or left to its supervisor. */
   #close(kill: boolean): Promise<void> {
     this.#stopping ??= (async () => {
-      this.#endedResolve();
-      for (const c of this.#clients) c.terminate();
-      this.#clients.clear();
-      this.screencast.stop();
-      this.tabs.stop();
+      this.#release();
       if (kill) await this.chromium.stop();
       else this.chromium.detach();
       await this.egress.stop();

@@ -102,6 +102,7 @@ runMain('browser-pool', async () => {
     warmMax: config.warmMax,
     warmWindowMs: config.warmWindowSeconds * 1000,
     warmParallelLaunches: config.warmParallelLaunches,
+    reuseIdleMs: config.reuseSeconds * 1000,
     parallelLaunches: config.parallelLaunches,
     maxBrowsers: config.maxBrowsers,
     maxActivePerProject: config.maxActivePerProject,

@@ -1,5 +1,5 @@
 /**
- * Profile state over CDP: every cookie of the browser's default context, and localStorage per
+ * Profile state over CDP: every cookie of the session's browser context, and localStorage per
  * web origin. localStorage lives in the renderer of a page of its origin, so reading or writing
  * it needs such a page: a hidden helper tab navigates to each origin with every request
  * answered locally by the Fetch domain (no network, no server sees it), then runs a script.
@@ -66,8 +66,8 @@ const BLANK_PAGE = Buffer.from('<!doctype html><title></title>').toString('base6
  * Runs `fn` with a hidden tab whose every request is answered with an empty page, then closes it.
  * `visit(origin)` navigates the tab to that origin and resolves once its document has loaded.
  */
-async function withHelperTab<T>(conn: CdpConnection, timeoutMs: number, fn: (visit: (origin: string) => Promise<string>) => Promise<T>): Promise<T> {
-  const { targetId } = await conn.send<{ targetId: string }>('Target.createTarget', { url: INTERNAL_TAB_URL, background: true });
+async function withHelperTab<T>(conn: CdpConnection, contextId: string | undefined, timeoutMs: number, fn: (visit: (origin: string) => Promise<string>) => Promise<T>): Promise<T> {
+  const { targetId } = await conn.send<{ targetId: string }>('Target.createTarget', { url: INTERNAL_TAB_URL, background: true, browserContextId: contextId });
   let off: (() => void) | undefined;
   try {
     const { sessionId } = await conn.send<{ sessionId: string }>('Target.attachToTarget', { targetId, flatten: true });
@@ -101,14 +101,14 @@ async function evaluate<T>(conn: CdpConnection, sessionId: string, expression: s
   return r.result.value as T;
 }
 
-/** Loads a saved state into the browser's default context: cookies first, then each origin's localStorage. */
-export async function applyProfileState(conn: CdpConnection, state: ProfileState, timeoutMs: number): Promise<void> {
+/** Loads a saved state into the browser context `contextId` (undefined: the default one): cookies first, then each origin's localStorage. */
+export async function applyProfileState(conn: CdpConnection, contextId: string | undefined, state: ProfileState, timeoutMs: number): Promise<void> {
   const nowSec = Date.now() / 1000;
   const cookies = state.cookies.filter((c) => live(c, nowSec));
-  if (cookies.length) await conn.send('Storage.setCookies', { cookies }, undefined, timeoutMs);
+  if (cookies.length) await conn.send('Storage.setCookies', { cookies, browserContextId: contextId }, undefined, timeoutMs);
   const origins = state.origins.filter((o) => o.localStorage.length && /^https?:\/\//.test(o.origin));
   if (!origins.length) return;
-  await withHelperTab(conn, timeoutMs, async (visit) => {
+  await withHelperTab(conn, contextId, timeoutMs, async (visit) => {
     for (const o of origins) {
       const sessionId = await visit(o.origin);
       await evaluate(conn, sessionId, `(() => { for (const [k, v] of ${JSON.stringify(o.localStorage)}) localStorage.setItem(k, v); return true; })()`, timeoutMs);
@@ -117,16 +117,17 @@ export async function applyProfileState(conn: CdpConnection, state: ProfileState
 }
 
 /**
- * Reads the browser's state: every cookie, and localStorage of each given origin (those the
- * profile was loaded with and those the browser has shown). Origins with empty storage are left out.
+ * Reads the state of the browser context `contextId` (undefined: the default one): every cookie,
+ * and localStorage of each given origin (those the profile was loaded with and those the browser
+ * has shown). Origins with empty storage are left out.
  */
-export async function captureProfileState(conn: CdpConnection, origins: Iterable<string>, timeoutMs: number): Promise<ProfileState> {
-  const { cookies } = await conn.send<{ cookies: CdpCookie[] }>('Storage.getCookies', {}, undefined, timeoutMs);
+export async function captureProfileState(conn: CdpConnection, contextId: string | undefined, origins: Iterable<string>, timeoutMs: number): Promise<ProfileState> {
+  const { cookies } = await conn.send<{ cookies: CdpCookie[] }>('Storage.getCookies', { browserContextId: contextId }, undefined, timeoutMs);
   const saved = cookies.filter((c) => !c.partitionKeyOpaque).map(toSaved);
   const list = [...new Set(origins)].filter((o) => /^https?:\/\//.test(o)).sort();
   const storage: OriginStorage[] = [];
   if (list.length) {
-    await withHelperTab(conn, timeoutMs, async (visit) => {
+    await withHelperTab(conn, contextId, timeoutMs, async (visit) => {
       for (const origin of list) {
         const sessionId = await visit(origin);
         const entries = await evaluate<[string, string][]>(conn, sessionId, 'Object.entries(localStorage)', timeoutMs);
