@@ -57,7 +57,8 @@ let rootDir: string;
 
 before(async () => {
   site = await startFixtureSite();
-  f = await startStackFixture({ projects: ['alpha', 'beta'], env: { MAX_ACTIVE_BROWSERS_PER_PROJECT: '3' } });
+  // Each browser in a Chromium of its own (no reuse): these tests find a browser's processes and folder by its id.
+  f = await startStackFixture({ projects: ['alpha', 'beta'], env: { MAX_ACTIVE_BROWSERS_PER_PROJECT: '3', POOL_REUSE_SECONDS: '0' } });
   rootDir = path.join(f.dataDir, 'browser-pool', 'browsers');
   pool = createServiceClient(BrowserPoolServiceService, `127.0.0.1:${f.stack.ports.get('browser-pool')}`, 30000, f.stack.internalToken);
   nc = await natsConnect({ servers: f.stack.natsUrl, ...(f.stack.natsToken ? { token: f.stack.natsToken } : {}) });

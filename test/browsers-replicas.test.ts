@@ -111,6 +111,8 @@ for (const balancing of ['per-call', 'pinned'] as const) {
           POOL_DRAIN_TIMEOUT_MS: String(DRAIN_MS),
           // Replicas as pods on separate nodes: a killed or drained one's browsers end (test/pool-restart covers one host).
           POOL_KEEP_BROWSERS_ON_EXIT: 'false',
+          // A stopped browser's Chromium ends at once (the tests find its processes by the browser's pid).
+          POOL_REUSE_SECONDS: '0',
           DEFAULT_MODEL: 'builtin',
         },
       });
