@@ -711,6 +711,16 @@ describe("reuse of a stopped browser's Chromium", () => {
     await Promise.all([other, third].map((row) => h.announced(row.id, 'stopped')));
   });
 
+  test('when a create comes while a stop of the project is still preparing its Chromium, then it waits for that one instead of launching', async () => {
+    const h = await harness({ warmSize: 0, reuseIdleMs: 30_000 });
+    const first = await h.pool.create({ projectId: P });
+    await h.pool.stop(P, first.id, 'user');
+    const next = await h.pool.create({ projectId: P });
+    assert.equal(next.pid, first.pid, 'the stopped browser\'s Chromium, not a new launch');
+    await h.pool.stop(P, next.id, 'user');
+    await h.announced(next.id, 'stopped');
+  });
+
   test('when nobody asks for a kept Chromium, then it ends once its time is up; a launch that needs its slot ends it at once', async () => {
     const h = await harness({ warmSize: 0, reuseIdleMs: 500 });
     const row = await h.pool.create({ projectId: P });

@@ -35,6 +35,8 @@ import { WarmPool, type LaunchTiming } from './warm-pool.js';
 
 /** How long a read waits for a live view URL to be minted again before it answers without one. */
 const READ_REMINT_WAIT_MS = 1000;
+/** Most a create waits for a Chromium its project's stop is preparing for reuse (a launch takes longer) when no warm one is ready. */
+const REUSE_WAIT_MS = 3000;
 /** How often a recording's frame stream hears that its browser still lives. */
 const ALIVE_EVERY_MS = 1000;
 
@@ -178,6 +180,8 @@ export class BrowserPool implements CdpProxyBackend {
   readonly #warm: WarmPool;
   /** Chromiums of stopped browsers kept for their project's next browser (newest last), each until its timer. */
   readonly #reusable: { projectId: string; b: LiveBrowser; timer: NodeJS.Timeout }[] = [];
+  /** Per project, stops whose Chromium is being prepared for reuse, and the creates waiting for one. */
+  readonly #reusing = new Map<string, { pending: number; waiters: Set<() => void> }>();
   readonly #slots: NodeSlots;
   /** Chromium starts under way (requests before warm ones). */
   readonly #starting: NodeSlots;
@@ -496,8 +500,10 @@ export class BrowserPool implements CdpProxyBackend {
     const state = input.profileId ? await this.#o.profiles.state(input.projectId, input.profileId) : undefined;
     // Warm browsers are stealth ones (the default); a browser without stealth is launched as headless Chromium is.
     const fitsWarm = v.proxy === null && v.stealth && v.width === this.#o.defaultWidth && v.height === this.#o.defaultHeight;
-    if (fitsWarm) this.#warm.noteDemand();
-    const reused = fitsWarm ? this.#takeReusable(input.projectId) : undefined;
+    let reused = fitsWarm ? this.#takeReusable(input.projectId) : undefined;
+    if (fitsWarm && !reused && this.#warm.idleCount === 0) reused = await this.#awaitReusable(input.projectId, input.signal);
+    // The warm pool sizes itself by the creates it must serve: those a kept Chromium serves need no launch.
+    if (fitsWarm && !reused) this.#warm.noteDemand();
     let browser = reused ?? (fitsWarm ? this.#warm.take() : undefined);
     const warm = browser !== undefined && !reused;
     const id = browser?.id ?? newId('brw');
@@ -811,6 +817,9 @@ export class BrowserPool implements CdpProxyBackend {
       ? this.#o.profiles.markSaving(saving.projectId, saving.profileId, this.#o.instanceId, saving.since).catch((err) => this.#logger.warn({ err, browserId: b.id }, 'profile save not marked'))
       : Promise.resolve();
     const stopped = marking.then(() => (marked ? marked : this.#o.browsers.markStopped(b.id, reason, new Date(at))));
+    // A create of the project arriving meanwhile waits for this Chromium rather than launching one.
+    const reusing = this.#mayReuse(b, reason) ? this.#reusingOf(b.row!.projectId) : undefined;
+    if (reusing) reusing.pending++;
     const done = stopped
       .catch((err) => {
         this.#logger.error({ err, browserId: b.id }, 'browser not recorded as stopped');
@@ -826,7 +835,15 @@ export class BrowserPool implements CdpProxyBackend {
           await within(this.#o.downloads.sync(b.row!.projectId, b.id, b.chromium.downloadsDir, (f) => b.downloadName(f)), this.#o.downloadSyncTimeoutMs ?? 20000, 'storing downloads').catch((err) =>
             this.#logger.warn({ err, browserId: b.id }, 'downloads not stored at stop'),
           );
-          kept = await this.#reuse(b, reason);
+          try {
+            kept = reusing !== undefined && (await this.#reuse(b));
+          } finally {
+            if (reusing) {
+              reusing.pending--;
+              for (const wake of [...reusing.waiters]) wake();
+              if (reusing.pending === 0 && reusing.waiters.size === 0 && this.#reusing.get(b.row!.projectId) === reusing) this.#reusing.delete(b.row!.projectId);
+            }
+          }
           if (!kept) await b.shutdown();
         });
         // A kept Chromium's removal is its next browser's.
@@ -859,12 +876,9 @@ export class BrowserPool implements CdpProxyBackend {
    * warm one could have been (no proxy, stealth, the default size), stopped while its pool runs on.
    * False when it is not kept: then it is to be shut down (when keeping it failed, it already is).
    */
-  async #reuse(b: LiveBrowser, reason: StopReason): Promise<boolean> {
-    const idleMs = this.#o.reuseIdleMs ?? 0;
-    const row = b.row;
-    if (idleMs <= 0 || !row || this.#stopped || this.#draining || !b.alive || !b.contextId) return false;
-    if (reason === 'crashed' || reason === 'shutdown' || reason === 'owner_lost') return false;
-    if (b.proxyCountryCode !== null || !b.stealth || b.width !== this.#o.defaultWidth || b.height !== this.#o.defaultHeight) return false;
+  async #reuse(b: LiveBrowser): Promise<boolean> {
+    const row = b.row!;
+    if (this.#stopped || this.#draining || !b.alive) return false;
     let next: LiveBrowser;
     try {
       next = await within(LiveBrowser.reuse(b, this.#launchOptions(newId('brw'), b.width, b.height, undefined, true)), this.#profileTimeout, 'opening a new session in it');
@@ -883,6 +897,46 @@ export class BrowserPool implements CdpProxyBackend {
     void next.chromium.exited.then(() => this.#dropReusable(next));
     this.#logger.debug({ browserId: b.id, next: next.id, projectId: row.projectId }, 'browser kept for its project\'s next one');
     return true;
+  }
+
+  /** Whether a stopping browser's Chromium may be kept (see #reuse). */
+  #mayReuse(b: LiveBrowser, reason: StopReason): boolean {
+    if ((this.#o.reuseIdleMs ?? 0) <= 0 || !b.row || this.#stopped || this.#draining || !b.alive || !b.contextId) return false;
+    if (reason === 'crashed' || reason === 'shutdown' || reason === 'owner_lost') return false;
+    return b.proxyCountryCode === null && b.stealth && b.width === this.#o.defaultWidth && b.height === this.#o.defaultHeight;
+  }
+
+  #reusingOf(projectId: string): { pending: number; waiters: Set<() => void> } {
+    let r = this.#reusing.get(projectId);
+    if (!r) this.#reusing.set(projectId, (r = { pending: 0, waiters: new Set() }));
+    return r;
+  }
+
+  /**
+   * A Chromium that a stop of the project is preparing for reuse, once it is ready; undefined when
+   * none is coming, it does not come within REUSE_WAIT_MS, or the caller gives up.
+   */
+  async #awaitReusable(projectId: string, signal: AbortSignal | undefined): Promise<LiveBrowser | undefined> {
+    const deadline = Date.now() + REUSE_WAIT_MS;
+    for (;;) {
+      const r = this.#reusing.get(projectId);
+      if (!r || r.pending === 0 || signal?.aborted || Date.now() >= deadline) {
+        if (r && r.pending === 0 && r.waiters.size === 0) this.#reusing.delete(projectId);
+        return this.#takeReusable(projectId);
+      }
+      let wake!: () => void;
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        r.waiters.add(wake);
+        timer = setTimeout(resolve, deadline - Date.now());
+        signal?.addEventListener('abort', () => resolve(), { once: true });
+      });
+      clearTimeout(timer);
+      r.waiters.delete(wake);
+      const b = this.#takeReusable(projectId);
+      if (b) return b;
+    }
   }
 
   #keepReusable(projectId: string, b: LiveBrowser): void {
