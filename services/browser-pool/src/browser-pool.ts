@@ -36,7 +36,7 @@ import { WarmPool, type LaunchTiming } from './warm-pool.js';
 /** How long a read waits for a live view URL to be minted again before it answers without one. */
 const READ_REMINT_WAIT_MS = 1000;
 /** Most a create waits for a Chromium its project's stop is preparing for reuse (a launch takes longer) when no warm one is ready. */
-const REUSE_WAIT_MS = 3000;
+const REUSE_WAIT_MS = 10_000;
 /** How often a recording's frame stream hears that its browser still lives. */
 const ALIVE_EVERY_MS = 1000;
 
@@ -894,7 +894,8 @@ export class BrowserPool implements CdpProxyBackend {
       return false;
     }
     this.#keepReusable(row.projectId, next);
-    void next.chromium.exited.then(() => this.#dropReusable(next));
+    // One that dies while kept is let go: its egress proxy stops too.
+    void next.chromium.exited.then(() => this.#dropReusable(next, true));
     this.#logger.debug({ browserId: b.id, next: next.id, projectId: row.projectId }, 'browser kept for its project\'s next one');
     return true;
   }
@@ -958,7 +959,7 @@ export class BrowserPool implements CdpProxyBackend {
     return undefined;
   }
 
-  /** Forgets a kept Chromium (it exited, or its time is up: then it is ended). */
+  /** Forgets a kept Chromium; `end`: and ends it (its time is up, or it exited: its egress proxy still listens). */
   #dropReusable(b: LiveBrowser, end = false): void {
     const i = this.#reusable.findIndex((k) => k.b === b);
     if (i === -1) return;
