@@ -236,6 +236,8 @@ export class BrowserPool implements CdpProxyBackend {
       upstream,
       signal,
       screencast: this.#o.screencast,
+      // Only a Chromium that may be reused runs its sessions in contexts of their own.
+      sessionContext: (this.#o.reuseIdleMs ?? 0) > 0,
       restartGraceMs: this.#o.restartGraceMs,
       nice: this.#o.chromium.nice,
       cpuGroup: this.#o.chromium.cpuGroup,

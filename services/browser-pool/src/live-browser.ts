@@ -31,6 +31,8 @@ export interface LiveBrowserOptions extends Omit<LaunchOptions, 'width' | 'heigh
   width: number;
   height: number;
   screencast: ScreencastOptions;
+  /** Its session in a browser context of its own (so its Chromium can be reused); else in the default context, as a browser that is never reused. */
+  sessionContext?: boolean | undefined;
   now?: () => number;
 }
 
@@ -96,12 +98,14 @@ export class LiveBrowser {
   #stopping: Promise<void> | undefined;
   /** Its listeners on the connection, which outlives it when the Chromium is reused. */
   readonly #offs: (() => void)[] = [];
+  readonly #sessionContext: boolean;
   #endedResolve!: () => void;
   /** Resolves as soon as the browser starts stopping (viewers' streams end then). */
   readonly ending: Promise<void> = new Promise((r) => (this.#endedResolve = r));
 
   private constructor(chromium: Chromium, egress: EgressProxy, o: LiveBrowserOptions, proxyCountryCode: string | null) {
     this.id = o.id;
+    this.#sessionContext = !!o.sessionContext;
     this.chromium = chromium;
     this.egress = egress;
     this.width = o.width;
@@ -263,25 +267,33 @@ export class LiveBrowser {
     return this.#close(false);
   }
 
-  /**
-   * Opens the session: a new browser context with one blank tab, every other page closed and
-   * every other context disposed (Chromium's first tab; a previous session's), downloads to its
-   * folder, tabs tracked; then the viewport made exact.
-   */
-  async #prepare(): Promise<void> {
+  /** A new browser context with one blank tab, every other page closed and every other context disposed; tabs tracked, downloads to its folder. Resolves to the tab. */
+  async #openContext(): Promise<string> {
     const conn = this.chromium.conn;
     const { browserContextIds } = await conn.send<{ browserContextIds: string[] }>('Target.getBrowserContexts');
     const { browserContextId } = await conn.send<{ browserContextId: string }>('Target.createBrowserContext', {});
     this.contextId = browserContextId;
     // Its tab first: a browser with no tab left would end.
-    const { targetId: first } = await conn.send<{ targetId: string }>('Target.createTarget', { url: 'about:blank', browserContextId });
+    const { targetId } = await conn.send<{ targetId: string }>('Target.createTarget', { url: 'about:blank', browserContextId });
     const { targetInfos } = await conn.send<{ targetInfos: { targetId: string; type: string; browserContextId?: string }[] }>('Target.getTargets');
     await Promise.all([
       ...targetInfos.filter((t) => t.type === 'page' && t.browserContextId !== browserContextId).map((t) => conn.send('Target.closeTarget', { targetId: t.targetId }).catch(() => {})),
       ...browserContextIds.map((id) => conn.send('Target.disposeBrowserContext', { browserContextId: id })),
     ]);
     await Promise.all([this.tabs.start(), this.#allowDownloads()]);
+    return targetId;
+  }
+
+  /**
+   * Opens the session — with `sessionContext`, in a new browser context (see #openContext; Chromium's
+   * first tab and a previous session's are closed), else in Chromium's first tab — then makes the
+   * viewport exact.
+   */
+  async #prepare(): Promise<void> {
+    const conn = this.chromium.conn;
+    const first = this.#sessionContext ? await this.#openContext() : await Promise.all([this.tabs.start(), this.#allowDownloads()]).then(() => this.tabs.activeId);
     this.#save();
+    if (!first) return;
     const sessionId = await this.tabs.session(first);
     const r = await conn.send<{ result: { value: number[] } }>(
       'Runtime.evaluate',
