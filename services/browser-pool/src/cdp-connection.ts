@@ -121,9 +121,11 @@ export class CdpChannel {
     } else if (typeof msg.result?.sessionId === 'string') {
       this.#own(msg.result.sessionId);
     }
-    const edited = edit && msg.result !== undefined ? undefined : retext(text, msg, clientId, this.root);
+    // An answer whose result the guard edits is encoded again; any other is passed on as text.
+    const result = edit && msg.result !== undefined ? edit(msg.result) : undefined;
+    const edited = result === undefined ? retext(text, msg, clientId, this.root) : undefined;
     if (edited !== undefined) return this.#deliver(edited);
-    const out: CdpMessage = clientId === undefined ? msg : { ...msg, id: clientId, ...(edit && msg.result !== undefined ? { result: edit(msg.result) } : {}) };
+    const out: CdpMessage = clientId === undefined ? msg : { ...msg, id: clientId, ...(result === undefined ? {} : { result }) };
     if (out.sessionId === this.root) delete out.sessionId;
     this.#deliver(JSON.stringify(out));
   }
