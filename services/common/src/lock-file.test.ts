@@ -30,13 +30,20 @@ test('when processes race for one lock, then only one holds it at a time (a lock
   const file = path.join(dir, '.lock');
   const inside = path.join(dir, 'inside');
   const lockModule = new URL('./lock-file.ts', import.meta.url).href;
-  // Each child takes the lock again and again for a second; while it holds it, it alone may hold `inside`.
+  const ready = path.join(dir, 'ready');
+  fs.mkdirSync(ready);
+  // The children start together (each waits until all six are loaded), then each takes the lock again and again for
+  // half a second and until it has held it 25 times (a loaded machine runs them slowly: the count, not only a clock,
+  // decides how much they race; 20 s bounds it). While a child holds the lock, it alone may hold `inside`.
   const child = `
     import fs from 'node:fs';
     const { acquireLock, LockHeldError } = await import(${JSON.stringify(lockModule)});
+    fs.writeFileSync(${JSON.stringify(ready)} + '/' + process.pid, '');
+    const start = Date.now();
+    while (fs.readdirSync(${JSON.stringify(ready)}).length < 6 && Date.now() < start + 60000);
     let held = 0, both = 0;
-    const end = Date.now() + 1000;
-    while (Date.now() < end) {
+    const least = Date.now() + 500, most = Date.now() + 20000;
+    while ((held < 25 || Date.now() < least) && Date.now() < most) {
       let lock;
       try { lock = acquireLock(${JSON.stringify(file)}); } catch (err) { if (err instanceof LockHeldError) continue; throw err; }
       held++;
