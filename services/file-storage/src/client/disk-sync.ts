@@ -49,8 +49,8 @@ function bounded<T>(p: Promise<T>, ms: number, signal: AbortSignal | undefined, 
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
     };
-    if (signal?.aborted) return give('aborted');
     signal?.addEventListener('abort', onAbort, { once: true });
+    // Handled before an already aborted signal gives up: `p` rejects later (the call is cancelled), and unhandled that ended the process.
     p.then(
       (v) => {
         done();
@@ -61,6 +61,7 @@ function bounded<T>(p: Promise<T>, ms: number, signal: AbortSignal | undefined, 
         reject(err);
       },
     );
+    if (signal?.aborted) give('aborted');
   });
 }
 
