@@ -16,10 +16,11 @@ import { ROOT } from '../scripts/stack.js';
 import { startClientHarness, type ClientHarness } from './support/client-harness.js';
 import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.js';
 import { tempDir } from './support/infra.js';
+import { TEST_CHROMIUM_ARGS } from './support/test-chromium.js';
 
 const ART = path.join(ROOT, '.test-artifacts', 'dashboard');
 const DIST = path.join(ROOT, 'dashboard', 'dist');
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'];
+const CHROMIUM_ARGS = TEST_CHROMIUM_ARGS;
 
 /** The newest modification time under `p` (files only). */
 function newest(p: string): number {

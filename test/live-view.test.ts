@@ -17,10 +17,11 @@ import { Signer } from '../services/common/src/signing.js';
 import { mintLiveViewToken } from '../services/live-view/src/live-view-token.js';
 import { CloseCode } from '../services/live-view/src/viewer-protocol.js';
 import { serveSite, type TestSite } from './support/site.js';
+import { TEST_CHROMIUM_ARGS } from './support/test-chromium.js';
 import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
 
 const ARTIFACTS = path.resolve('.test-artifacts/live-view');
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-dev-shm-usage'];
+const CHROMIUM_ARGS = [...TEST_CHROMIUM_ARGS, '--disable-dev-shm-usage'];
 
 let f: StackFixture;
 let site: TestSite;

@@ -1,7 +1,7 @@
 /** What the agent-loop tests and benches share: a headless Chromium, and one run of the browser-agent loop with what it recorded. */
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import puppeteer, { type Browser } from 'puppeteer-core';
+import type { Browser } from 'puppeteer-core';
 import type { DownloadSource } from '../../services/run/src/agents/downloads.js';
 import { runBrowserAgent, type BrowserAgentInput, type RecordedStep } from '../../services/run/src/agents/browser-agent.js';
 import type { Usage } from '../../services/run/src/agents/model.js';
@@ -10,11 +10,9 @@ import { startFakeAnthropic, type FakeAnthropic } from './fake-anthropic.js';
 import { startFakeOpenAI, type FakeOpenAI } from './fake-openai.js';
 import { serveSite, type TestSite } from './site.js';
 
-const TEST_CHROMIUM_ARGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'];
+import { launchTestChromium } from './test-chromium.js';
 
-export function launchTestChromium(): Promise<Browser> {
-  return puppeteer.launch({ executablePath: '/usr/bin/chromium', headless: true, args: TEST_CHROMIUM_ARGS });
-}
+export { launchTestChromium };
 
 export type LoopOptions = Pick<BrowserAgentInput, 'browser' | 'model' | 'task'> & Partial<Pick<BrowserAgentInput, 'turns' | 'diskDir' | 'diskFiles' | 'maxSteps' | 'downloads'>> & { timeoutMs?: number };
 

@@ -55,6 +55,23 @@ test('when two browsers are launched, then each leads its own process group with
   assert.deepEqual(strayTempDirs(root), []);
 });
 
+test('when a browser is launched, then it runs only its page: no browser UI (the omnibox popup headless Chromium renders) and no renderer for it', async () => {
+  const root = newRoot();
+  const b = await launch(root, 'brw_lean');
+  try {
+    const { targetInfos } = await b.conn.send<{ targetInfos: { type: string; url: string }[] }>('Target.getTargets', { filter: [{}] });
+    assert.deepEqual(
+      targetInfos.filter((t) => t.type !== 'tab').map((t) => `${t.type} ${t.url}`),
+      ['page about:blank'],
+    );
+    const renderers = groupMembers(b.pgid).map((pid) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8')).filter((c) => /--type=renderer/.test(c));
+    assert.equal(renderers.filter((c) => c.includes('--top-chrome-webui')).length, 0, 'no WebUI renderer');
+    assert.equal(renderers.length, 1, "one renderer: its page's");
+  } finally {
+    await b.stop();
+  }
+});
+
 test('when browsers are launched nicer than the pool, then every process of Chromium runs at that priority and the pool at its own', async () => {
   const root = newRoot();
   const niceOf = (pid: number) => {

@@ -94,7 +94,9 @@ export function chromiumArgs(o: LaunchOptions, userDataDir: string): string[] {
     '--disable-renderer-backgrounding',
     '--disable-search-engine-choice-screen',
     // No spare renderer: an idle browser would hold a second, empty renderer (≈ 40 MB) for a faster first navigation.
-    '--disable-features=Translate,MediaRouter,OptimizationHints,InterestFeedContentSuggestions,SpareRendererForSitePerProcess',
+    // No omnibox popup: headless Chromium 15x loads its WebUI (chrome://omnibox-popup.top-chrome) in a renderer of its own at every
+    // launch; without it, a launch and its first 2 s cost 2.1 instead of 4.1 CPU-s and an idle browser 315 instead of 371 MB PSS.
+    '--disable-features=Translate,MediaRouter,OptimizationHints,InterestFeedContentSuggestions,SpareRendererForSitePerProcess,WebUIOmniboxPopup,WebUIOmniboxAimPopup',
     '--metrics-recording-only',
     '--password-store=basic',
     '--use-mock-keychain',
