@@ -54,7 +54,10 @@ const KEPT_HANDOVER_MS = 15000;
 
 /** Resolves with `p`, or rejects with RunStopped as soon as `signal` aborts (`p` goes on). */
 function unlessStopped<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(new RunStopped());
+  if (signal.aborted) {
+    p.catch(() => {}); // it goes on; its failure, unheard, would be an unhandled rejection (the process's end)
+    return Promise.reject(new RunStopped());
+  }
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(new RunStopped());
     signal.addEventListener('abort', onAbort, { once: true });
