@@ -232,7 +232,9 @@ export class Chromium {
     };
     let spawned: Spawned | undefined;
     let conn: CdpConnection | undefined;
-    const timeoutMs = o.timeoutMs ?? 20000;
+    // Long: a launch needs about 2 CPU-s, and on a saturated node (two cores, CPU pressure at 95 %) it took over 20 s,
+    // which failed creates that would have been served. A create's own caller still bounds it (its signal; the gateway's 55 s).
+    const timeoutMs = o.timeoutMs ?? 45_000;
     let onAbort: (() => void) | undefined;
     let timer: NodeJS.Timeout | undefined;
     try {
