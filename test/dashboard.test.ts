@@ -20,7 +20,6 @@ import { TEST_CHROMIUM_ARGS } from './support/test-chromium.js';
 
 const ART = path.join(ROOT, '.test-artifacts', 'dashboard');
 const DIST = path.join(ROOT, 'dashboard', 'dist');
-const CHROMIUM_ARGS = TEST_CHROMIUM_ARGS;
 
 /** The newest modification time under `p` (files only). */
 function newest(p: string): number {
@@ -83,7 +82,7 @@ describe('dashboard', () => {
     site = (p) => h.site.url(p);
     // As a user opens it: the address make up prints.
     base = `http://localhost:${h.fixture.stack.gatewayPort}`;
-    browser = await puppeteer.launch({ executablePath: '/usr/bin/chromium', headless: true, args: CHROMIUM_ARGS });
+    browser = await puppeteer.launch({ executablePath: '/usr/bin/chromium', headless: true, args: TEST_CHROMIUM_ARGS });
     page = await browser.newPage();
     await page.setViewport({ width: 1280, height: 900 });
     // tsx names functions with a helper (__name) that functions evaluated in the page need too.

@@ -9,7 +9,6 @@ import { createModelRegistry, type ModelRegistry, type ModelsConfig } from '../.
 import { startFakeAnthropic, type FakeAnthropic } from './fake-anthropic.js';
 import { startFakeOpenAI, type FakeOpenAI } from './fake-openai.js';
 import { serveSite, type TestSite } from './site.js';
-
 import { launchTestChromium } from './test-chromium.js';
 
 export { launchTestChromium };
