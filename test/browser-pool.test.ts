@@ -14,6 +14,7 @@ import { Agent, type BrowserLifecycleEvent } from '../gen/ats/common/v1/common.j
 import { BrowserPoolServiceService, BrowserStatus, KeyEventType, StopReason, type StreamFramesResponse } from '../gen/ats/browserpool/v1/browser_pool.js';
 import { RemoteError, Status } from '../services/common/src/errors.js';
 import { createServiceClient, type ServiceClient } from '../services/common/src/grpc.js';
+import { CREATE_DEADLINE_MS } from '../services/run/src/browser-capacity.js';
 import { createLogger } from '../services/common/src/logger.js';
 import { browserLifecycle, subscribe, type Delivery } from '../services/common/src/subjects.js';
 import { strayTempDirs } from '../services/browser-pool/src/chromium.js';
@@ -60,7 +61,7 @@ before(async () => {
   // Each browser in a Chromium of its own (no reuse): these tests find a browser's processes and folder by its id.
   f = await startStackFixture({ projects: ['alpha', 'beta'], env: { MAX_ACTIVE_BROWSERS_PER_PROJECT: '3', POOL_REUSE_SECONDS: '0' } });
   rootDir = path.join(f.dataDir, 'browser-pool', 'browsers');
-  pool = createServiceClient(BrowserPoolServiceService, `127.0.0.1:${f.stack.ports.get('browser-pool')}`, 30000, f.stack.internalToken);
+  pool = createServiceClient(BrowserPoolServiceService, `127.0.0.1:${f.stack.ports.get('browser-pool')}`, CREATE_DEADLINE_MS, f.stack.internalToken);
   nc = await natsConnect({ servers: f.stack.natsUrl, ...(f.stack.natsToken ? { token: f.stack.natsToken } : {}) });
 });
 

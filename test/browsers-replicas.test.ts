@@ -15,6 +15,7 @@ import { Agent } from '../gen/ats/common/v1/common.js';
 import { BrowserPoolServiceService } from '../gen/ats/browserpool/v1/browser_pool.js';
 import { groupMembers } from '../services/browser-pool/src/process-groups.js';
 import { createServiceClient } from '../services/common/src/grpc.js';
+import { CREATE_DEADLINE_MS } from '../services/run/src/browser-capacity.js';
 import { freshDatabase, postgresUrl, type FreshDatabase } from './support/infra.js';
 import { serveSite, type TestSite } from './support/site.js';
 import { readSse } from './support/sse.js';
@@ -152,7 +153,7 @@ for (const balancing of ['per-call', 'pinned'] as const) {
      */
     const createOn = async (p: Project, n: number, profileId?: string): Promise<BrowserJson> => {
       const port = n === 1 ? f.stack.ports.get('browser-pool')! : f.stack.replicas.find((r) => r.service === 'browser-pool' && r.n === n)!.port;
-      const pool = createServiceClient(BrowserPoolServiceService, `127.0.0.1:${port}`, 20_000, f.stack.internalToken);
+      const pool = createServiceClient(BrowserPoolServiceService, `127.0.0.1:${port}`, CREATE_DEADLINE_MS, f.stack.internalToken);
       try {
         const { browser } = await pool.api.createBrowser({ projectId: f.projects[p]!.projectId, profileId, agent: Agent.AGENT_UNSPECIFIED, allowedDomains: [] });
         assert.equal((await ownerOf(browser!.id)).replica, n);

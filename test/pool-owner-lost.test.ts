@@ -11,6 +11,7 @@ import { Agent } from '../gen/ats/common/v1/common.js';
 import { BrowserPoolServiceService } from '../gen/ats/browserpool/v1/browser_pool.js';
 import { upgradeStatus } from '../services/browser-pool/src/testing/upgrade-status.js';
 import { createServiceClient } from '../services/common/src/grpc.js';
+import { CREATE_DEADLINE_MS } from '../services/run/src/browser-capacity.js';
 import { freshDatabase, postgresUrl, type FreshDatabase } from './support/infra.js';
 import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
 import { until } from './support/until.js';
@@ -45,7 +46,7 @@ describe('a pool replica that dies', { skip: !pg && 'needs Postgres on 127.0.0.1
   /** A browser created on pool replica `n`, asked of that replica directly (a balancer decides where the gateway's calls go). */
   const createOn = async (n: number): Promise<{ id: string; cdpUrl: string }> => {
     const port = n === 1 ? f.stack.ports.get('browser-pool')! : f.stack.replicas.find((r) => r.service === 'browser-pool' && r.n === n)!.port;
-    const pool = createServiceClient(BrowserPoolServiceService, `127.0.0.1:${port}`, 30_000, f.stack.internalToken);
+    const pool = createServiceClient(BrowserPoolServiceService, `127.0.0.1:${port}`, CREATE_DEADLINE_MS, f.stack.internalToken);
     try {
       const { browser } = await pool.api.createBrowser({ projectId: f.projects.main!.projectId, agent: Agent.AGENT_UNSPECIFIED, allowedDomains: [] });
       return { id: browser!.id, cdpUrl: browser!.cdpUrl };

@@ -46,7 +46,8 @@ export interface BrowserCapacityDeps {
   logger: Logger;
 }
 
-const CREATE_DEADLINE_MS = 60000;
+/** How long a browser create may take: the pool's launch queue and a Chromium start on a busy node. */
+export const CREATE_DEADLINE_MS = 60000;
 /** Longest a waiting run sleeps before it tries again without being woken. */
 const MAX_WAIT_MS = 5000;
 /** How long a follow-up waits for the session's previous run to give its browser back. */
