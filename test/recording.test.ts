@@ -135,6 +135,15 @@ function sameFrame(file: string, aS: number, bS: number): boolean {
   return diff / x.length < 2;
 }
 
+/**
+ * Whether the video's last 2 s are not one frozen picture: some moment differs from the one
+ * 0.4 s before it (a compositor starved of CPU may send nothing for a second).
+ */
+function movesAtEnd(v: Probed): boolean {
+  const moments = [1.9, 1.5, 1.1, 0.7, 0.3].map((s) => v.durationS - s);
+  return moments.slice(1).some((t, i) => !sameFrame(v.file, moments[i]!, t));
+}
+
 describe('a recording lasts as long as its browser', () => {
   for (const [kind, pageName] of [
     ['animated', 'live-animated.html'],
@@ -163,7 +172,7 @@ describe('a recording lasts as long as its browser', () => {
         const seen = flips.slice(0, 3).map((t) => brightness(v.file, t + 0.5));
         assert.ok(Math.abs(seen[0]! - seen[1]!) > 60 && Math.abs(seen[1]! - seen[2]!) > 60, `alternating frames at ${flips.map((t) => t + 0.5)} s (got ${seen})`);
       } else {
-        assert.ok(!sameFrame(v.file, v.durationS - 1.5, v.durationS - 0.8), 'the animation moves in the video (its last 2 s)');
+        assert.ok(movesAtEnd(v), 'the animation moves in the video (its last 2 s)');
       }
     });
   }
@@ -213,7 +222,7 @@ describe('a crash of live-view', () => {
     assert.ok(Math.abs(v.durationS - lived) <= 0.5, `the video still lasts the browser's ${lived} s (got ${v.durationS} s)`);
     // While nobody recorded, the last recorded picture stands; after the restart the animation moves again.
     assert.ok(sameFrame(v.file, killedS + 0.3, restartS - 0.1), 'the gap shows the last frame before the crash');
-    assert.ok(!sameFrame(v.file, v.durationS - 1.5, v.durationS - 0.5), 'recording resumed after the restart');
+    assert.ok(movesAtEnd(v), 'recording resumed after the restart');
   });
 });
 
