@@ -27,7 +27,7 @@ export const SERVICE_NAMES: ServiceName[] = ['file-storage', 'live-view', 'brows
  */
 const PIN_ORDER: ServiceName[] = ['file-storage', 'live-view', 'browser-pool', 'run', 'gateway', 'webhooks'];
 
-const ENTRY: Record<ServiceName, string> = {
+export const ENTRY: Record<ServiceName, string> = {
   'file-storage': 'services/file-storage/src/main',
   'live-view': 'services/live-view/src/main',
   'browser-pool': 'services/browser-pool/src/main',
@@ -35,6 +35,17 @@ const ENTRY: Record<ServiceName, string> = {
   webhooks: 'services/webhooks/src/main',
   gateway: 'gateway/src/main',
 };
+
+/**
+ * What runs a service built to dist/: its bundle (scripts/bundle.ts, a third of the CPU to load)
+ * when the last build made one, else the compiled entry (a `tsc` alone leaves the bundle older).
+ */
+function distEntry(entry: string): string {
+  const js = path.join(ROOT, 'dist', `${entry}.js`);
+  const bundle = path.join(ROOT, 'dist', `${entry}.bundle.mjs`);
+  const mtime = (p: string) => fs.statSync(p, { throwIfNoEntry: false })?.mtimeMs ?? 0;
+  return mtime(bundle) >= mtime(js) && mtime(bundle) > 0 ? bundle : js;
+}
 
 /**
  * V8 heap limits per service. Without them a Node process sizes its heap for the machine and lets
@@ -415,7 +426,7 @@ export class Stack {
     // From sources, the client package (the gateway's /mcp) is loaded from its sources too
     // (its package.json's `ats-source` condition), so no build of it is needed first.
     const heap = this.opts.heapLimits === false ? [] : HEAP_LIMIT_ARGS[service];
-    const args = this.opts.mode === 'dist' ? [...heap, path.join(ROOT, 'dist', `${entry}.js`)] : [...heap, '--import', 'tsx', '--conditions=ats-source', path.join(ROOT, `${entry}.ts`)];
+    const args = this.opts.mode === 'dist' ? [...heap, distEntry(entry)] : [...heap, '--import', 'tsx', '--conditions=ats-source', path.join(ROOT, `${entry}.ts`)];
     const child = spawn(process.execPath, args, { cwd: ROOT, env: this.#env(service, replica), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     for (const s of [child.stdout!, child.stderr!]) readline.createInterface({ input: s }).on('line', (l) => this.opts.onLine?.(service, replica ? `[${replica.n}] ${l}` : l));
     queueMicrotask(() => this.opts.onSpawn?.()); // once the caller has put it in `children`

@@ -106,6 +106,11 @@ describe('the launcher with no NATS_URL', () => {
     }
 
     assert.equal(groups().length, 7, 'six services (webhooks among them) and a nats-server');
+    if (stackMode() === 'dist') {
+      // Built by make build, each service runs as one bundle (scripts/bundle.ts).
+      const services = groups().map(cmdline).filter((l) => !l.startsWith('nats-server'));
+      assert.equal(services.filter((l) => /\/dist\/.*\/main\.bundle\.mjs\0/.test(l)).length, 6, services.join('\n'));
+    }
     assert.ok(processesMentioning(dataDir).some((pid) => cmdline(pid).startsWith('nats-server')));
     // Every process shares one internal token, kept like the key; the nats-server has its own.
     const secrets = ['internal-token', 'nats/auth.conf'].map((f) => path.join(dataDir, f));
