@@ -15,7 +15,6 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import * as esbuild from 'esbuild';
-import puppeteer from 'puppeteer-core';
 import {
   AgentTaskService,
   AgentTaskServiceError,
@@ -41,6 +40,7 @@ import { apiDocument, GENERATED_FILE, renderTypes } from '../clients/typescript/
 import { toSnake } from '../clients/typescript/src/casing.js';
 import { parseSse } from '../clients/typescript/src/sse.js';
 import { startClientHarness, type ClientHarness } from './support/client-harness.js';
+import { launchTestChromium } from './support/test-chromium.js';
 import { findAny } from './support/public-types.js';
 import { until } from './support/until.js';
 import { startWebhookReceiver } from './support/webhook-receiver.js';
@@ -567,7 +567,7 @@ describe('the TypeScript SDK as shipped', () => {
       'only the SDK itself is bundled',
     );
     const html = `<!doctype html><meta charset="utf-8"><script>${bundle.outputFiles[0]!.text.replaceAll('</script', '<\\/script')}</script>`;
-    const browser = await puppeteer.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'], headless: true });
+    const browser = await launchTestChromium();
     try {
       const page = await browser.newPage();
       const pageUrl = `${h.env.ATS_BASE_URL}/sdk-in-a-browser.html`; // the gateway's origin: no CORS in the way

@@ -9,6 +9,7 @@ import { createLogger } from '../../common/src/logger.js';
 import { AdBlocker, requestType } from './adblock.js';
 import { EGRESS_FAILURE_HEADER } from './client/egress.js';
 import { cachedLookup, EgressProxy, hostAddresses, refusal, type EgressPolicy, type LookupAll } from './egress-proxy.js';
+import { TEST_CHROMIUM_ARGS } from '../../../test/support/test-chromium.js';
 import { within } from '../../../test/support/until.js';
 
 const logger = createLogger('test', process.env.EGRESS_TEST_LOG ?? 'silent');
@@ -638,10 +639,7 @@ describe('Chromium behind its egress proxy', () => {
         '--proxy-bypass-list=<-loopback>',
         '--disable-quic',
         '--force-webrtc-ip-handling-policy=disable_non_proxied_udp',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--no-first-run',
-        '--disable-sync',
+        ...TEST_CHROMIUM_ARGS.filter((a) => a !== '--no-sandbox'),
       ],
     });
     try {
