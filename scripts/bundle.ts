@@ -13,9 +13,8 @@
  * WebAssembly and data), and the database drivers knex names but never loads here.
  */
 import fs from 'node:fs';
-import path from 'node:path';
 import { build } from 'esbuild';
-import { ENTRY, ROOT } from './stack.js';
+import { bundledEntry, compiledEntry, ENTRY } from './stack.js';
 
 /** Packages read from node_modules at run time. */
 const EXTERNAL = [
@@ -32,17 +31,12 @@ const EXTERNAL = [
   'pg-query-stream',
 ];
 
-/** The bundle beside a service's compiled entry. */
-export function bundlePath(entry: string): string {
-  return path.join(ROOT, 'dist', `${entry}.bundle.mjs`);
-}
-
-export async function bundleServices(): Promise<void> {
+async function bundleServices(): Promise<void> {
   await Promise.all(
     Object.values(ENTRY).map((entry) =>
       build({
-        entryPoints: [path.join(ROOT, 'dist', `${entry}.js`)],
-        outfile: bundlePath(entry),
+        entryPoints: [compiledEntry(entry)],
+        outfile: bundledEntry(entry),
         bundle: true,
         platform: 'node',
         format: 'esm',
@@ -60,6 +54,6 @@ export async function bundleServices(): Promise<void> {
 if (import.meta.url === `file://${process.argv[1]}`) {
   const started = Date.now();
   await bundleServices();
-  const sizes = Object.values(ENTRY).map((e) => `${path.basename(path.dirname(path.dirname(e)))} ${(fs.statSync(bundlePath(e)).size / 1e6).toFixed(1)} MB`);
+  const sizes = Object.entries(ENTRY).map(([service, e]) => `${service} ${(fs.statSync(bundledEntry(e)).size / 1e6).toFixed(1)} MB`);
   process.stdout.write(`bundled ${sizes.join(', ')} in ${Date.now() - started} ms\n`);
 }

@@ -36,15 +36,24 @@ export const ENTRY: Record<ServiceName, string> = {
   gateway: 'gateway/src/main',
 };
 
+/** A service's entry compiled by tsc. */
+export function compiledEntry(entry: string): string {
+  return path.join(ROOT, 'dist', `${entry}.js`);
+}
+
+/** The bundle scripts/bundle.ts makes beside a service's compiled entry. */
+export function bundledEntry(entry: string): string {
+  return path.join(ROOT, 'dist', `${entry}.bundle.mjs`);
+}
+
 /**
  * What runs a service built to dist/: its bundle (scripts/bundle.ts, a third of the CPU to load)
  * when the last build made one, else the compiled entry (a `tsc` alone leaves the bundle older).
  */
 function distEntry(entry: string): string {
-  const js = path.join(ROOT, 'dist', `${entry}.js`);
-  const bundle = path.join(ROOT, 'dist', `${entry}.bundle.mjs`);
-  const mtime = (p: string) => fs.statSync(p, { throwIfNoEntry: false })?.mtimeMs ?? 0;
-  return mtime(bundle) >= mtime(js) && mtime(bundle) > 0 ? bundle : js;
+  const [js, bundle] = [compiledEntry(entry), bundledEntry(entry)];
+  const bundleMs = fs.statSync(bundle, { throwIfNoEntry: false })?.mtimeMs;
+  return bundleMs !== undefined && bundleMs >= (fs.statSync(js, { throwIfNoEntry: false })?.mtimeMs ?? 0) ? bundle : js;
 }
 
 /**
