@@ -2,7 +2,7 @@
 # Installs what the project needs and is missing: npm packages (when package-lock.json changed)
 # and the Debian packages chromium, nats-server, ffmpeg, socat and iproute2 (a browser's
 # forwarder and loopback in its network namespace), webext-ublock-origin-chromium (the EasyList and
-# EasyPrivacy files of block_ads), and for the Python client's tests Debian's
+# EasyPrivacy files of block_ads), time (the CPU of each test file), and for the Python client's tests Debian's
 # python3 with httpx, pytest, venv, setuptools and wheel (as root; otherwise says how).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +21,8 @@ for pkg in chromium nats-server ffmpeg socat iproute2; do
   command -v "${bin[$pkg]}" >/dev/null 2>&1 || missing+=("$pkg")
 done
 [[ -f /usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easylist.txt ]] || missing+=(webext-ublock-origin-chromium)
+# GNU time: `make test` reports the CPU each test file used (scripts/test.ts; without it, wall time only).
+[[ -x /usr/bin/time ]] || missing+=(time)
 # The Python client is built and tested with Debian's python3 (PyPI is not reachable): its
 # modules are Debian packages too.
 declare -A pymod=([python3-httpx]=httpx [python3-pytest]=pytest [python3-venv]=ensurepip [python3-setuptools]=setuptools [python3-wheel]=wheel)

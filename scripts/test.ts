@@ -1,9 +1,10 @@
 /**
  * Runs the tests with Node's built-in runner: unit tests beside the code, then integration
  * tests in test/. `unit` or `integration` runs one group; file paths after it run only those.
- * Exits non-zero on any failure, and ends with each integration file's time, slowest first.
+ * Exits non-zero on any failure, and ends with the files' times, slowest first: wall clock and,
+ * where GNU time is installed, the CPU of the file with every process it started.
  *
- * ATS_TEST_CONCURRENCY (default 2) is how many integration files run at once; the files in
+ * Each file runs in its own runner. ATS_TEST_CONCURRENCY (default 2) is how many files run at once; the integration files in
  * ALONE run with nothing beside them. Most of a file's time is waiting (on processes, pages,
  * timers): one at a time kept two cores about 60 % busy. On this two-core machine two at once took
  * the integration files from 927 s to 735 s, every one passing (before issue 25's live-view work,
@@ -11,6 +12,7 @@
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { ROOT } from './stack.js';
 
@@ -55,11 +57,10 @@ const unit = pick(['services', 'gateway', 'scripts', 'dashboard'].flatMap((d) =>
 const integration = pick(find(path.join(ROOT, 'test')).sort());
 const concurrency = Math.max(1, Number(process.env.ATS_TEST_CONCURRENCY ?? 2) || 2);
 
-const nodeTest = (files: string[], testConcurrency: number) => [
+const nodeTest = (files: string[]) => [
   '--import',
   'tsx',
   '--test',
-  `--test-concurrency=${testConcurrency}`,
   // A backstop: every wait in a test has its own deadline, but a test that hangs anyway fails instead of stalling the run. It bounds a whole
   // file too (each file is one test of the runner), and browser-pool's unit file takes 10 min on a loaded machine: 30 min.
   '--test-timeout=1800000',
@@ -67,27 +68,12 @@ const nodeTest = (files: string[], testConcurrency: number) => [
   ...files,
 ];
 
-/**
- * Unit files run two at a time in one runner (each starts at most one PGlite, a server on port 0, a
- * Chromium). Its output streams as it comes; a failure's summary is kept to be repeated at the end.
- */
-function runUnit(): Promise<{ ok: boolean; failures?: string }> {
-  if (!unit.length) return Promise.resolve({ ok: true });
-  process.stdout.write(`\n== unit tests (${unit.length} files)\n`);
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, nodeTest(unit, 2), { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    const keep = (to: NodeJS.WriteStream) => (b: Buffer) => (out.push(b), to.write(b));
-    child.stdout.on('data', keep(process.stdout));
-    child.stderr.on('data', keep(process.stderr));
-    child.on('close', (code) => resolve(code === 0 ? { ok: true } : { ok: false, failures: failureSummary(Buffer.concat(out).toString()) }));
-  });
-}
-
 interface FileResult {
   file: string;
   ok: boolean;
   ms: number;
+  /** CPU seconds of the file's runner and every process it waited for (its stack's services, their Chromiums), when GNU time is installed. */
+  cpuS?: number;
   /** A failed file's summary of its failing tests (the runner's own), repeated at the end of the run where a log's tail shows it. */
   failures?: string;
 }
@@ -105,55 +91,84 @@ function failureSummary(output: string): string {
   return [...head, ...(pytest.length ? ['  pytest errors:', ...pytest.map((l) => `    ${l}`)] : [])].join('\n');
 }
 
-/** One integration file in its own runner; its output is printed whole when it ends, so files running side by side don't interleave. */
+/** GNU time, which gives a process's CPU with that of every descendant it waited for (Node's spawn does not). */
+const GNU_TIME = fs.existsSync('/usr/bin/time') ? '/usr/bin/time' : undefined;
+const cpuDir = GNU_TIME ? fs.mkdtempSync(path.join(os.tmpdir(), 'ats-test-cpu-')) : undefined;
+let cpuFiles = 0;
+
+/** One test file in its own runner; its output is printed whole when it ends, so files running side by side don't interleave. */
 function runFile(file: string): Promise<FileResult> {
   const started = Date.now();
   process.stdout.write(`▶ ${file}\n`);
+  const cpuFile = cpuDir && path.join(cpuDir, `${cpuFiles++}`);
+  const [cmd, args] = cpuFile ? [GNU_TIME!, ['-o', cpuFile, '-f', '%U %S', process.execPath, ...nodeTest([file])]] : [process.execPath, nodeTest([file])];
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, nodeTest([file], 1), { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     child.stdout.on('data', (b: Buffer) => out.push(b));
     child.stderr.on('data', (b: Buffer) => out.push(b));
     child.on('close', (code) => {
       const output = Buffer.concat(out).toString();
       const r: FileResult = { file, ok: code === 0, ms: Date.now() - started };
+      if (cpuFile) {
+        // The last line: an exit code other than 0 adds "Command exited with non-zero status N" before it.
+        const [user, sys] = (fs.readFileSync(cpuFile, 'utf8').trim().split('\n').pop() ?? '').split(' ').map(Number);
+        if (Number.isFinite(user) && Number.isFinite(sys)) r.cpuS = user! + sys!;
+      }
       if (!r.ok) r.failures = failureSummary(output);
-      process.stdout.write(`\n== ${file} ${r.ok ? 'passed' : 'FAILED'} in ${(r.ms / 1000).toFixed(1)} s\n${output}`);
+      process.stdout.write(`\n== ${file} ${r.ok ? 'passed' : 'FAILED'} in ${(r.ms / 1000).toFixed(1)} s${r.cpuS !== undefined ? `, ${r.cpuS.toFixed(0)} CPU-s` : ''}\n${output}`);
       resolve(r);
     });
   });
 }
 
-/**
- * Integration files, each a whole stack of processes: up to `concurrency` at once (most of a
- * file's time is waiting on processes, pages and timers), the ALONE ones by themselves at the end.
- */
-async function runIntegration(): Promise<boolean> {
-  if (!integration.length) return true;
-  process.stdout.write(`\n== integration tests (${integration.length} files, ${concurrency} at a time; ${integration.filter((f) => ALONE.has(f)).length} alone)\n`);
-  const queue = integration.filter((f) => !ALONE.has(f));
+/** Runs `files` up to `concurrency` at a time, then `alone` one at a time. */
+async function runFiles(files: string[], alone: string[] = []): Promise<FileResult[]> {
+  const queue = [...files];
   const results: FileResult[] = [];
   const worker = async () => {
     for (let f = queue.shift(); f; f = queue.shift()) results.push(await runFile(f));
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, worker));
-  for (const f of integration.filter((f) => ALONE.has(f))) results.push(await runFile(f));
-  results.sort((a, b) => b.ms - a.ms);
-  process.stdout.write(`\n== integration files by time\n${results.map((r) => `${r.ok ? '  ' : '✖ '}${(r.ms / 1000).toFixed(1).padStart(7)} s  ${r.file}`).join('\n')}\n`);
+  for (const f of alone) results.push(await runFile(f));
+  return results;
+}
+
+/** The files slowest first (at most `top`), their wall time and CPU, and why each failed one failed. */
+function report(phase: string, results: FileResult[], top = results.length): boolean {
+  const sorted = [...results].sort((a, b) => b.ms - a.ms);
+  const cpu = results.every((r) => r.cpuS !== undefined) ? results.reduce((a, r) => a + r.cpuS!, 0) : undefined;
+  const row = (r: FileResult) => `${r.ok ? '  ' : '✖ '}${(r.ms / 1000).toFixed(1).padStart(7)} s${r.cpuS !== undefined ? `${r.cpuS.toFixed(0).padStart(6)} CPU-s` : ''}  ${r.file}`;
+  const shown = sorted.filter((r, i) => i < top || !r.ok);
+  process.stdout.write(
+    `\n== ${phase} files by time${shown.length < sorted.length ? ` (the ${top} slowest)` : ''}${cpu !== undefined ? `; ${cpu.toFixed(0)} CPU-s in all` : ''}\n${shown.map(row).join('\n')}\n`,
+  );
   const failed = results.filter((r) => !r.ok);
   for (const r of failed) process.stdout.write(`\n== why ${r.file} failed\n${r.failures}\n`);
-  if (failed.length) process.stdout.write(`\n✖ failing integration files:\n${failed.map((r) => `  ${r.file}`).join('\n')}\n`);
+  if (failed.length) process.stdout.write(`\n✖ failing ${phase} files:\n${failed.map((r) => `  ${r.file}`).join('\n')}\n`);
   return !failed.length;
 }
 
 async function main(): Promise<void> {
   const started = Date.now();
-  let ok = true;
-  const unitResult = which !== 'integration' ? await runUnit() : undefined;
-  if (unitResult) ok = unitResult.ok && ok;
-  if (which !== 'unit') ok = (await runIntegration()) && ok;
-  // The unit runner's failures again where a log's tail shows them (after the integration files).
-  if (unitResult?.failures) process.stdout.write(`\n== why the unit tests failed\n${unitResult.failures}\n`);
+  let unitResults: FileResult[] = [];
+  if (which !== 'integration' && unit.length) {
+    process.stdout.write(`\n== unit tests (${unit.length} files, ${concurrency} at a time)\n`);
+    unitResults = await runFiles(unit);
+  }
+  let integrationResults: FileResult[] = [];
+  if (which !== 'unit' && integration.length) {
+    // Each integration file is a whole stack of processes; most of a file's time is waiting on processes, pages and timers.
+    const alone = integration.filter((f) => ALONE.has(f));
+    process.stdout.write(`\n== integration tests (${integration.length} files, ${concurrency} at a time; ${alone.length} alone)\n`);
+    integrationResults = await runFiles(
+      integration.filter((f) => !ALONE.has(f)),
+      alone,
+    );
+  }
+  // The unit files' report after the integration files' too: a log's tail shows both.
+  let ok = unitResults.length ? report('unit', unitResults, 15) : true;
+  if (integrationResults.length) ok = report('integration', integrationResults) && ok;
   process.stdout.write(`\n== ${ok ? 'all tests passed' : 'tests FAILED'} in ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
   process.exit(ok ? 0 : 1);
 }
