@@ -11,7 +11,7 @@ import { until } from '../../../test/support/until.js';
 import { createLogger } from '../../common/src/logger.js';
 import { Chromium } from './chromium.js';
 import { groupMembers } from './process-groups.js';
-import { connectSupervisor, supervisorAlive, supervisorDir } from './supervisor.js';
+import { connectSupervisor, stopSupervisor, supervisorAlive, supervisorDir } from './supervisor.js';
 import { hostConfinement } from './testing/confinement.js';
 
 const logger = createLogger('test', 'silent');
@@ -23,6 +23,9 @@ const launch = async (id: string, restartGraceMs?: number) => {
 };
 after(async () => {
   await Promise.all(launched.map((c) => c.stop()));
+  // A detached browser's stop does nothing (it is left for a next pool): its supervisor, this process's child, would hold the file open through its grace time.
+  for (const c of launched) if (supervisorAlive(c.supervisor)) stopSupervisor(c.supervisor);
+  await Promise.all(launched.map((c) => c.exited));
 });
 
 /** NUL-terminated messages as they arrive on a raw connection; `answer(id)` resolves with the one answering `id`. */
