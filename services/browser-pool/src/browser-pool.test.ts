@@ -721,6 +721,24 @@ describe("reuse of a stopped browser's Chromium", () => {
     await h.announced(next.id, 'stopped');
   });
 
+  test('when a kept Chromium cannot be prepared for the next browser, then that one is launched instead and the create succeeds', async () => {
+    const h = await harness({ warmSize: 0, reuseIdleMs: 30_000, profileTimeoutMs: 1500 });
+    const first = await h.pool.create({ projectId: P });
+    await h.pool.stop(P, first.id, 'user');
+    await h.announced(first.id, 'stopped');
+    // Kept, then frozen: it answers nothing.
+    for (const pid of groupMembers(first.pid!)) process.kill(pid, 'SIGSTOP');
+    const next = await h.pool.create({ projectId: P });
+    assert.notEqual(next.pid, first.pid, 'a Chromium of its own');
+    assert.equal((await h.browsers.byId(next.id))!.status, 'active');
+    const b = await connect(h.pool.cdpUrlFor(next));
+    assert.equal(await (await b.pages())[0]!.evaluate(() => 1 + 1), 2, 'it works');
+    await b.disconnect();
+    await until(() => groupMembers(first.pid!).length === 0, { timeoutMs: 10_000, what: 'the frozen one ended' });
+    await h.pool.stop(P, next.id, 'user');
+    await h.announced(next.id, 'stopped');
+  });
+
   test('when nobody asks for a kept Chromium, then it ends once its time is up; a launch that needs its slot ends it at once', async () => {
     const h = await harness({ warmSize: 0, reuseIdleMs: 500 });
     const row = await h.pool.create({ projectId: P });

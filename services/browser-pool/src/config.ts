@@ -69,11 +69,11 @@ export const browserPoolConfigSpec = {
   warmWindowSeconds: int('POOL_WARM_WINDOW_SECONDS', { default: 30, min: 1, max: 3600, describe: 'Time constant of the demand average that sizes the warm pool: how fast it grows with a burst and shrinks back to the floor when idle' }),
   warmParallelLaunches: int('POOL_WARM_PARALLEL_LAUNCHES', { default: 2, min: 1, max: 16, describe: 'Warm browsers launched at once (launches are CPU-heavy; more would slow the browsers in use)' }),
   reuseSeconds: int('POOL_REUSE_SECONDS', {
-    default: 0,
+    default: 30,
     min: 0,
     max: 3600,
     describe:
-      "How long a stopped browser's Chromium is kept for its project's next browser (no proxy, stealth, default size), its session's browser context disposed so nothing of it carries over (each browser's pages then run in a browser context of their own); 0 (the default): every browser gets a Chromium of its own",
+      "How long a stopped browser's Chromium is kept for its project's next browser (no proxy, stealth, default size), its session's browser context disposed so nothing of it carries over (each browser's pages then run in a browser context of their own); 0: every browser gets a Chromium of its own",
   }),
   parallelLaunches: int('POOL_PARALLEL_LAUNCHES', {
     default: 2 * os.availableParallelism(),
