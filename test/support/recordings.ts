@@ -26,7 +26,7 @@ export function browsersOf(f: StackFixture, key: () => string, videos: string) {
     async create(): Promise<BrowserRecord> {
       const res = await f.api('/api/v1/browsers', { method: 'POST', key: key(), headers: { 'content-type': 'application/json' }, body: '{}' });
       // A failed create's cause is in the pool's log, not in the answer (which names no internals): its last errors go with the failure.
-      const why = res.status >= 500 ? `\n${f.logs('browser-pool').split('\n').filter((l) => /"level":(50|60)/.test(l)).slice(-5).join('\n')}` : '';
+      const why = res.status >= 500 ? `\n${f.logs('browser-pool').split('\n').filter((l) => /"level":"(error|fatal)"/.test(l)).slice(-5).join('\n')}` : '';
       assert.equal(res.status, 201, `${await res.clone().text()}${why}`);
       return (await res.json()) as BrowserRecord;
     },

@@ -494,10 +494,11 @@ export class BrowserPool implements CdpProxyBackend {
 
   /**
    * Provisions a browser synchronously: a Chromium kept for the project or a warm one if one fits,
-   * else launched; profile loaded before it is returned. `reuse` false: no kept Chromium (the retry
-   * after a kept one could not be prepared).
+   * else launched; profile loaded before it is returned. A Chromium that cannot be prepared (its
+   * fingerprint or profile not set within the time) is ended and the create made once more with a
+   * new launch (`retry`: that second attempt, which takes no kept Chromium).
    */
-  async create(input: CreateBrowserInput, reuse = true): Promise<BrowserRow> {
+  async create(input: CreateBrowserInput, retry = false): Promise<BrowserRow> {
     if (this.#stopped || this.#draining) throw new UnavailableError('The browser pool is shutting down');
     const v = this.#validate(input);
     const blocker = v.blockAds ? await this.adBlocker() : undefined;
@@ -506,8 +507,8 @@ export class BrowserPool implements CdpProxyBackend {
     const state = input.profileId ? await this.#o.profiles.state(input.projectId, input.profileId) : undefined;
     // Warm browsers are stealth ones (the default); a browser without stealth is launched as headless Chromium is.
     const fitsWarm = v.proxy === null && v.stealth && v.width === this.#o.defaultWidth && v.height === this.#o.defaultHeight;
-    let reused = fitsWarm && reuse ? this.#takeReusable(input.projectId) : undefined;
-    if (fitsWarm && reuse && !reused && this.#warm.idleCount === 0) reused = await this.#awaitReusable(input.projectId, input.signal);
+    let reused = fitsWarm && !retry ? this.#takeReusable(input.projectId) : undefined;
+    if (fitsWarm && !retry && !reused && this.#warm.idleCount === 0) reused = await this.#awaitReusable(input.projectId, input.signal);
     // The warm pool sizes itself by the creates it must serve: those a kept Chromium serves need no launch.
     if (fitsWarm && !reused) this.#warm.noteDemand();
     let browser = reused ?? (fitsWarm ? this.#warm.take() : undefined);
@@ -594,11 +595,11 @@ export class BrowserPool implements CdpProxyBackend {
         }
       });
     } catch (err) {
-      if (reused && !input.signal?.aborted && !this.#stopped && !this.#draining) {
-        // A kept Chromium is a shortcut, never a cause of failure: it is ended and the browser launched as without one.
-        this.#logger.warn({ err, browserId: id }, 'kept browser could not be prepared; ended, a browser is launched instead');
+      if (!retry && !input.signal?.aborted && !this.#stopped && !this.#draining) {
+        // One Chromium that misbehaves (a kept one, a warm one, a launch on a loaded node) is not the caller's failure: a new launch is.
+        this.#logger.warn({ err, browserId: id, warm, reused: reused !== undefined }, 'browser could not be prepared; ended, another is launched');
         await this.#discard(b);
-        return this.create(input, false);
+        return this.create(input, true);
       }
       this.#logger.error({ err, browserId: id }, 'browser could not be prepared (fingerprint or profile)');
       await this.#discard(b);
