@@ -721,6 +721,22 @@ describe("reuse of a stopped browser's Chromium", () => {
     await h.announced(next.id, 'stopped');
   });
 
+  test('when a warm browser is ready and a stop of the project is still preparing its Chromium, then a create takes that one and the warm one stays warm', async () => {
+    const h = await harness({ warmSize: 1, reuseIdleMs: 30_000 });
+    const first = await h.pool.create({ projectId: P });
+    await h.pool.whenWarm();
+    const groups = () => new Set(chromiumUnder(h.rootDir).map((p) => p.pgid));
+    const warmGroup = [...groups()].find((g) => g !== first.pid);
+    assert.ok(warmGroup, 'a warm Chromium beside the first');
+    await h.pool.stop(P, first.id, 'user');
+    const next = await h.pool.create({ projectId: P });
+    assert.equal(next.pid, first.pid, "the stopped browser's Chromium");
+    assert.equal(h.pool.warmCount, 1, 'the warm one is still there');
+    assert.deepEqual([...groups()].sort(), [first.pid, warmGroup].sort(), 'the same warm one, and no launch to replace it');
+    await h.pool.stop(P, next.id, 'user');
+    await h.announced(next.id, 'stopped');
+  });
+
   test('when a kept Chromium cannot be prepared for the next browser, then that one is launched instead and the create succeeds', async () => {
     const h = await harness({ warmSize: 0, reuseIdleMs: 30_000, profileTimeoutMs: 1500 });
     const first = await h.pool.create({ projectId: P });

@@ -37,6 +37,11 @@ import { WarmPool, type LaunchTiming } from './warm-pool.js';
 const READ_REMINT_WAIT_MS = 1000;
 /** Most a create waits for a Chromium its project's stop is preparing for reuse (a launch takes longer) when no warm one is ready. */
 const REUSE_WAIT_MS = 10_000;
+/**
+ * The same when a warm one is ready: taking it costs a launch to replace it. Preparing a kept
+ * Chromium (its session's downloads stored, a new context opened) takes well under a second.
+ */
+const REUSE_WAIT_WARM_MS = 2_000;
 /** How often a recording's frame stream hears that its browser still lives. */
 const ALIVE_EVERY_MS = 1000;
 
@@ -508,7 +513,8 @@ export class BrowserPool implements CdpProxyBackend {
     // Warm browsers are stealth ones (the default); a browser without stealth is launched as headless Chromium is.
     const fitsWarm = v.proxy === null && v.stealth && v.width === this.#o.defaultWidth && v.height === this.#o.defaultHeight;
     let reused = fitsWarm && !retry ? this.#takeReusable(input.projectId) : undefined;
-    if (fitsWarm && !retry && !reused && this.#warm.idleCount === 0) reused = await this.#awaitReusable(input.projectId, input.signal);
+    // A stop of the project about to hand over its Chromium is waited for even with a warm one idle: taking the warm one would launch its replacement.
+    if (fitsWarm && !retry && !reused) reused = await this.#awaitReusable(input.projectId, input.signal, this.#warm.idleCount === 0 ? REUSE_WAIT_MS : REUSE_WAIT_WARM_MS);
     // The warm pool sizes itself by the creates it must serve: those a kept Chromium serves need no launch.
     if (fitsWarm && !reused) this.#warm.noteDemand();
     let browser = reused ?? (fitsWarm ? this.#warm.take() : undefined);
@@ -928,10 +934,10 @@ export class BrowserPool implements CdpProxyBackend {
 
   /**
    * A Chromium that a stop of the project is preparing for reuse, once it is ready; undefined when
-   * none is coming, it does not come within REUSE_WAIT_MS, or the caller gives up.
+   * none is coming, it does not come within `maxWaitMs`, or the caller gives up.
    */
-  async #awaitReusable(projectId: string, signal: AbortSignal | undefined): Promise<LiveBrowser | undefined> {
-    const deadline = Date.now() + REUSE_WAIT_MS;
+  async #awaitReusable(projectId: string, signal: AbortSignal | undefined, maxWaitMs: number): Promise<LiveBrowser | undefined> {
+    const deadline = Date.now() + maxWaitMs;
     for (;;) {
       const r = this.#reusing.get(projectId);
       if (!r || r.pending === 0 || signal?.aborted || Date.now() >= deadline) {
