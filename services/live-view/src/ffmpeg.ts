@@ -54,6 +54,23 @@ export class Ffmpeg {
     }
   }
 
+  /**
+   * Video packets (frames) in a file and its container's duration in ms, in one ffprobe run: no
+   * frame (`frames` 0) when it has none or cannot be read.
+   */
+  async probe(file: string): Promise<{ frames: number; durationMs: number }> {
+    let out: string;
+    try {
+      out = (await this.run(this.paths.ffprobePath, ['-v', 'error', '-select_streams', 'v:0', '-count_packets', '-show_entries', 'stream=nb_read_packets:format=duration', '-of', 'default=nw=1', file], 60000)).toString();
+    } catch {
+      return { frames: 0, durationMs: 0 };
+    }
+    // A stream can be listed twice (MPEG-TS lists it in its program too): the first count is the stream's.
+    const frames = Number.parseInt(/^nb_read_packets=(\d+)$/m.exec(out)?.[1] ?? '', 10);
+    const seconds = Number.parseFloat(/^duration=([\d.]+)$/m.exec(out)?.[1] ?? '');
+    return { frames: Number.isFinite(frames) ? frames : 0, durationMs: Number.isFinite(seconds) ? Math.round(seconds * 1000) : 0 };
+  }
+
   /** The container's duration in ms. */
   async durationMs(file: string): Promise<number> {
     const out = await this.run(this.paths.ffprobePath, ['-v', 'error', '-show_entries', 'format=duration', '-of', 'csv=p=0', file], 30000);

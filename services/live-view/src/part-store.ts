@@ -59,13 +59,12 @@ export class PartStore {
    */
   async ship(projectId: string, p: { browserId: string; seq: number; file: string; objectKey: string }): Promise<number | undefined> {
     const { repo, store, ffmpeg, holder } = this.#o;
-    const frames = fs.existsSync(p.file) ? await ffmpeg.countFrames(p.file) : 0;
+    const { frames, durationMs } = fs.existsSync(p.file) ? await ffmpeg.probe(p.file) : { frames: 0, durationMs: 0 };
     if (frames === 0) {
       fs.rmSync(p.file, { force: true });
       await repo.dropParts(holder, p.browserId, [p.seq]);
       return undefined;
     }
-    const durationMs = await ffmpeg.durationMs(p.file);
     const { sizeBytes } = await store.put(projectId, p.objectKey, p.file, 'video/mp2t');
     if (await repo.partStored(holder, p.browserId, p.seq, { durationMs, sizeBytes })) return durationMs;
     await store.remove(projectId, p.objectKey).catch(() => false);
@@ -98,8 +97,8 @@ export class PartStore {
     } catch (err) {
       // Not stored, but here: good enough for this instance; another would lose it.
       this.#o.logger.warn({ browserId: p.browserId, seq: p.seq, err: err instanceof Error ? err.message : err }, 'part recovered but not stored');
-      const frames = await this.#o.ffmpeg.countFrames(p.file);
-      return frames > 0 ? this.#o.ffmpeg.durationMs(p.file) : undefined;
+      const { frames, durationMs } = await this.#o.ffmpeg.probe(p.file);
+      return frames > 0 ? durationMs : undefined;
     }
   }
 

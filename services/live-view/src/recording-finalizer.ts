@@ -109,7 +109,8 @@ export class Finalizer {
     const usable: string[] = [];
     for (const p of await repo.parts(browserId)) {
       const file = await parts.localFile(row.projectId, p);
-      if (file && (await this.#o.ffmpeg.countFrames(file)) > 0) usable.push(file);
+      // A stored part had frames when it was stored (an empty one is dropped then): only a part never stored is probed.
+      if (file && ((p.stored && (p.durationMs ?? 0) > 0) || (await this.#o.ffmpeg.countFrames(file)) > 0)) usable.push(file);
     }
     if (!usable.length) {
       if (await repo.markEnded(holder, browserId, 'empty')) await this.#cleanup(row.projectId, browserId);
