@@ -114,6 +114,7 @@ function runFile(file: string): Promise<FileResult> {
         // The last line: an exit code other than 0 adds "Command exited with non-zero status N" before it.
         const [user, sys] = (fs.readFileSync(cpuFile, 'utf8').trim().split('\n').pop() ?? '').split(' ').map(Number);
         if (Number.isFinite(user) && Number.isFinite(sys)) r.cpuS = user! + sys!;
+        fs.rmSync(cpuFile, { force: true });
       }
       if (!r.ok) r.failures = failureSummary(output);
       process.stdout.write(`\n== ${file} ${r.ok ? 'passed' : 'FAILED'} in ${(r.ms / 1000).toFixed(1)} s${r.cpuS !== undefined ? `, ${r.cpuS.toFixed(0)} CPU-s` : ''}\n${output}`);
@@ -167,6 +168,7 @@ async function main(): Promise<void> {
     );
   }
   // The unit files' report after the integration files' too: a log's tail shows both.
+  if (cpuDir) fs.rmSync(cpuDir, { recursive: true, force: true });
   let ok = unitResults.length ? report('unit', unitResults, 15) : true;
   if (integrationResults.length) ok = report('integration', integrationResults) && ok;
   process.stdout.write(`\n== ${ok ? 'all tests passed' : 'tests FAILED'} in ${((Date.now() - started) / 1000).toFixed(0)} s\n`);

@@ -45,13 +45,7 @@ export class Ffmpeg {
 
   /** Video packets (frames) in a file; 0 when it has none or cannot be read. */
   async countFrames(file: string): Promise<number> {
-    try {
-      const out = await this.run(this.paths.ffprobePath, ['-v', 'error', '-select_streams', 'v:0', '-count_packets', '-show_entries', 'stream=nb_read_packets', '-of', 'csv=p=0', file], 60000);
-      const n = Number.parseInt(out.toString().trim(), 10);
-      return Number.isFinite(n) ? n : 0;
-    } catch {
-      return 0;
-    }
+    return (await this.probe(file)).frames;
   }
 
   /**
