@@ -385,6 +385,7 @@ describe('warm pool, CDP proxy and stop', () => {
   });
 
   test('when the request is malformed, then it is refused before anything starts', async () => {
+    await h.pool.whenWarm(); // a browser the test before stopped may still be replaced
     const groups = chromiumUnder(h.rootDir).length;
     await assert.rejects(h.pool.create({ projectId: P, screenWidth: 800 }), /given together/);
     await assert.rejects(h.pool.create({ projectId: P, screenWidth: 100, screenHeight: 600 }), /screen_width/);
