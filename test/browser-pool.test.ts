@@ -20,7 +20,7 @@ import { browserLifecycle, subscribe, type Delivery } from '../services/common/s
 import { strayTempDirs } from '../services/browser-pool/src/chromium.js';
 import { processesUsing } from '../services/browser-pool/src/process-groups.js';
 import { SITE_DIR, startFixtureSite, type FixtureSite } from '../services/browser-pool/src/testing/fixture-site.js';
-import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
+import { NOT_RECORDED, startStackFixture, type StackFixture } from './support/stack-fixture.js';
 import { until, within } from './support/until.js';
 
 interface BrowserJson {
@@ -59,7 +59,7 @@ let rootDir: string;
 before(async () => {
   site = await startFixtureSite();
   // Each browser in a Chromium of its own (no reuse): these tests find a browser's processes and folder by its id.
-  f = await startStackFixture({ projects: ['alpha', 'beta'], env: { MAX_ACTIVE_BROWSERS_PER_PROJECT: '3', POOL_REUSE_SECONDS: '0' } });
+  f = await startStackFixture({ projects: ['alpha', 'beta'], env: { ...NOT_RECORDED, MAX_ACTIVE_BROWSERS_PER_PROJECT: '3', POOL_REUSE_SECONDS: '0' } });
   rootDir = path.join(f.dataDir, 'browser-pool', 'browsers');
   pool = createServiceClient(BrowserPoolServiceService, `127.0.0.1:${f.stack.ports.get('browser-pool')}`, CREATE_DEADLINE_MS, f.stack.internalToken);
   nc = await natsConnect({ servers: f.stack.natsUrl, ...(f.stack.natsToken ? { token: f.stack.natsToken } : {}) });

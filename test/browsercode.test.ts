@@ -13,7 +13,7 @@ import { anthropicUserText, startFakeAnthropic, type FakeAnthropic } from './sup
 import { startFakeOpenAI, userText, type FakeOpenAI } from './support/fake-openai.js';
 import { serveSite, type TestSite } from './support/site.js';
 import { readSse, type SseEvent } from './support/sse.js';
-import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
+import { NOT_RECORDED, startStackFixture, type StackFixture } from './support/stack-fixture.js';
 import { tempDir } from './support/infra.js';
 
 const SHELL_TIMEOUT_MS = 8000;
@@ -34,6 +34,7 @@ before(async () => {
   f = await startStackFixture({
     projects: ['alpha', 'beta'],
     env: {
+      ...NOT_RECORDED,
       DEFAULT_MODEL: 'builtin',
       SHELL_TIMEOUT_MS: String(SHELL_TIMEOUT_MS),
       SHELL_MAX_OUTPUT_BYTES: '4096',

@@ -19,7 +19,7 @@ import { createServiceClient } from '../services/common/src/grpc.js';
 import { materializeDisk, syncDisk, type FileStorageClient } from '../services/file-storage/src/client/disk-sync.js';
 import { S3BlobStore } from '../services/file-storage/src/s3-blob-store.js';
 import { BACKENDS } from '../services/file-storage/src/testing/blob-backends.js';
-import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
+import { NOT_RECORDED, startStackFixture, type StackFixture } from './support/stack-fixture.js';
 import { until } from './support/until.js';
 
 const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
@@ -65,7 +65,7 @@ for (const backend of BACKENDS) {
     let f: StackFixture;
     let storage: FileStorageClient;
     before(async () => {
-      f = await startStackFixture({ projects: ['alpha', 'beta'], blobStore: backend, env: { FILE_SIZE_LIMIT_BYTES: String(SIZE_LIMIT) } });
+      f = await startStackFixture({ projects: ['alpha', 'beta'], blobStore: backend, env: { ...NOT_RECORDED, FILE_SIZE_LIMIT_BYTES: String(SIZE_LIMIT) } });
       storage = createServiceClient(FileStorageServiceService, `127.0.0.1:${f.stack.ports.get('file-storage')}`, 5000, f.stack.internalToken);
     });
     after(async () => {

@@ -9,7 +9,7 @@ import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { freshDatabase, postgresUrl, type FreshDatabase } from './support/infra.js';
-import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
+import { NOT_RECORDED, startStackFixture, type StackFixture } from './support/stack-fixture.js';
 import { until } from './support/until.js';
 import { startWebhookReceiver, type WebhookReceiver } from './support/webhook-receiver.js';
 
@@ -27,7 +27,7 @@ describe('two gateways and two webhooks services on one Postgres', { skip: !pg &
       databaseUrl: db.url,
       replicas: { gateway: 2, webhooks: 2 },
       projects: ['alpha'],
-      env: { POOL_WARM_SIZE: '0', DEFAULT_MODEL: 'builtin', WEBHOOK_ALLOW_LOOPBACK: 'true', WEBHOOK_POLL_MS: '100', WEBHOOK_OUTBOX_POLL_MS: '200' },
+      env: { ...NOT_RECORDED, POOL_WARM_SIZE: '0', DEFAULT_MODEL: 'builtin', WEBHOOK_ALLOW_LOOPBACK: 'true', WEBHOOK_POLL_MS: '100', WEBHOOK_OUTBOX_POLL_MS: '200' },
     });
     const second = f.stack.replicas.find((r) => r.service === 'gateway')!;
     gateways = [`http://127.0.0.1:${f.stack.gatewayPort}`, `http://127.0.0.1:${second.port}`];

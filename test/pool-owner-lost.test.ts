@@ -13,7 +13,7 @@ import { upgradeStatus } from '../services/browser-pool/src/testing/upgrade-stat
 import { createServiceClient } from '../services/common/src/grpc.js';
 import { CREATE_DEADLINE_MS } from '../services/run/src/browser-capacity.js';
 import { freshDatabase, postgresUrl, type FreshDatabase } from './support/infra.js';
-import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
+import { NOT_RECORDED, startStackFixture, type StackFixture } from './support/stack-fixture.js';
 import { until } from './support/until.js';
 
 const pg = await postgresUrl();
@@ -31,7 +31,7 @@ describe('a pool replica that dies', { skip: !pg && 'needs Postgres on 127.0.0.1
       replicas: { 'browser-pool': 2 },
       projects: ['main'],
       // Replicas as on separate nodes: a dead one's browsers cannot be taken over by a restart.
-      env: { POOL_WARM_SIZE: '0', MAX_ACTIVE_BROWSERS_PER_PROJECT: '3', POOL_HEARTBEAT_INTERVAL_MS: '1000', POOL_HEARTBEAT_TIMEOUT_MS: String(HEARTBEAT_TIMEOUT_MS), POOL_KEEP_BROWSERS_ON_EXIT: 'false' },
+      env: { ...NOT_RECORDED, POOL_WARM_SIZE: '0', MAX_ACTIVE_BROWSERS_PER_PROJECT: '3', POOL_HEARTBEAT_INTERVAL_MS: '1000', POOL_HEARTBEAT_TIMEOUT_MS: String(HEARTBEAT_TIMEOUT_MS), POOL_KEEP_BROWSERS_ON_EXIT: 'false' },
     });
   });
   after(async () => {

@@ -14,7 +14,7 @@ import { HealthService } from '../gen/grpc/health/v1/health.js';
 import { ServingStatus, createServiceClient } from '../services/common/src/grpc.js';
 import { SERVICE_NAMES, type ServiceName } from '../scripts/stack.js';
 import { freshDatabase, postgresUrl, type FreshDatabase } from './support/infra.js';
-import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
+import { NOT_RECORDED, startStackFixture, type StackFixture } from './support/stack-fixture.js';
 
 const pg = await postgresUrl();
 
@@ -24,7 +24,7 @@ describe('two replicas of every service on one Postgres', { skip: !pg && 'needs 
 
   before(async () => {
     db = await freshDatabase(pg!, 'ats_replicas');
-    f = await startStackFixture({ databaseUrl: db.url, replicas: 2, blobStore: 's3', logLevel: 'debug', projects: ['alpha'], env: { POOL_WARM_SIZE: '0' } });
+    f = await startStackFixture({ databaseUrl: db.url, replicas: 2, blobStore: 's3', logLevel: 'debug', projects: ['alpha'], env: { ...NOT_RECORDED, POOL_WARM_SIZE: '0' } });
   });
   after(async () => {
     await f?.stop();

@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { BROWSER_LOST_ERROR } from '../services/run/src/run-bounds.js';
 import { serveSite, type TestSite } from './support/site.js';
 import { readSse, type SseEvent } from './support/sse.js';
-import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
+import { NOT_RECORDED, startStackFixture, type StackFixture } from './support/stack-fixture.js';
 import { tempDir } from './support/infra.js';
 import { until } from './support/until.js';
 
@@ -23,6 +23,7 @@ before(async () => {
   site = await serveSite();
   f = await startStackFixture({
     env: {
+      ...NOT_RECORDED,
       DEFAULT_MODEL: 'builtin',
       RUN_WORKER_CONCURRENCY: '1',
       RUN_STOP_GRACE_MS: String(STOP_GRACE_MS),

@@ -13,7 +13,7 @@ import { startFakeOpenAI, userText, type FakeOpenAI } from './support/fake-opena
 import { freshDatabase, postgresUrl, type FreshDatabase } from './support/infra.js';
 import { serveSite, type TestSite } from './support/site.js';
 import { readSse, type SseEvent } from './support/sse.js';
-import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
+import { NOT_RECORDED, startStackFixture, type StackFixture } from './support/stack-fixture.js';
 import { within } from './support/until.js';
 
 const pg = await postgresUrl();
@@ -35,7 +35,7 @@ describe('a run whose worker dies', { skip: !pg && 'needs Postgres on 127.0.0.1:
       databaseUrl: db.url,
       replicas: { run: 2 },
       projects: ['alpha'],
-      env: { RUN_LEASE_MS: String(LEASE_MS), DEFAULT_MODEL: 'builtin', POOL_WARM_SIZE: '0', OPENAI_BASE_URL: fake.baseUrl, OPENAI_MODELS: 'fake-gpt', MODEL_MAX_RETRIES: '0' },
+      env: { ...NOT_RECORDED, RUN_LEASE_MS: String(LEASE_MS), DEFAULT_MODEL: 'builtin', POOL_WARM_SIZE: '0', OPENAI_BASE_URL: fake.baseUrl, OPENAI_MODELS: 'fake-gpt', MODEL_MAX_RETRIES: '0' },
     });
   });
   after(async () => {
@@ -201,7 +201,7 @@ describe('a run handed over at a shutdown, with leases of ten minutes', { skip: 
   before(async () => {
     site = await serveSite();
     db = await freshDatabase(pg!, 'ats_handover');
-    f = await startStackFixture({ databaseUrl: db.url, replicas: { run: 2 }, projects: ['alpha'], env: { RUN_LEASE_MS: '600000', DEFAULT_MODEL: 'builtin', POOL_WARM_SIZE: '0' } });
+    f = await startStackFixture({ databaseUrl: db.url, replicas: { run: 2 }, projects: ['alpha'], env: { ...NOT_RECORDED, RUN_LEASE_MS: '600000', DEFAULT_MODEL: 'builtin', POOL_WARM_SIZE: '0' } });
   });
   after(async () => {
     await f?.stop();

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { elementIndex, startFakeOpenAI, userText, type FakeOpenAI } from './support/fake-openai.js';
 import { serveSite, type TestSite } from './support/site.js';
 import { readSse, type SseEvent } from './support/sse.js';
-import { startStackFixture, type StackFixture } from './support/stack-fixture.js';
+import { NOT_RECORDED, startStackFixture, type StackFixture } from './support/stack-fixture.js';
 import { until } from './support/until.js';
 
 const LEASE_MS = 3000;
@@ -23,6 +23,7 @@ before(async () => {
   f = await startStackFixture({
     projects: ['alpha', 'limits', 'beta'],
     env: {
+      ...NOT_RECORDED,
       RUN_LEASE_MS: String(LEASE_MS),
       // Not taken over (test/run-takeover.test.ts covers that): the bound's end, a run failed saying why.
       RUN_MAX_TAKEOVERS: '0',

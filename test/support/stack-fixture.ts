@@ -36,6 +36,13 @@ export function stackMode(): 'tsx' | 'dist' {
   return process.env.ATS_STACK_MODE === 'dist' ? 'dist' : 'tsx';
 }
 
+/**
+ * Environment for a stack whose file is not about recordings: recording (on by default) is off.
+ * The recording, live-view, webhooks, dashboard and client files keep it on; in the run files it
+ * was a quarter of the CPU (test/runs.test.ts: 70 → 51 CPU-s, ffmpeg and ffprobe most of it).
+ */
+export const NOT_RECORDED = { RECORDING_ENABLED: 'false' } as const;
+
 export interface StackFixtureOptions {
   /** Extra environment for every service. */
   env?: Record<string, string>;
