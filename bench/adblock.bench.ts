@@ -19,6 +19,7 @@ import { LiveBrowser } from '../services/browser-pool/src/live-browser.js';
 import { hostConfinement } from '../services/browser-pool/src/testing/confinement.js';
 import { snapshotFrame } from '../services/run/src/agents/observe.page.js';
 import { ms, stats, type Stats } from './browser-pool.bench.js';
+import { defaultChromiumPath } from '../services/browser-pool/src/config.js';
 
 export interface AdblockFigures {
   rounds: number;
@@ -104,7 +105,7 @@ export async function adblockBench(rounds: number): Promise<AdblockFigures> {
   const dir = fs.mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'bench-adblock-'));
   const launch = (id: string) =>
     LiveBrowser.launch({
-      executable: '/usr/bin/chromium',
+      executable: defaultChromiumPath(),
       rootDir: dir,
       id,
       stealth: true,

@@ -16,6 +16,7 @@ import { startStackFixture, type StackFixture } from '../test/support/stack-fixt
 import { hostConfinement } from '../services/browser-pool/src/testing/confinement.js';
 import type { BrowserConfinement } from '../services/browser-pool/src/confinement.js';
 import { groupMembers } from '../services/browser-pool/src/process-groups.js';
+import { defaultChromiumPath } from '../services/browser-pool/src/config.js';
 
 export interface Stats {
   n: number;
@@ -158,7 +159,7 @@ async function measurePool(warmSize: number, o: BrowserPoolBenchOptions, site: F
 /** One browser launched and prepared in-process, as the pool does it. */
 function launchOne(dir: string, i: number, confinement: BrowserConfinement, stealth = true): Promise<LiveBrowser> {
   return LiveBrowser.launch({
-    executable: '/usr/bin/chromium',
+    executable: defaultChromiumPath(),
     rootDir: dir,
     id: `brw_bench${i}`,
     stealth,

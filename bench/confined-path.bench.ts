@@ -15,6 +15,7 @@ import { EgressProxy } from '../services/browser-pool/src/egress-proxy.js';
 import { hostConfinement } from '../services/browser-pool/src/testing/confinement.js';
 import { startFixtureSite } from '../services/browser-pool/src/testing/fixture-site.js';
 import { ms, stats, type Stats } from './browser-pool.bench.js';
+import { defaultChromiumPath } from '../services/browser-pool/src/config.js';
 
 export interface ConfinedPathFigures {
   /** One GET, µs p50: straight to the site, through the proxy (lookup cached), through it looking up each time. */
@@ -70,7 +71,7 @@ async function egressBench(rounds: number): Promise<ConfinedPathFigures['egress'
 
 async function cdpBench(rounds: number): Promise<ConfinedPathFigures['cdp']> {
   const root = fs.mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'bench-cdp-'));
-  const chromium = await Chromium.launch({ executable: '/usr/bin/chromium', rootDir: path.join(root, 'browsers'), id: 'brw_benchcdp', width: 800, height: 600, confinement: hostConfinement(), logger });
+  const chromium = await Chromium.launch({ executable: defaultChromiumPath(), rootDir: path.join(root, 'browsers'), id: 'brw_benchcdp', width: 800, height: 600, confinement: hostConfinement(), logger });
   const waiters = new Map<number, () => void>();
   try {
     const { targetInfos } = await chromium.conn.send<{ targetInfos: { targetId: string; type: string }[] }>('Target.getTargets');

@@ -32,6 +32,7 @@ import type { Frame } from './screencast.js';
 import { SITE_DIR, startFixtureSite, type FixtureSite } from './testing/fixture-site.js';
 import { hostConfinement } from './testing/confinement.js';
 import { upgradeStatus } from './testing/upgrade-status.js';
+import { defaultChromiumPath } from './config.js';
 
 const logger = createLogger('test', process.env.TEST_LOG_LEVEL ?? 'silent');
 let now = Date.now();
@@ -112,7 +113,7 @@ async function harness(o: Partial<BrowserPoolOptions> & { rootDir?: string; prox
     cdpInternalBase: o.internalCdp ? `ws://localhost:${port}` : `ws://127.0.0.1:${port}`,
     instanceId: 'bpi_test',
     rootDir,
-    chromium: { executable: '/usr/bin/chromium', confinement: hostConfinement(), extraArgs: [] },
+    chromium: { executable: defaultChromiumPath(), confinement: hostConfinement(), extraArgs: [] },
     screencast: { quality: 50, everyNthFrame: 1, maxWidth: 0, maxHeight: 0 },
     warmSize: 1,
     maxActivePerProject: 10,
@@ -1229,7 +1230,7 @@ describe('restart after a crash', () => {
     // What a pool killed with SIGKILL leaves: active records, their Chromium groups and directories,
     // and a warm browser that had no record yet.
     const repo = new BrowserRepository(db.knex, db.driver);
-    const launched = await Promise.all(['brw_crash1', 'brw_crash2', 'brw_crash3', 'brw_warm_left'].map((id) => Chromium.launch({ executable: '/usr/bin/chromium', rootDir, id, width: 800, height: 600, confinement: hostConfinement(), logger })));
+    const launched = await Promise.all(['brw_crash1', 'brw_crash2', 'brw_crash3', 'brw_warm_left'].map((id) => Chromium.launch({ executable: defaultChromiumPath(), rootDir, id, width: 800, height: 600, confinement: hostConfinement(), logger })));
     const rows: BrowserRow[] = [];
     for (const c of launched.slice(0, 3)) {
       const timeoutAt = new Date(now + 3600_000).toISOString();

@@ -8,13 +8,14 @@ import { createLogger } from '../../common/src/logger.js';
 import { retext, type CdpChannel, type CdpMessage } from './cdp-connection.js';
 import { Chromium } from './chromium.js';
 import { hostConfinement } from './testing/confinement.js';
+import { defaultChromiumPath } from './config.js';
 
 let chromium: Chromium;
 let root: string;
 
 before(async () => {
   root = path.join(tempDir('bp-cdp'), 'browsers');
-  chromium = await Chromium.launch({ executable: '/usr/bin/chromium', rootDir: root, id: 'brw_cdp', width: 800, height: 600, confinement: hostConfinement(), logger: createLogger('test', 'silent') });
+  chromium = await Chromium.launch({ executable: defaultChromiumPath(), rootDir: root, id: 'brw_cdp', width: 800, height: 600, confinement: hostConfinement(), logger: createLogger('test', 'silent') });
 });
 
 after(async () => {

@@ -9,6 +9,7 @@ import { tempDir } from '../../../test/support/infra.js';
 import { until } from '../../../test/support/until.js';
 import { createLogger } from '../../common/src/logger.js';
 import { Chromium, killStrays, strayTempDirs } from './chromium.js';
+import { defaultChromiumPath } from './config.js';
 import { CALM_SHARES, CpuGroup } from './cpu-group.js';
 import { groupMembers, processesUsing } from './process-groups.js';
 import { hostConfinement } from './testing/confinement.js';
@@ -20,7 +21,7 @@ const newRoot = () => {
   roots.push(r);
   return r;
 };
-const launch = (rootDir: string, id: string) => Chromium.launch({ executable: '/usr/bin/chromium', rootDir, id, width: 800, height: 600, confinement: hostConfinement(), logger });
+const launch = (rootDir: string, id: string) => Chromium.launch({ executable: defaultChromiumPath(), rootDir, id, width: 800, height: 600, confinement: hostConfinement(), logger });
 const live = (rootDir: string) => processesUsing(`--user-data-dir=${rootDir}${path.sep}`);
 
 after(() => {
@@ -55,7 +56,7 @@ test('when two browsers are launched, then each leads its own process group with
   assert.deepEqual(strayTempDirs(root), []);
 });
 
-test('when a browser is launched, then it runs only its page: no browser UI (the omnibox popup headless Chromium renders) and no renderer for it', async () => {
+test('when a browser is launched, then it is Chromium itself with the pool\'s flags (no wrapper script\'s) and runs only its page: no browser UI (the omnibox popup headless Chromium renders) and no renderer for it', async () => {
   const root = newRoot();
   const b = await launch(root, 'brw_lean');
   try {
@@ -68,7 +69,13 @@ test('when a browser is launched, then it runs only its page: no browser UI (the
     const page = targetInfos.find((t) => t.type === 'page')!;
     const { sessionId } = await b.conn.send<{ sessionId: string }>('Target.attachToTarget', { targetId: page.targetId, flatten: true });
     await b.conn.send('Runtime.evaluate', { expression: '1' }, sessionId);
-    const renderers = groupMembers(b.pgid).map((pid) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8')).filter((c) => /--type=renderer/.test(c));
+    const cmdlines = groupMembers(b.pgid).map((pid) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
+    // Chromium itself, not a wrapper script: Debian's /usr/bin/chromium would add an extension to load (uBlock Origin, with
+    // block_ads off too), extensions from the web store and GPU rasterization (retitled, the arguments read as one line).
+    const main = cmdlines.map((c) => c.replace(/\0+$/, '').split(c.replace(/\0+$/, '').includes('\0') ? '\0' : ' ')).find((argv) => /chromium$/.test(argv[0]!) && argv.includes('--remote-debugging-pipe'));
+    assert.ok(main, `Chromium's own process among ${cmdlines.length}`);
+    assert.deepEqual(main.filter((a) => /^--(load-extension|enable-remote-extensions|enable-gpu-rasterization)\b/.test(a)), [], 'flags the pool did not give');
+    const renderers = cmdlines.filter((c) => /--type=renderer/.test(c));
     assert.equal(renderers.filter((c) => c.includes('--top-chrome-webui')).length, 0, 'no WebUI renderer');
     assert.equal(renderers.length, 1, "one renderer: its page's");
   } finally {
@@ -83,7 +90,7 @@ test('when browsers are launched nicer than the pool, then every process of Chro
     return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
   };
   const mine = niceOf(process.pid);
-  const b = await Chromium.launch({ executable: '/usr/bin/chromium', rootDir: root, id: 'brw_nice', width: 800, height: 600, confinement: hostConfinement(), logger, nice: 7 });
+  const b = await Chromium.launch({ executable: defaultChromiumPath(), rootDir: root, id: 'brw_nice', width: 800, height: 600, confinement: hostConfinement(), logger, nice: 7 });
   try {
     const members = groupMembers(b.pgid);
     assert.ok(members.length > 1);
@@ -106,7 +113,7 @@ test("when the pool has a browsers' cgroup, then Chromium and its supervisor run
     assert.equal(shares(), '300', 'while several browsers start, its weight is held down');
     group.bursting(false);
     assert.equal(shares(), String(CALM_SHARES));
-    const b = await Chromium.launch({ executable: '/usr/bin/chromium', rootDir: root, id: 'brw_cpu', width: 800, height: 600, confinement: hostConfinement(), logger, cpuGroup: group });
+    const b = await Chromium.launch({ executable: defaultChromiumPath(), rootDir: root, id: 'brw_cpu', width: 800, height: 600, confinement: hostConfinement(), logger, cpuGroup: group });
     const inGroup = (pid: number) => group.holds(pid);
     try {
       const members = groupMembers(b.pgid);

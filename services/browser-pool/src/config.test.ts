@@ -2,17 +2,23 @@ import assert from 'node:assert/strict';
 import os from 'node:os';
 import { test } from 'node:test';
 import { ConfigError, defaultInstanceId } from '../../common/src/config.js';
-import { defaultWarmSize, loadBrowserPoolConfig, parseProxies, toWebSocketBase } from './config.js';
+import { DEBIAN_CHROMIUM_BINARY, defaultChromiumPath, defaultWarmSize, loadBrowserPoolConfig, parseProxies, toWebSocketBase } from './config.js';
 
 test('when nothing is set, then the defaults describe a local pool', () => {
   const c = loadBrowserPoolConfig({});
-  assert.equal(c.chromiumPath, '/usr/bin/chromium');
+  assert.equal(c.chromiumPath, DEBIAN_CHROMIUM_BINARY, "Debian's binary (make deps installs chromium), not its wrapper script");
   assert.equal(c.warmSize, defaultWarmSize(os.availableParallelism(), os.totalmem()));
   assert.equal(c.maxActivePerProject, 10);
   assert.equal(c.cdpPort, 9222);
   assert.equal(c.cdpWsBase, 'ws://localhost:9222');
   assert.equal(c.proxies.size, 0);
   assert.deepEqual(c.chromiumArgs, []);
+});
+
+test('when Debian\'s Chromium binary is not installed, then CHROMIUM_PATH defaults to /usr/bin/chromium', () => {
+  assert.equal(defaultChromiumPath(() => false), '/usr/bin/chromium');
+  assert.equal(defaultChromiumPath((f) => f === DEBIAN_CHROMIUM_BINARY), DEBIAN_CHROMIUM_BINARY);
+  assert.equal(loadBrowserPoolConfig({ CHROMIUM_PATH: '/opt/chrome/chrome' }).chromiumPath, '/opt/chrome/chrome');
 });
 
 test('when the machine is small (2 cores or fewer, or under 8 GiB), then one warm browser is kept by default, else two; POOL_WARM_SIZE still wins', () => {

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import os from 'node:os';
 import {
   instanceId,
@@ -25,6 +26,20 @@ import {
 } from '../../common/src/config.js';
 
 /**
+ * Debian's /usr/bin/chromium is a shell script that sources /etc/chromium.d before it starts the
+ * binary: Google API keys and a client secret into the environment, an extension to load and flags
+ * of its own (--enable-gpu-rasterization, --enable-remote-extensions, …), whatever a package or
+ * an admin put there. Browsers start the binary itself, with only the flags and the environment
+ * the pool gives them (and no shell, findmnt or ls before each launch).
+ */
+export const DEBIAN_CHROMIUM_BINARY = '/usr/lib/chromium/chromium';
+
+/** CHROMIUM_PATH's default: Debian's binary where it is installed, else `/usr/bin/chromium`. */
+export function defaultChromiumPath(exists: (file: string) => boolean = fs.existsSync): string {
+  return exists(DEBIAN_CHROMIUM_BINARY) ? DEBIAN_CHROMIUM_BINARY : '/usr/bin/chromium';
+}
+
+/**
  * The warm pool's default floor: each idle warm Chromium holds ≈ 200 MB, which on a small machine
  * is a third of the stack's idle footprint; one still makes the first create fast.
  */
@@ -50,7 +65,7 @@ export const browserPoolConfigSpec = {
   ...outboxFields,
   fileStorageAddr: addressFields.fileStorageAddr,
   liveViewAddr: addressFields.liveViewAddr,
-  chromiumPath: str('CHROMIUM_PATH', { default: '/usr/bin/chromium', describe: 'Chromium executable' }),
+  chromiumPath: str('CHROMIUM_PATH', { default: defaultChromiumPath(), describe: `Chromium executable; default ${DEBIAN_CHROMIUM_BINARY} where it exists (Debian's binary, not its wrapper script), else /usr/bin/chromium` }),
   chromiumArgs: optionalStr('CHROMIUM_ARGS', { describe: 'Extra Chromium flags, separated by spaces' }),
   adblockLists: optionalStr('ADBLOCK_LISTS', { describe: "Filter list files of block_ads (Adblock Plus syntax), separated by commas; default: EasyList and EasyPrivacy of Debian's webext-ublock-origin-chromium" }),
   chromiumNoSandbox: optionalBool('CHROMIUM_NO_SANDBOX', { describe: "Run Chromium without its own sandbox; default: the sandbox is on wherever user namespaces work" }),

@@ -36,6 +36,7 @@ import { createBrowserPoolServer } from './server.js';
 import { hostConfinement } from './testing/confinement.js';
 import { upgradeStatus } from './testing/upgrade-status.js';
 import { startFixtureSite, type FixtureSite } from './testing/fixture-site.js';
+import { defaultChromiumPath } from './config.js';
 
 const logger = createLogger('test', process.env.TEST_LOG_LEVEL ?? 'silent');
 const TIMEOUT_MS = 20_000;
@@ -98,7 +99,7 @@ async function replica(name: string): Promise<Replica> {
     instanceId: name,
     endElsewhere: (row) => router.endAtOwner(row),
     rootDir: path.join(dataDir, name),
-    chromium: { executable: '/usr/bin/chromium', confinement: hostConfinement(), extraArgs: [] },
+    chromium: { executable: defaultChromiumPath(), confinement: hostConfinement(), extraArgs: [] },
     screencast: { quality: 50, everyNthFrame: 1, maxWidth: 0, maxHeight: 0 },
     warmSize: 0,
     maxActivePerProject: CAP,

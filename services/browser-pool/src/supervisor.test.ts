@@ -13,11 +13,12 @@ import { Chromium } from './chromium.js';
 import { groupMembers } from './process-groups.js';
 import { connectSupervisor, stopSupervisor, supervisorAlive, supervisorDir } from './supervisor.js';
 import { hostConfinement } from './testing/confinement.js';
+import { defaultChromiumPath } from './config.js';
 
 const logger = createLogger('test', 'silent');
 const launched: Chromium[] = [];
 const launch = async (id: string, restartGraceMs?: number) => {
-  const c = await Chromium.launch({ executable: '/usr/bin/chromium', rootDir: path.join(tempDir('bp-sup'), 'browsers'), id, width: 800, height: 600, confinement: hostConfinement(), logger, restartGraceMs });
+  const c = await Chromium.launch({ executable: defaultChromiumPath(), rootDir: path.join(tempDir('bp-sup'), 'browsers'), id, width: 800, height: 600, confinement: hostConfinement(), logger, restartGraceMs });
   launched.push(c);
   return c;
 };
