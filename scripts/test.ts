@@ -116,18 +116,15 @@ function testTmpDir(): string | undefined {
 const runTmp = testTmpDir();
 const ownTmp = runTmp !== undefined && !process.env.ATS_TEST_TMPDIR;
 if (runTmp) process.env.TMPDIR = runTmp;
-const removeTmp = () => {
-  if (ownTmp) fs.rmSync(runTmp!, { recursive: true, force: true });
-};
-for (const signal of ['SIGINT', 'SIGTERM'] as const)
-  process.once(signal, () => {
-    removeTmp();
-    process.exit(130);
-  });
+// Removed however the run ends: done, failed, thrown or interrupted (Ctrl-C, a CI timeout).
+if (ownTmp) process.on('exit', () => fs.rmSync(runTmp!, { recursive: true, force: true }));
+process.once('SIGINT', () => process.exit(130));
+process.once('SIGTERM', () => process.exit(143));
 
 /** GNU time, which gives a process's CPU with that of every descendant it waited for (Node's spawn does not). */
 const GNU_TIME = fs.existsSync('/usr/bin/time') ? '/usr/bin/time' : undefined;
 const cpuDir = GNU_TIME ? fs.mkdtempSync(path.join(os.tmpdir(), 'ats-test-cpu-')) : undefined;
+if (cpuDir) process.on('exit', () => fs.rmSync(cpuDir, { recursive: true, force: true }));
 let cpuFiles = 0;
 
 /** One test file in its own runner; its output is printed whole when it ends, so files running side by side don't interleave. */
@@ -203,8 +200,6 @@ async function main(): Promise<void> {
     );
   }
   // The unit files' report after the integration files' too: a log's tail shows both.
-  if (cpuDir) fs.rmSync(cpuDir, { recursive: true, force: true });
-  removeTmp();
   let ok = unitResults.length ? report('unit', unitResults, 15) : true;
   if (integrationResults.length) ok = report('integration', integrationResults) && ok;
   process.stdout.write(`\n== ${ok ? 'all tests passed' : 'tests FAILED'} in ${((Date.now() - started) / 1000).toFixed(0)} s\n`);

@@ -126,8 +126,15 @@ describe('a run whose worker dies', { skip: !pg && 'needs Postgres on 127.0.0.1:
     // The gateway's channel drops the dead replica when it sees its connection close; a call that raced that (once in five
     // full runs, on a loaded machine) got 503 "try again shortly". Calls are spread over replicas in turn: two answered in a row
     // means the dead one is skipped. (Not what this test is about: how a run is taken over.)
-    let answered = 0;
-    await until(async () => (answered = (await json('GET', `${BASE}/runs?limit=1`)).status === 200 ? answered + 1 : 0) >= 2, { timeoutMs: 10_000, intervalMs: 50, what: 'the gateway calling only the live run replica' });
+    let inARow = 0;
+    await until(
+      async () => {
+        const listed = await json('GET', `${BASE}/runs?limit=1`);
+        inARow = listed.status === 200 ? inARow + 1 : 0;
+        return inARow >= 2;
+      },
+      { timeoutMs: 10_000, intervalMs: 50, what: 'the gateway calling only the live run replica' },
+    );
     let stopped: { id: string };
     let orphan: { id: string };
     try {

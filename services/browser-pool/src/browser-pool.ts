@@ -500,8 +500,8 @@ export class BrowserPool implements CdpProxyBackend {
   /**
    * Provisions a browser synchronously: a Chromium kept for the project or a warm one if one fits,
    * else launched; profile loaded before it is returned. A Chromium that cannot be prepared (its
-   * fingerprint or profile not set within the time) is ended and the create made once more with a
-   * new launch (`retry`: that second attempt, which takes no kept Chromium).
+   * fingerprint or profile not set within the time) is ended and the create made once more on
+   * another (`retry`: that second attempt, which takes no kept Chromium and is no new demand).
    */
   async create(input: CreateBrowserInput, retry = false): Promise<BrowserRow> {
     if (this.#stopped || this.#draining) throw new UnavailableError('The browser pool is shutting down');
@@ -516,7 +516,7 @@ export class BrowserPool implements CdpProxyBackend {
     // A stop of the project about to hand over its Chromium is waited for even with a warm one idle: taking the warm one would launch its replacement.
     if (fitsWarm && !retry && !reused) reused = await this.#awaitReusable(input.projectId, input.signal, this.#warm.idleCount === 0 ? REUSE_WAIT_MS : REUSE_WAIT_WARM_MS);
     // The warm pool sizes itself by the creates it must serve: those a kept Chromium serves need no launch.
-    if (fitsWarm && !reused) this.#warm.noteDemand();
+    if (fitsWarm && !reused && !retry) this.#warm.noteDemand();
     let browser = reused ?? (fitsWarm ? this.#warm.take() : undefined);
     const warm = browser !== undefined && !reused;
     const id = browser?.id ?? newId('brw');
@@ -603,7 +603,7 @@ export class BrowserPool implements CdpProxyBackend {
     } catch (err) {
       if (!retry && !input.signal?.aborted && !this.#stopped && !this.#draining) {
         // One Chromium that misbehaves (a kept one, a warm one, a launch on a loaded node) is not the caller's failure: a new launch is.
-        this.#logger.warn({ err, browserId: id, warm, reused: reused !== undefined }, 'browser could not be prepared; ended, another is launched');
+        this.#logger.warn({ err, browserId: id, warm, reused: reused !== undefined }, 'browser could not be prepared; ended, the create tries another');
         await this.#discard(b);
         return this.create(input, true);
       }

@@ -72,7 +72,11 @@ test('when a browser is launched, then it is Chromium itself with the pool\'s fl
     const cmdlines = groupMembers(b.pgid).map((pid) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
     // Chromium itself, not a wrapper script: Debian's /usr/bin/chromium would add an extension to load (uBlock Origin, with
     // block_ads off too), extensions from the web store and GPU rasterization (retitled, the arguments read as one line).
-    const main = cmdlines.map((c) => c.replace(/\0+$/, '').split(c.replace(/\0+$/, '').includes('\0') ? '\0' : ' ')).find((argv) => /chromium$/.test(argv[0]!) && argv.includes('--remote-debugging-pipe'));
+    const argvOf = (cmdline: string) => {
+      const c = cmdline.replace(/\0+$/, '');
+      return c.split(c.includes('\0') ? '\0' : ' ');
+    };
+    const main = cmdlines.map(argvOf).find((argv) => /chromium$/.test(argv[0]!) && argv.includes('--remote-debugging-pipe'));
     assert.ok(main, `Chromium's own process among ${cmdlines.length}`);
     assert.deepEqual(main.filter((a) => /^--(load-extension|enable-remote-extensions|enable-gpu-rasterization)\b/.test(a)), [], 'flags the pool did not give');
     const renderers = cmdlines.filter((c) => /--type=renderer/.test(c));
