@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import puppeteer from 'puppeteer-core';
 import { startStackFixture, type StackFixture } from '../test/support/stack-fixture.js';
-import type { ServiceName } from '../scripts/stack.js';
+import type { ProcessName } from '../scripts/stack.js';
 
 const CLK_TCK = 100;
 /** How long after the last session is created the idle CPU is measured: past the first part of every recording (10 s by default). */
@@ -66,7 +66,7 @@ function tree(root: number, procs: Map<number, Proc>): number[] {
 }
 
 export interface ProcessFootprint {
-  process: ServiceName | 'nats';
+  process: ProcessName;
   /** PSS of the process alone, MB. */
   ownMb: number;
   /** PSS of its children (Chromiums, ffmpegs, helpers), MB. */
@@ -83,7 +83,8 @@ export interface FootprintPhase {
 /** What the stack holds now, process by process. */
 function measure(f: StackFixture, sessions: number): FootprintPhase {
   const procs = processes();
-  const roots: [ServiceName | 'nats', number][] = [...f.stack.children.entries()].map(([s, c]) => [s, c.pid!] as [ServiceName, number]);
+  const roots: [ProcessName, number][] = [...f.stack.children.entries()].map(([s, c]) => [s, c.pid!] as [ProcessName, number]);
+  if (f.stack.database?.pid) roots.push(['database', f.stack.database.pid]);
   if (f.stack.nats?.pid) roots.push(['nats', f.stack.nats.pid]);
   const rows = roots.map(([name, pid]) => {
     const kids = tree(pid, procs).slice(1);
@@ -125,7 +126,11 @@ async function oneConfig(config: { env?: Record<string, string>; heapLimits?: bo
     env: { MAX_ACTIVE_BROWSERS_PER_PROJECT: String(sessions + 2), BROWSER_IDLE_TIMEOUT_SECONDS: '0', RECORDING_ENABLED: 'true', ...config.env },
   });
   const key = f.projects.bench!.key;
-  const roots = (): [string, number][] => [...f.stack.children.entries()].map(([s, c]) => [s, c.pid!] as [string, number]).concat(f.stack.nats?.pid ? [['nats', f.stack.nats.pid]] : []);
+  const roots = (): [string, number][] =>
+    [...f.stack.children.entries()]
+      .map(([s, c]) => [s, c.pid!] as [string, number])
+      .concat(f.stack.database?.pid ? [['database', f.stack.database.pid]] : [])
+      .concat(f.stack.nats?.pid ? [['nats', f.stack.nats.pid]] : []);
   /** CPU seconds so far, per process: its own and its children's (processes gone meanwhile are not counted). */
   const cpu = () => {
     const procs = processes();

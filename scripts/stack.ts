@@ -1,9 +1,10 @@
 /**
- * Starts the whole service as separate processes: an optional child nats-server, the four
- * services and the gateway, each in its own process group. Used by `make up` and by the
- * integration tests, so both run exactly the same processes. Every process gets the same
- * internal token (DATA_DIR/internal-token unless one is given); a child nats-server requires
- * a token generated for it, which only the services are told.
+ * Starts the whole service as separate processes: an optional child nats-server, the embedded
+ * database process (unless DATABASE_URL names a Postgres), the five services and the gateway,
+ * each in its own process group. Used by `make up` and by the integration tests, so both run
+ * exactly the same processes. Every process gets the same internal token (DATA_DIR/internal-token
+ * unless one is given); a child nats-server requires a token generated for it, which only the
+ * services are told.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -12,6 +13,7 @@ import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { embeddedDatabaseUrl, embeddedSocketPath, hasPerServiceDatabases } from '../services/common/src/embedded-database.js';
 import { INTERNAL_TOKEN_FILE_NAME, loadInternalToken, type InternalToken } from '../services/common/src/internal-token.js';
 import type { S3Server } from '../services/file-storage/src/testing/s3-server.js';
 
@@ -27,13 +29,17 @@ export const SERVICE_NAMES: ServiceName[] = ['file-storage', 'live-view', 'brows
  */
 const PIN_ORDER: ServiceName[] = ['file-storage', 'live-view', 'browser-pool', 'run', 'gateway', 'webhooks'];
 
-export const ENTRY: Record<ServiceName, string> = {
+/** A process the stack starts and restarts: a service, the child nats-server, the embedded database. */
+export type ProcessName = ServiceName | 'nats' | 'database';
+
+export const ENTRY: Record<ServiceName | 'database', string> = {
   'file-storage': 'services/file-storage/src/main',
   'live-view': 'services/live-view/src/main',
   'browser-pool': 'services/browser-pool/src/main',
   run: 'services/run/src/main',
   webhooks: 'services/webhooks/src/main',
   gateway: 'gateway/src/main',
+  database: 'services/database/src/main',
 };
 
 /** A service's entry compiled by tsc. */
@@ -66,7 +72,8 @@ function distEntry(entry: string): string {
  * service holds under load (the run service holds transcripts and agent steps: more room), and a
  * process that reached one crashes and is restarted rather than swapping the node.
  */
-export const HEAP_LIMIT_ARGS: Record<ServiceName, string[]> = {
+export const HEAP_LIMIT_ARGS: Record<ServiceName | 'database', string[]> = {
+  database: ['--max-semi-space-size=2', '--max-old-space-size=256'],
   'file-storage': ['--max-semi-space-size=2', '--max-old-space-size=256'],
   'live-view': ['--max-semi-space-size=8', '--max-old-space-size=384'],
   'browser-pool': ['--max-semi-space-size=8', '--max-old-space-size=512'],
@@ -119,6 +126,20 @@ export async function freePort(): Promise<number> {
 export function canConnect(host: string, port: number, timeoutMs = 500): Promise<boolean> {
   return new Promise((resolve) => {
     const sock = net.connect({ host, port });
+    const done = (ok: boolean) => {
+      sock.destroy();
+      resolve(ok);
+    };
+    sock.setTimeout(timeoutMs, () => done(false));
+    sock.once('connect', () => done(true));
+    sock.once('error', () => done(false));
+  });
+}
+
+/** Resolves true when something accepts connections on the Unix socket at `socketPath`. */
+function canConnectSocket(socketPath: string, timeoutMs = 500): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = net.connect(socketPath);
     const done = (ok: boolean) => {
       sock.destroy();
       resolve(ok);
@@ -233,9 +254,9 @@ export interface RestartPolicy {
   firstDelayMs?: number;
   maxDelayMs?: number;
   stableMs?: number;
-  log(process: ServiceName | 'nats', line: string): void;
+  log(process: ProcessName, line: string): void;
   /** After a process came back (e.g. to record the new process ids). */
-  onRestarted?(process: ServiceName | 'nats'): void;
+  onRestarted?(process: ProcessName): void;
 }
 
 export interface StackOptions {
@@ -247,7 +268,16 @@ export interface StackOptions {
   /** The internal token (INTERNAL_TOKEN) or a file holding it; neither = DATA_DIR/internal-token. */
   internalToken?: string | undefined;
   internalTokenFile?: string | undefined;
+  /** Postgres for every service; unset = the embedded database (a PGlite in DATA_DIR/database served by a process of its own). */
   databaseUrl?: string | undefined;
+  /**
+   * Without `databaseUrl`: `shared` (the default) starts the embedded database process, whose one
+   * PGlite every service uses; `per-service` gives each service a PGlite of its own in
+   * DATA_DIR/<service> (the older layout, kept for a data directory that already has it).
+   */
+  embeddedDatabase?: 'shared' | 'per-service';
+  /** Runs after NATS and the database are up, before any service starts (e.g. to seed the database at `stack.databaseUrl`). */
+  beforeServices?: (stack: Stack) => Promise<void>;
   gatewayHost?: string;
   gatewayPort?: number;
   /** Ports of the public HTTP edges (blob links, CDP proxy, live view); free ones when unset. */
@@ -259,7 +289,7 @@ export interface StackOptions {
   /** `dist` runs the built JavaScript; `tsx` runs the TypeScript sources. */
   mode: 'dist' | 'tsx';
   /** Every line a process prints. */
-  onLine?: (service: ServiceName | 'nats', line: string) => void;
+  onLine?: (service: ProcessName, line: string) => void;
   /** After a service process was spawned (e.g. to record its process group before it is ready). */
   onSpawn?: () => void;
   /** Extra environment for every service. */
@@ -316,6 +346,10 @@ export class Stack {
   readonly children = new Map<ServiceName, ChildProcess>();
   readonly ports = new Map<ServiceName, number>();
   nats: ChildProcess | undefined;
+  /** The embedded database process, when the stack runs one. */
+  database: ChildProcess | undefined;
+  /** What the services are given as DATABASE_URL (the embedded database's, or the one in the options); undefined = a PGlite each. */
+  databaseUrl: string | undefined;
   /** The S3 server file-storage uses with `blobStore: 's3'`. */
   s3: S3Server | undefined;
   natsUrl = '';
@@ -330,11 +364,12 @@ export class Stack {
   readonly #signingSecret: string | undefined;
   #stopping = false;
   #policy: RestartPolicy | undefined;
-  readonly #crashes = new Map<ServiceName | 'nats', { inARow: number; startedAt: number }>();
+  readonly #crashes = new Map<ProcessName, { inARow: number; startedAt: number }>();
   readonly #restartTimers = new Set<NodeJS.Timeout>();
 
   constructor(opts: StackOptions) {
     this.opts = opts;
+    this.databaseUrl = opts.databaseUrl;
     // Resolved (and generated) here, before any service starts, so that they all read one file.
     this.internalToken = loadInternalToken({ internalToken: opts.internalToken, internalTokenFile: opts.internalTokenFile, dataDir: opts.dataDir });
     if (SERVICE_NAMES.some((s) => replicaCount(opts.replicas, s) > 1)) {
@@ -394,7 +429,7 @@ export class Stack {
       env.SIGNING_SECRET = this.#signingSecret;
     }
     if (this.natsToken && service !== 'gateway') env.NATS_TOKEN = this.natsToken; // the gateway does not use NATS
-    if (this.opts.databaseUrl) env.DATABASE_URL = this.opts.databaseUrl;
+    if (this.databaseUrl) env.DATABASE_URL = this.databaseUrl;
     else delete env.DATABASE_URL;
     // Replicas on one host share its name (every instance id's default): each gets its own, stable
     // across its restarts, as a pod name is (`<service>-<n>`), unless `env` names one.
@@ -430,16 +465,37 @@ export class Stack {
     return env;
   }
 
-  #spawn(service: ServiceName, replica?: Replica): ChildProcess {
+  #spawn(service: ServiceName | 'database', replica?: Replica): ChildProcess {
     const entry = ENTRY[service];
     // From sources, the client package (the gateway's /mcp) is loaded from its sources too
     // (its package.json's `ats-source` condition), so no build of it is needed first.
     const heap = this.opts.heapLimits === false ? [] : HEAP_LIMIT_ARGS[service];
     const args = this.opts.mode === 'dist' ? [...heap, distEntry(entry)] : [...heap, '--import', 'tsx', '--conditions=ats-source', path.join(ROOT, `${entry}.ts`)];
-    const child = spawn(process.execPath, args, { cwd: ROOT, env: this.#env(service, replica), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const env = service === 'database' ? this.#databaseEnv() : this.#env(service, replica);
+    const child = spawn(process.execPath, args, { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     for (const s of [child.stdout!, child.stderr!]) readline.createInterface({ input: s }).on('line', (l) => this.opts.onLine?.(service, replica ? `[${replica.n}] ${l}` : l));
     queueMicrotask(() => this.opts.onSpawn?.()); // once the caller has put it in `children`
     return child;
+  }
+
+  /** The database process needs only where its data is: no service's address, token or secret. */
+  #databaseEnv(): NodeJS.ProcessEnv {
+    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, DATA_DIR: this.opts.dataDir, LOG_LEVEL: this.opts.logLevel ?? 'info', SHUTDOWN_TIMEOUT_MS: String(this.opts.shutdownTimeoutMs ?? 10000) };
+    for (const v of ['PGLITE_TEMPLATES', 'TMPDIR', 'DATABASE_IDLE_IN_TRANSACTION_MS']) if (process.env[v] ?? this.opts.env?.[v]) env[v] = this.opts.env?.[v] ?? process.env[v];
+    return env;
+  }
+
+  /** Starts (or restarts) the embedded database process; resolves when its socket accepts connections. */
+  async #startDatabase(): Promise<void> {
+    if (this.#stopping) throw new Error('database: not started, the stack is stopping');
+    const child = this.#spawn('database');
+    this.database = child;
+    this.#markStarted('database');
+    child.once('exit', (code, signal) => {
+      if (!this.#stopping && this.database === child) this.#scheduleRestart('database', `exited (code ${code}, signal ${signal})`);
+    });
+    const socket = embeddedSocketPath(this.opts.dataDir);
+    await waitFor('database', () => canConnectSocket(socket), 180_000, child);
   }
 
   /** Starts (or restarts) one service and waits until its port accepts connections. */
@@ -458,16 +514,34 @@ export class Stack {
     await listening(service, [port, ...edges], child);
   }
 
-  /** Starts NATS (unless given) and every service; resolves when all accept connections. */
+  /** Starts NATS (unless given), the embedded database (unless `databaseUrl`) and every service; resolves when all accept connections. */
   async start(): Promise<void> {
-    if (this.opts.natsUrl) {
-      this.natsUrl = this.opts.natsUrl;
-      this.natsToken = this.opts.natsToken;
-    } else {
-      const n = await startNats(path.join(this.opts.dataDir, 'nats'), (l) => this.opts.onLine?.('nats', l));
-      this.natsUrl = n.url;
-      this.natsToken = n.token;
-      this.#watchNats(n.child);
+    const nats = async () => {
+      if (this.opts.natsUrl) {
+        this.natsUrl = this.opts.natsUrl;
+        this.natsToken = this.opts.natsToken;
+      } else {
+        const n = await startNats(path.join(this.opts.dataDir, 'nats'), (l) => this.opts.onLine?.('nats', l));
+        this.natsUrl = n.url;
+        this.natsToken = n.token;
+        this.#watchNats(n.child);
+      }
+    };
+    const database = async () => {
+      if (this.opts.databaseUrl || this.opts.embeddedDatabase === 'per-service') return;
+      if (hasPerServiceDatabases(this.opts.dataDir)) {
+        this.opts.onLine?.('database', `${this.opts.dataDir} holds a database per service (the older layout): each service keeps its own`);
+        return;
+      }
+      this.databaseUrl = embeddedDatabaseUrl(this.opts.dataDir);
+      await this.#startDatabase();
+    };
+    try {
+      await Promise.all([nats(), database()]);
+      await this.opts.beforeServices?.(this);
+    } catch (err) {
+      await this.stop();
+      throw err;
     }
     if (this.opts.blobStore === 's3') this.s3 = await (await import('../services/file-storage/src/testing/s3-server.js')).startS3Server({ dir: path.join(this.opts.dataDir, 's3') });
     for (const s of SERVICE_NAMES) if (s !== 'gateway') this.ports.set(s, await freePort());
@@ -504,7 +578,7 @@ export class Stack {
     this.#policy = policy;
   }
 
-  #markStarted(name: ServiceName | 'nats'): void {
+  #markStarted(name: ProcessName): void {
     const c = this.#crashes.get(name);
     this.#crashes.set(name, { inARow: c?.inARow ?? 0, startedAt: Date.now() });
   }
@@ -517,7 +591,7 @@ export class Stack {
     });
   }
 
-  #scheduleRestart(name: ServiceName | 'nats', why: string): void {
+  #scheduleRestart(name: ProcessName, why: string): void {
     const p = this.#policy;
     if (!p || this.#stopping) return;
     const c = this.#crashes.get(name) ?? { inARow: 0, startedAt: 0 };
@@ -533,13 +607,15 @@ export class Stack {
     this.#restartTimers.add(timer);
   }
 
-  async #restart(name: ServiceName | 'nats'): Promise<void> {
+  async #restart(name: ProcessName): Promise<void> {
     const p = this.#policy!;
     try {
       if (name === 'nats') {
         const n = await startNats(path.join(this.opts.dataDir, 'nats'), (l) => this.opts.onLine?.('nats', l), { port: Number(new URL(this.natsUrl).port), token: this.natsToken! });
         if (this.#stopping) return void (await stopChild(n.child, 5000));
         this.#watchNats(n.child);
+      } else if (name === 'database') {
+        await this.#startDatabase();
       } else {
         await this.startService(name);
       }
@@ -547,8 +623,8 @@ export class Stack {
       p.onRestarted?.(name);
     } catch (err) {
       p.log(name, `restart failed: ${(err as Error).message}`);
-      const child = name === 'nats' ? undefined : this.children.get(name);
-      // A service that started but never listened is killed: its exit schedules the next try.
+      const child = name === 'nats' ? undefined : name === 'database' ? this.database : this.children.get(name);
+      // A process that started but never listened is killed: its exit schedules the next try.
       if (child && child.exitCode === null && child.signalCode === null) killGroup(child.pid, 'SIGKILL');
       else if (!child || name === 'nats') this.#scheduleRestart(name, 'did not start');
     }
@@ -559,7 +635,15 @@ export class Stack {
    * group at once, as a crash would, or SIGTERM, as a rolling update does (SIGKILL after the
    * shutdown time). Resolves when it exited.
    */
-  async kill(service: ServiceName, n = 1, signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL'): Promise<void> {
+  async kill(service: ServiceName | 'database', n = 1, signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL'): Promise<void> {
+    if (service === 'database') {
+      const child = this.database;
+      this.database = undefined;
+      if (!child) return;
+      if (signal === 'SIGTERM') return stopChild(child, (this.opts.shutdownTimeoutMs ?? 10000) + 2000);
+      killGroup(child.pid, 'SIGKILL');
+      return exited(child);
+    }
     const replica = n > 1 ? this.replicas.find((x) => x.service === service && x.n === n) : undefined;
     const child = n > 1 ? replica?.child : this.children.get(service);
     if (!child) return;
@@ -571,7 +655,8 @@ export class Stack {
   }
 
   /** Starts again replica `n` (1 = the first) of a service that `kill` stopped; resolves when it listens. */
-  async revive(service: ServiceName, n = 1): Promise<void> {
+  async revive(service: ServiceName | 'database', n = 1): Promise<void> {
+    if (service === 'database') return this.#startDatabase();
     if (n === 1) return this.startService(service);
     const replica = this.replicas.find((x) => x.service === service && x.n === n);
     if (!replica) throw new Error(`${service} has no replica ${n}`);
@@ -580,10 +665,10 @@ export class Stack {
 
   /** Process ids of everything the stack started. */
   pids(): number[] {
-    return [...this.children.values(), ...this.replicas.map((r) => r.child), ...(this.nats ? [this.nats] : [])].flatMap((c) => (c?.pid ? [c.pid] : []));
+    return [...this.children.values(), ...this.replicas.map((r) => r.child), this.database, this.nats].flatMap((c) => (c?.pid ? [c.pid] : []));
   }
 
-  /** Stops the gateway first, then the services, then NATS. Idempotent. */
+  /** Stops the gateway first, then the services, then the database, then NATS. Idempotent. */
   async stop(): Promise<void> {
     this.#stopping = true;
     for (const t of this.#restartTimers) clearTimeout(t);
@@ -595,6 +680,7 @@ export class Stack {
     const rest = [...[...this.children.entries()].filter(([s]) => s !== 'gateway').map(([, c]) => c), ...this.replicas.filter((r) => r.service !== 'gateway').map((r) => r.child)];
     await Promise.all(rest.filter((c) => c !== undefined).map((c) => stopChild(c, grace)));
     this.children.clear();
+    if (this.database) await stopChild(this.database, grace);
     killLeftBrowsers(this.opts.dataDir);
     if (this.nats) await stopChild(this.nats, 5000);
     await this.s3?.close();

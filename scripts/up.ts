@@ -56,9 +56,9 @@ function localKey(): string {
   return key;
 }
 
-const COLORS: Record<string, number> = { 'file-storage': 36, 'live-view': 35, 'browser-pool': 33, run: 32, gateway: 34, nats: 90 };
+const COLORS: Record<string, number> = { 'file-storage': 36, 'live-view': 35, 'browser-pool': 33, run: 32, gateway: 34, nats: 90, database: 90 };
 const color = process.stdout.isTTY && !config.noColor;
-const width = Math.max(...[...SERVICE_NAMES, 'nats'].map((s) => s.length));
+const width = Math.max(...[...SERVICE_NAMES, 'nats', 'database'].map((s) => s.length));
 
 /** Prints a child's line with its name; pino JSON becomes `LEVEL msg key=value …`. */
 function printLine(service: string, line: string): void {

@@ -6,7 +6,9 @@ import { until } from './support/until.js';
 
 let f: StackFixture;
 before(async () => {
-  f = await startStackFixture();
+  // A PGlite per service (the older layout a data directory may have): the one file whose stack keeps
+  // that path running, beside the services' own tests on it; the other files use the embedded database.
+  f = await startStackFixture({ embeddedDatabase: 'per-service' });
 });
 after(async () => {
   const pids = f.stack.pids();

@@ -105,36 +105,42 @@ describe('the launcher with no NATS_URL', () => {
       assert.match(page.headers.get('content-security-policy') ?? '', /frame-src http:\/\/localhost:\d+/);
     }
 
-    assert.equal(groups().length, 7, 'six services (webhooks among them) and a nats-server');
+    assert.equal(groups().length, 8, 'six services (webhooks among them), the embedded database and a nats-server');
     if (stackMode() === 'dist') {
       // Built by make build, each service runs as one bundle (scripts/bundle.ts).
       const services = groups().map(cmdline).filter((l) => !l.startsWith('nats-server'));
-      assert.equal(services.filter((l) => /\/dist\/.*\/main\.bundle\.mjs\0/.test(l)).length, 6, services.join('\n'));
+      assert.equal(services.filter((l) => /\/dist\/.*\/main\.bundle\.mjs\0/.test(l)).length, 7, services.join('\n'));
     }
     assert.ok(processesMentioning(dataDir).some((pid) => cmdline(pid).startsWith('nats-server')));
-    // Every process shares one internal token, kept like the key; the nats-server has its own.
-    const secrets = ['internal-token', 'nats/auth.conf'].map((f) => path.join(dataDir, f));
+    // Every process shares one internal token, kept like the key; the nats-server and the database have their own.
+    const secrets = ['internal-token', 'nats/auth.conf', 'database/password'].map((f) => path.join(dataDir, f));
     for (const file of secrets) assert.equal((fs.statSync(file).mode & 0o777).toString(8), '600', file);
+    assert.equal((fs.statSync(path.join(dataDir, 'database')).mode & 0o777).toString(8), '700', 'only this user reaches the database socket');
     const internalToken = fs.readFileSync(secrets[0]!, 'utf8').trim();
     const natsToken = /token: "([^"]+)"/.exec(fs.readFileSync(secrets[1]!, 'utf8'))?.[1];
-    assert.ok(internalToken.length >= 32 && natsToken);
+    const databasePassword = fs.readFileSync(secrets[2]!, 'utf8').trim();
+    assert.ok(internalToken.length >= 32 && natsToken && databasePassword.length >= 32);
     for (const pid of processesMentioning(dataDir)) {
       const line = cmdline(pid);
-      assert.ok(!line.includes(internalToken) && !line.includes(natsToken), `a token is on the command line of ${pid}`);
+      for (const secret of [internalToken, natsToken, databasePassword, encodeURIComponent(databasePassword)]) assert.ok(!line.includes(secret), `a secret is on the command line of ${pid}`);
     }
   });
 
-  test('when a service and the nats-server are killed, then each is restarted, the restart logged, and the stack serves runs again', async () => {
+  test('when a service, the database and the nats-server are killed, then each is restarted, the restart logged, and the stack serves runs again', async () => {
     const before = groups();
     const run = before.find((pid) => cmdline(pid).includes('services/run/src/main'))!;
     const nats = before.find((pid) => cmdline(pid).startsWith('nats-server'))!;
-    assert.ok(run && nats, 'the run service and the nats-server are running');
+    const database = before.find((pid) => cmdline(pid).includes('services/database/src/main'))!;
+    assert.ok(run && nats && database, 'the run service, the nats-server and the database are running');
     const natsPort = Number(/-p\0(\d+)/.exec(cmdline(nats))?.[1]);
     killGroup(run, 'SIGKILL');
     killGroup(nats, 'SIGKILL');
+    killGroup(database, 'SIGKILL');
     await printed(/run\s+\| exited \(code null, signal SIGKILL\); restart #1 in 1 s/);
     await printed(/nats\s+\| exited \(code null, signal SIGKILL\); restart #1 in 1 s/);
+    await printed(/database\s+\| exited \(code null, signal SIGKILL\); restart #1 in 1 s/);
     await printed(/nats\s+\| restarted/);
+    await printed(/database\s+\| restarted/);
     await printed(/run\s+\| restarted/);
 
     // A service restarted before the nats-server is back may exit again; the launcher keeps restarting it until all are healthy.
@@ -171,6 +177,7 @@ describe('the launcher with no NATS_URL', () => {
     assert.ok(!output.includes(`"${key}"`) && output.split(key).length === 3, 'the key appears only in the banner');
     const internalToken = fs.readFileSync(path.join(dataDir, 'internal-token'), 'utf8').trim();
     const natsToken = /token: "([^"]+)"/.exec(fs.readFileSync(path.join(dataDir, 'nats/auth.conf'), 'utf8'))![1]!;
-    assert.ok(!output.includes(internalToken) && !output.includes(natsToken), 'no token is printed or logged');
+    const databasePassword = fs.readFileSync(path.join(dataDir, 'database/password'), 'utf8').trim();
+    for (const secret of [internalToken, natsToken, databasePassword, encodeURIComponent(databasePassword)]) assert.ok(!output.includes(secret), 'no token or password is printed or logged');
   });
 });

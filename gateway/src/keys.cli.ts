@@ -1,10 +1,10 @@
 /**
  * `npm run keys -- create [--project P] [--name N] | list | revoke <id-or-prefix>`.
- * Opens the gateway's database directly; with the embedded database the gateway must be
- * stopped (its lock file says so) — or use BOOTSTRAP_API_KEY.
+ * Opens the gateway's database directly: DATABASE_URL's, or the embedded database of DATA_DIR,
+ * whether the stack runs (through its database process) or not.
  */
 import { parseArgs } from 'node:util';
-import { openDatabase } from '../../services/common/src/db.js';
+import { openStackDatabase } from '../../services/common/src/embedded-database.js';
 import { API_KEY_SCOPES, ApiKeyRepository, migrations, type ApiKeyScope } from './api-key.repository.js';
 import { loadGatewayConfig } from './config.js';
 
@@ -23,7 +23,7 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const config = loadGatewayConfig();
-  const db = await openDatabase({ service: 'gateway', dataDir: config.dataDir, databaseUrl: config.databaseUrl, migrations });
+  const db = await openStackDatabase({ service: 'gateway', dataDir: config.dataDir, databaseUrl: config.databaseUrl, migrations });
   try {
     const repo = new ApiKeyRepository(db.knex);
     if (command === 'create') {

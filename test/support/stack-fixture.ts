@@ -1,6 +1,6 @@
 /** Starts the real stack (every service its own process, real gRPC on loopback) for a test file. */
 import fs from 'node:fs';
-import { canConnect, Stack, type ServiceName, type StackOptions } from '../../scripts/stack.js';
+import { canConnect, Stack, type ProcessName, type StackOptions } from '../../scripts/stack.js';
 import { ApiKeyRepository, migrations as gatewayMigrations } from '../../gateway/src/api-key.repository.js';
 import { openDatabase } from '../../services/common/src/db.js';
 import { tempDir } from './infra.js';
@@ -23,7 +23,7 @@ export interface StackFixture {
    */
   api(path: string, init?: RequestInit & { key?: string | null }): Promise<Response>;
   /** The last lines each process printed (for failure messages). */
-  logs(service?: ServiceName | 'nats'): string;
+  logs(service?: ProcessName): string;
   stop(): Promise<void>;
 }
 
@@ -54,8 +54,10 @@ export interface StackFixtureOptions {
   shutdownTimeoutMs?: number;
   /** Start the stack's own nats-server (which requires a token) even when 127.0.0.1:4222 answers. */
   ownNats?: boolean;
-  /** Postgres for every service (each in its own schema); PGlite in the data directory when unset. */
+  /** Postgres for every service (each in its own schema); the embedded database (a PGlite in the data directory) when unset. */
   databaseUrl?: string;
+  /** Without `databaseUrl`: one PGlite for the stack (`shared`, the default) or one per service (see StackOptions.embeddedDatabase). */
+  embeddedDatabase?: 'shared' | 'per-service';
   /** Processes per service, one count for all or per service (see StackOptions.replicas; needs `databaseUrl`). */
   replicas?: StackOptions['replicas'];
   /** The services' log level (default info). */
@@ -69,18 +71,20 @@ export interface StackFixtureOptions {
 }
 
 export async function startStackFixture(options: StackFixtureOptions = {}): Promise<StackFixture> {
-  const { env = {}, projects: projectNames = [], mode = stackMode(), ownNats = false, databaseUrl, replicas, logLevel = 'info', blobStore, balancing, heapLimits, shutdownTimeoutMs = 5000 } = options;
+  const { env = {}, projects: projectNames = [], mode = stackMode(), ownNats = false, databaseUrl, embeddedDatabase, replicas, logLevel = 'info', blobStore, balancing, heapLimits, shutdownTimeoutMs = 5000 } = options;
   const dataDir = tempDir('stack');
   const projects: Record<string, TestProject> = {};
-  if (projectNames.length) {
-    const db = await openDatabase({ service: 'gateway', dataDir, databaseUrl, migrations: gatewayMigrations });
+  // Keys registered in the stack's database before the gateway starts.
+  const registerProjects = async (s: Stack) => {
+    if (!projectNames.length) return;
+    const db = await openDatabase({ service: 'gateway', dataDir, databaseUrl: s.databaseUrl, migrations: gatewayMigrations });
     const repo = new ApiKeyRepository(db.knex);
     for (const name of projectNames) {
       const { key, info } = await repo.create(name, 'test');
       projects[name] = { key, projectId: info.projectId };
     }
     await db.stop();
-  }
+  };
   const key = `ats_test_${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
   const lines: [string, string][] = [];
   const natsUrl = !ownNats && (await canConnect('127.0.0.1', 4222)) ? 'nats://127.0.0.1:4222' : undefined;
@@ -88,6 +92,8 @@ export async function startStackFixture(options: StackFixtureOptions = {}): Prom
     dataDir,
     natsUrl,
     databaseUrl,
+    embeddedDatabase,
+    beforeServices: registerProjects,
     replicas,
     balancing,
     heapLimits,

@@ -1,20 +1,18 @@
 /**
- * knex on embedded PGlite (no DATABASE_URL: data in DATA_DIR/<service>/pgdata, guarded by a
- * lock file) or Postgres (DATABASE_URL: the service's tables live in its own schema).
+ * knex on Postgres (DATABASE_URL: the service's tables live in its own schema) or on a PGlite of
+ * the service's own (no DATABASE_URL: data in DATA_DIR/<service>/pgdata, guarded by a lock file).
+ * The launcher's embedded database (embedded-database.ts) is reached by DATABASE_URL, as Postgres.
  * Migrations are code (a list per service) and run at start; on Postgres, under an advisory lock
  * per schema, so any number of replicas may start at once on an empty database.
  */
-import './wasm-baseline.js'; // first: knex-pglite loads PGlite
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
 import knexFactory, { type Knex } from 'knex';
-import ClientPgLite from 'knex-pglite';
 import { pgliteTemplatesDir } from './config.js';
 import { acquireLock, type LockFile } from './lock-file.js';
 import type { Logger } from './logger.js';
-import { openPglite } from './pglite.js';
 import type { TemplateLayer } from './pglite-template.js';
 
 export type { Knex };
@@ -40,6 +38,11 @@ export interface DatabaseOptions {
 /** An open database. `count()` normalises PGlite's numbers and pg's strings. */
 export interface Database {
   readonly knex: Knex;
+  /**
+   * 'pglite': one session serves every query in turn (the service's own PGlite, or the launcher's
+   * embedded database over DATABASE_URL), so a transaction must never wait on anything but its
+   * own queries. 'pg': Postgres, many sessions.
+   */
   readonly driver: 'pglite' | 'pg';
   readonly schema: string | undefined;
   stop(): Promise<void>;
@@ -68,8 +71,9 @@ function migratedLayer(service: string, migrations: Migration[]): TemplateLayer 
   return {
     name: `${service}-${hash.digest('hex').slice(0, 12)}`,
     async prepare(pgdata) {
+      const { openPglite } = await import('./pglite.js');
       const pglite = await openPglite(pgdata, ''); // a copy of the base: there is nothing to seed, so no templates folder
-      const knex = pgliteKnex(pglite);
+      const knex = await pgliteKnex(pglite);
       try {
         await migrate(knex, migrations);
       } finally {
@@ -80,7 +84,9 @@ function migratedLayer(service: string, migrations: Migration[]): TemplateLayer 
   };
 }
 
-function pgliteKnex(pglite: PGlite): Knex {
+/** Loaded only where a service opens a PGlite of its own: a service on DATABASE_URL never loads PGlite. */
+async function pgliteKnex(pglite: PGlite): Promise<Knex> {
+  const { default: ClientPgLite } = await import('knex-pglite');
   return knexFactory({ client: ClientPgLite as unknown as typeof Knex.Client, dialect: 'postgres', connection: { pglite } } as Knex.Config);
 }
 
@@ -111,6 +117,12 @@ async function migrateLocked(databaseUrl: string, schema: string, migrations: Mi
   }
 }
 
+/** True when the server behind a URL is PGlite (the embedded database): one session for every client. */
+async function isPglite(knex: Knex): Promise<boolean> {
+  const r = await knex.raw('select version() as v');
+  return /\bPGlite\b/.test(String(r.rows[0]?.v ?? ''));
+}
+
 /** Opens the database, creating the schema or data dir, and runs pending migrations. */
 export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   let knex: Knex;
@@ -130,17 +142,21 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     fs.mkdirSync(dir, { recursive: true });
     lock = acquireLock(path.join(dir, '.lock'));
     try {
+      await import('./wasm-baseline.js'); // before PGlite's WebAssembly is compiled
+      const { openPglite } = await import('./pglite.js');
       const pglite = await openPglite(path.join(dir, 'pgdata'), pgliteTemplatesDir(opts.dataDir), migratedLayer(opts.service, opts.migrations));
-      knex = pgliteKnex(pglite);
+      knex = await pgliteKnex(pglite);
       await knex.raw('select 1');
     } catch (err) {
       lock.release();
       throw err;
     }
   }
+  let singleSession = !opts.databaseUrl;
   try {
     const applied = opts.databaseUrl ? await migrateLocked(opts.databaseUrl, schema!, opts.migrations) : await migrate(knex, opts.migrations);
     if (applied.length) opts.logger?.info({ migrations: applied }, 'migrations applied');
+    if (opts.databaseUrl) singleSession = await isPglite(knex);
   } catch (err) {
     await knex.destroy();
     lock?.release();
@@ -149,7 +165,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   let stopped = false;
   return {
     knex,
-    driver: opts.databaseUrl ? 'pg' : 'pglite',
+    driver: singleSession ? 'pglite' : 'pg',
     schema,
     async stop() {
       if (stopped) return;
