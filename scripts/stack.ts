@@ -122,10 +122,10 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** Resolves true when something accepts TCP connections at host:port. */
-export function canConnect(host: string, port: number, timeoutMs = 500): Promise<boolean> {
+/** Resolves true when something accepts a connection (TCP or a Unix socket) within `timeoutMs`. */
+function connects(to: net.NetConnectOpts, timeoutMs: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const sock = net.connect({ host, port });
+    const sock = net.connect(to);
     const done = (ok: boolean) => {
       sock.destroy();
       resolve(ok);
@@ -136,18 +136,14 @@ export function canConnect(host: string, port: number, timeoutMs = 500): Promise
   });
 }
 
+/** Resolves true when something accepts TCP connections at host:port. */
+export function canConnect(host: string, port: number, timeoutMs = 500): Promise<boolean> {
+  return connects({ host, port }, timeoutMs);
+}
+
 /** Resolves true when something accepts connections on the Unix socket at `socketPath`. */
 function canConnectSocket(socketPath: string, timeoutMs = 500): Promise<boolean> {
-  return new Promise((resolve) => {
-    const sock = net.connect(socketPath);
-    const done = (ok: boolean) => {
-      sock.destroy();
-      resolve(ok);
-    };
-    sock.setTimeout(timeoutMs, () => done(false));
-    sock.once('connect', () => done(true));
-    sock.once('error', () => done(false));
-  });
+  return connects({ path: socketPath }, timeoutMs);
 }
 
 async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number, child?: ChildProcess): Promise<void> {
