@@ -13,7 +13,7 @@ import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { embeddedDatabaseUrl, embeddedSocketPath, hasPerServiceDatabases } from '../services/common/src/embedded-database.js';
+import { embeddedDatabaseRunning, embeddedDatabaseUrl, hasPerServiceDatabases } from '../services/common/src/embedded-database.js';
 import { INTERNAL_TOKEN_FILE_NAME, loadInternalToken, type InternalToken } from '../services/common/src/internal-token.js';
 import type { S3Server } from '../services/file-storage/src/testing/s3-server.js';
 
@@ -122,10 +122,10 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** Resolves true when something accepts a connection (TCP or a Unix socket) within `timeoutMs`. */
-function connects(to: net.NetConnectOpts, timeoutMs: number): Promise<boolean> {
+/** Resolves true when something accepts TCP connections at host:port. */
+export function canConnect(host: string, port: number, timeoutMs = 500): Promise<boolean> {
   return new Promise((resolve) => {
-    const sock = net.connect(to);
+    const sock = net.connect({ host, port });
     const done = (ok: boolean) => {
       sock.destroy();
       resolve(ok);
@@ -134,16 +134,6 @@ function connects(to: net.NetConnectOpts, timeoutMs: number): Promise<boolean> {
     sock.once('connect', () => done(true));
     sock.once('error', () => done(false));
   });
-}
-
-/** Resolves true when something accepts TCP connections at host:port. */
-export function canConnect(host: string, port: number, timeoutMs = 500): Promise<boolean> {
-  return connects({ host, port }, timeoutMs);
-}
-
-/** Resolves true when something accepts connections on the Unix socket at `socketPath`. */
-function canConnectSocket(socketPath: string, timeoutMs = 500): Promise<boolean> {
-  return connects({ path: socketPath }, timeoutMs);
 }
 
 async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number, child?: ChildProcess): Promise<void> {
@@ -477,7 +467,10 @@ export class Stack {
   /** The database process needs only where its data is: no service's address, token or secret. */
   #databaseEnv(): NodeJS.ProcessEnv {
     const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, DATA_DIR: this.opts.dataDir, LOG_LEVEL: this.opts.logLevel ?? 'info', SHUTDOWN_TIMEOUT_MS: String(this.opts.shutdownTimeoutMs ?? 10000) };
-    for (const v of ['PGLITE_TEMPLATES', 'TMPDIR', 'DATABASE_IDLE_IN_TRANSACTION_MS']) if (process.env[v] ?? this.opts.env?.[v]) env[v] = this.opts.env?.[v] ?? process.env[v];
+    for (const v of ['PGLITE_TEMPLATES', 'TMPDIR', 'DATABASE_IDLE_IN_TRANSACTION_MS']) {
+      const value = this.opts.env?.[v] ?? process.env[v];
+      if (value) env[v] = value;
+    }
     return env;
   }
 
@@ -490,8 +483,7 @@ export class Stack {
     child.once('exit', (code, signal) => {
       if (!this.#stopping && this.database === child) this.#scheduleRestart('database', `exited (code ${code}, signal ${signal})`);
     });
-    const socket = embeddedSocketPath(this.opts.dataDir);
-    await waitFor('database', () => canConnectSocket(socket), 180_000, child);
+    await waitFor('database', () => embeddedDatabaseRunning(this.opts.dataDir), 180_000, child);
   }
 
   /** Starts (or restarts) one service and waits until its port accepts connections. */
@@ -533,7 +525,10 @@ export class Stack {
       await this.#startDatabase();
     };
     try {
-      await Promise.all([nats(), database()]);
+      // Both settle before a failure is acted on: a NATS (or database) still starting when the
+      // other failed would otherwise be spawned after the stop below, and left running.
+      const failed = (await Promise.allSettled([nats(), database()])).find((r) => r.status === 'rejected');
+      if (failed) throw failed.reason;
       await this.opts.beforeServices?.(this);
     } catch (err) {
       await this.stop();
@@ -632,19 +627,19 @@ export class Stack {
    * shutdown time). Resolves when it exited.
    */
   async kill(service: ServiceName | 'database', n = 1, signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL'): Promise<void> {
+    let child: ChildProcess | undefined;
     if (service === 'database') {
-      const child = this.database;
+      child = this.database;
       this.database = undefined;
-      if (!child) return;
-      if (signal === 'SIGTERM') return stopChild(child, (this.opts.shutdownTimeoutMs ?? 10000) + 2000);
-      killGroup(child.pid, 'SIGKILL');
-      return exited(child);
+    } else if (n > 1) {
+      const replica = this.replicas.find((x) => x.service === service && x.n === n);
+      child = replica?.child;
+      if (replica) replica.child = undefined;
+    } else {
+      child = this.children.get(service);
+      this.children.delete(service);
     }
-    const replica = n > 1 ? this.replicas.find((x) => x.service === service && x.n === n) : undefined;
-    const child = n > 1 ? replica?.child : this.children.get(service);
     if (!child) return;
-    if (replica) replica.child = undefined;
-    else this.children.delete(service);
     if (signal === 'SIGTERM') return stopChild(child, (this.opts.shutdownTimeoutMs ?? 10000) + 2000);
     killGroup(child.pid, 'SIGKILL');
     await exited(child);

@@ -93,7 +93,7 @@ function failureSummary(output: string): string {
 
 /**
  * Where the run's temporary files go (every runner and what it starts gets it as TMPDIR): stacks'
- * data directories with a PGlite database per service, browser profiles, recordings, run disks.
+ * data directories with their embedded database, browser profiles, recordings, run disks.
  * On a tmpfs (/dev/shm, when it has room) rather than the disk: measured here, a stack's services
  * started on 4.1–4.8 CPU-s in 3.2–3.8 s from /dev/shm against 5.5–6.2 CPU-s in 4.4–4.7 s from
  * /tmp on ext4 (each service copies a 25 MB database template, then writes to it). ATS_TEST_TMPDIR

@@ -7,12 +7,12 @@
  * A data directory made before this (one PGlite per service, DATA_DIR/<service>/pgdata) keeps
  * that layout: nothing is moved, and the launcher starts no database process for it.
  */
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { pgliteTemplatesDir } from './config.js';
 import { openDatabase, type Database, type DatabaseOptions } from './db.js';
+import { generateOnce } from './internal-token.js';
 import { acquireLock } from './lock-file.js';
 import type { Logger } from './logger.js';
 
@@ -41,27 +41,15 @@ export function embeddedDatabasePassword(dataDir: string): string {
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   fs.chmodSync(dir, 0o700);
   const file = path.join(dir, 'password');
-  try {
-    return fs.readFileSync(file, 'utf8').trim();
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-  const password = randomBytes(24).toString('base64url');
-  try {
-    fs.writeFileSync(file, `${password}\n`, { mode: 0o600, flag: 'wx' });
-    return password;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    return fs.readFileSync(file, 'utf8').trim(); // another process made it first
-  }
+  generateOnce(file);
+  return fs.readFileSync(file, 'utf8').trim();
 }
 
 /** The DATABASE_URL of the shared database of `dataDir` (it holds the password: never log it). */
-export function embeddedDatabaseUrl(dataDir: string): string {
+export function embeddedDatabaseUrl(dataDir: string, password?: string): string {
   const socket = embeddedSocketPath(dataDir);
   if (Buffer.byteLength(socket) > MAX_SOCKET_PATH) throw new Error(`the embedded database's socket path is too long for a Unix socket (${Buffer.byteLength(socket)} > ${MAX_SOCKET_PATH} bytes): use a shorter DATA_DIR`);
-  const password = encodeURIComponent(embeddedDatabasePassword(dataDir));
-  return `postgresql://ats:${password}@${encodeURIComponent(path.dirname(socket))}/ats`;
+  return `postgresql://ats:${encodeURIComponent(password ?? embeddedDatabasePassword(dataDir))}@${encodeURIComponent(path.dirname(socket))}/ats`;
 }
 
 /** True when `dataDir` holds the older layout (a PGlite per service), which is then kept. */
@@ -95,13 +83,14 @@ export interface ServedDatabase {
  * is stopped. PGlite is loaded here only, not by what merely connects.
  */
 export async function serveEmbeddedDatabase(dataDir: string, o: { logger?: Logger; idleInTransactionMs?: number } = {}): Promise<ServedDatabase> {
-  const url = embeddedDatabaseUrl(dataDir);
+  const password = embeddedDatabasePassword(dataDir);
+  const url = embeddedDatabaseUrl(dataDir, password);
   const lock = acquireLock(path.join(embeddedDatabaseDir(dataDir), '.lock'));
   try {
     await import('./wasm-baseline.js'); // before PGlite's WebAssembly is compiled
     const [{ openPglite }, { PgliteServer }] = await Promise.all([import('./pglite.js'), import('./pglite-server.js')]);
     const pglite = await openPglite(path.join(embeddedDatabaseDir(dataDir), 'pgdata'), pgliteTemplatesDir(dataDir));
-    const server = new PgliteServer({ db: pglite, password: embeddedDatabasePassword(dataDir), ...o });
+    const server = new PgliteServer({ db: pglite, password, ...o });
     try {
       await server.listen(embeddedSocketPath(dataDir));
     } catch (err) {

@@ -72,8 +72,8 @@ export class InternalToken {
   }
 }
 
-/** Creates `file` holding a new token unless it exists; atomic, so processes starting together agree. */
-function generateOnce(file: string): void {
+/** Creates `file` (mode 0600) holding a new random token unless it exists; atomic, so processes starting together agree. */
+export function generateOnce(file: string): void {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   fs.writeFileSync(tmp, `${newToken()}\n`, { mode: 0o600 });

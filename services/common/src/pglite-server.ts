@@ -141,11 +141,6 @@ export class PgliteServer {
     fs.chmodSync(socketPath, 0o600);
   }
 
-  /** How many clients are connected. */
-  get connections(): number {
-    return this.#clients.size;
-  }
-
   /** How many clients wait for the session. */
   get waiting(): number {
     return this.#waiting.length;
@@ -320,12 +315,11 @@ export class PgliteServer {
   }
 
   #onClose(c: Client): void {
-    const wasOpen = c.phase !== 'closed';
     c.phase = 'closed';
     this.#clients.delete(c);
     clearTimeout(c.idleTimer);
     const i = this.#waiting.findIndex((w) => w.client === c);
     if (i >= 0) this.#waiting.splice(i, 1)[0]!.resolve(); // its queued request sees 'closed' and returns
-    if (wasOpen || this.#owner === c) c.chain = c.chain.then(() => this.#releaseAfterClose(c));
+    c.chain = c.chain.then(() => this.#releaseAfterClose(c)); // a no-op unless it held the session
   }
 }
