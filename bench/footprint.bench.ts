@@ -95,16 +95,25 @@ function measure(f: StackFixture, sessions: number): FootprintPhase {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Waits (up to `timeoutMs`) until the stack's PSS stops moving by more than 2 % between samples: start-up garbage collected, warm launches done. */
+/**
+ * Waits (up to `timeoutMs`) until the stack's PSS has stayed within 2 % over the last 15 s:
+ * start-up garbage collected, warm launches done. A shorter window is not enough: a stack just
+ * started held the same 628 MB for its first 5 s, then 572 MB from 15 s on, once each process had
+ * been idle long enough for V8's memory reducer (its idle collections) and malloc gave back what
+ * the start had used.
+ */
 async function settled(f: StackFixture, sessions: number, timeoutMs: number): Promise<FootprintPhase> {
-  let last = measure(f, sessions);
+  const windowMs = 15_000;
+  const everyMs = 2500;
+  const samples = [measure(f, sessions)];
   for (const until = Date.now() + timeoutMs; Date.now() < until; ) {
-    await sleep(2000);
-    const now = measure(f, sessions);
-    if (Math.abs(now.totalMb - last.totalMb) < last.totalMb * 0.02) return now;
-    last = now;
+    await sleep(everyMs);
+    samples.push(measure(f, sessions));
+    const recent = samples.slice(-(windowMs / everyMs + 1));
+    const totals = recent.map((p) => p.totalMb);
+    if (recent.length > windowMs / everyMs && Math.max(...totals) - Math.min(...totals) < Math.min(...totals) * 0.02) break;
   }
-  return last;
+  return samples.at(-1)!;
 }
 
 export interface FootprintConfig {
@@ -157,7 +166,7 @@ async function oneConfig(config: { env?: Record<string, string>; heapLimits?: bo
   };
   const ids: string[] = [];
   try {
-    const idle = await settled(f, 0, 60_000);
+    const idle = await settled(f, 0, 90_000);
     const idleCores = await cores();
     for (let i = 0; i < sessions; i++) {
       // A launch that timed out on a loaded machine answers 503 "try again": as a client would, once more.
@@ -171,7 +180,7 @@ async function oneConfig(config: { env?: Record<string, string>; heapLimits?: bo
       await page!.setContent('<h1>idle</h1><p>A still page.</p>');
       await cdp.disconnect();
     }
-    const loaded = await settled(f, sessions, 60_000);
+    const loaded = await settled(f, sessions, 90_000);
     // Steady state: each recording's first part (the page it showed) is cut and stored once, RECORDING_PART_MS in; then a still screen costs no more parts.
     await sleep(STEADY_AFTER_MS);
     const loadedCores = await cores();

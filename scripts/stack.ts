@@ -63,6 +63,15 @@ function distEntry(entry: string): string {
 }
 
 /**
+ * glibc's malloc for every process of the stack (a variable of the caller's own wins). By default
+ * malloc raises its threshold for serving a large block from its own mapping each time such a
+ * block is freed, so later large blocks (a file read whole, a WebAssembly module's bytes) come from
+ * the heap and stay resident after they are freed; held at 128 KiB they are returned to the system.
+ * The stack with no session held 10–19 MB less (the footprint bench).
+ */
+const MALLOC_ENV = { MALLOC_MMAP_THRESHOLD_: '131072' };
+
+/**
  * V8 heap limits per service. Without them a Node process sizes its heap for the machine and lets
  * garbage pile up to that (young generation 3 × 16 MB, old generation growing towards ~2 GB before
  * it collects hard); with five services that is most of the idle footprint. A smaller young
@@ -393,6 +402,7 @@ export class Stack {
   #env(service: ServiceName, replica?: Replica): NodeJS.ProcessEnv {
     const addr = (s: ServiceName) => (this.opts.balancing === 'pinned' ? this.pinnedAddress(service, replica?.n ?? 1, s) : this.address(s));
     const env: NodeJS.ProcessEnv = {
+      ...MALLOC_ENV,
       ...process.env,
       ...this.opts.env,
       DATA_DIR: replica ? path.join(this.opts.dataDir, `replica-${replica.n}`) : this.opts.dataDir,
@@ -466,7 +476,16 @@ export class Stack {
 
   /** The database process needs only where its data is: no service's address, token or secret. */
   #databaseEnv(): NodeJS.ProcessEnv {
-    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, DATA_DIR: this.opts.dataDir, LOG_LEVEL: this.opts.logLevel ?? 'info', SHUTDOWN_TIMEOUT_MS: String(this.opts.shutdownTimeoutMs ?? 10000) };
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH,
+      DATA_DIR: this.opts.dataDir,
+      LOG_LEVEL: this.opts.logLevel ?? 'info',
+      SHUTDOWN_TIMEOUT_MS: String(this.opts.shutdownTimeoutMs ?? 10000),
+      ...MALLOC_ENV,
+      // One malloc arena: Postgres runs on the main thread, and the arenas of V8's helper threads
+      // held 8–13 MB more.
+      MALLOC_ARENA_MAX: '1',
+    };
     for (const v of ['PGLITE_TEMPLATES', 'TMPDIR', 'DATABASE_IDLE_IN_TRANSACTION_MS']) {
       const value = this.opts.env?.[v] ?? process.env[v];
       if (value) env[v] = value;

@@ -1,8 +1,9 @@
 /**
- * Embedded PGlite opened lean. A service holds one PGlite for its life, so what it keeps resident
- * is the stack's idle footprint, five times over:
+ * Embedded PGlite opened lean. The stack's database process (services/database), or a service
+ * started alone, holds one PGlite for its life, so what it keeps resident is the stack's idle footprint:
  * - Postgres's default 128 MB of shared buffers are touched as pages are read and never given
- *   back; a service's tables are small, so 16 MB hold them (PGlite has no other backend to share with);
+ *   back; the stack's tables are small, and a page that is not in them is a read of a file the
+ *   kernel caches, so 8 MB do (PGlite has no other backend to share with; 16 MB held 7 MB more);
  * - initdb (a fresh data directory) loads a second WebAssembly Postgres whose memory V8 does not
  *   give back while the process lives (≈ 500 MB PSS after the first start; a worker thread still
  *   leaves ≈ 100 MB behind); it runs in a short-lived child process, so only the opened database stays.
@@ -28,7 +29,7 @@ export const PGLITE_START_PARAMS = [
   '-c', 'max_parallel_workers_per_gather=0',
   '-c', 'io_method=sync',
   '-c', 'max_parallel_maintenance_workers=0',
-  '-c', 'shared_buffers=16MB',
+  '-c', 'shared_buffers=8MB',
 ];
 
 /**
