@@ -6,7 +6,6 @@
  * browser lived, including one that stopped while nobody held its lease.
  */
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
 import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import knexFactory, { type Knex } from 'knex';
@@ -63,14 +62,33 @@ describe('recordings with two live-view replicas', { skip: !pg && 'needs Postgre
   const recordersOf = (id: string) => f.logs('live-view').split('\n').filter((l) => l.includes(id) && /"msg":"(recording started|browser stopped before it was recorded[^"]*)"/.test(l)).length;
 
   /** Whether a replica's live view edge shows the browser: the page's socket says hello, then a picture comes. */
-  async function watch(port: number, liveViewUrl: string): Promise<ReturnType<typeof readFrameHeader>> {
+  async function watch(port: number, liveViewUrl: string, timeoutMs = 20000): Promise<ReturnType<typeof readFrameHeader>> {
     const u = new URL(liveViewUrl);
     const ws = new WebSocket(`ws://127.0.0.1:${port}${u.pathname}/ws${u.search}`);
+    let timer: NodeJS.Timeout | undefined;
     try {
-      const [hello] = (await once(ws, 'message')) as [Buffer];
-      assert.deepEqual(JSON.parse(hello.toString()), { t: 'hello', mode: 'interactive' });
-      return await new Promise((resolve) => ws.on('message', (d: Buffer, binary: boolean) => binary && resolve(readFrameHeader(d))));
+      // One listener from the start: the hello and the first picture can come in one read, and a
+      // listener added after awaiting the hello would miss a picture emitted in the same tick (a
+      // still page sends no other; a run waited 324 s for one).
+      return await new Promise((resolve, reject) => {
+        timer = setTimeout(() => reject(new Error(`no picture through the replica on ${port} within ${timeoutMs} ms`)), timeoutMs);
+        let hello = false;
+        ws.once('error', reject);
+        ws.on('message', (d: Buffer, binary: boolean) => {
+          if (!hello) {
+            hello = true;
+            try {
+              assert.deepEqual(JSON.parse(d.toString()), { t: 'hello', mode: 'interactive' });
+            } catch (err) {
+              reject(err);
+            }
+          } else if (binary) {
+            resolve(readFrameHeader(d));
+          }
+        });
+      });
     } finally {
+      clearTimeout(timer);
       ws.close();
     }
   }

@@ -17,7 +17,7 @@ test('when a fresh directory is opened, then the database is created there with 
   try {
     const held = pssMb() - before;
     assert.ok(fs.existsSync(path.join(dataDir, 'pgdata', 'PG_VERSION')), 'created on disk');
-    assert.equal((await db.query<{ shared_buffers: string }>('show shared_buffers')).rows[0]!.shared_buffers, '16MB');
+    assert.equal((await db.query<{ shared_buffers: string }>('show shared_buffers')).rows[0]!.shared_buffers, '8MB');
     // Opened in this process, initdb costs ≈ 600 MB that stay; an opened database ≈ 110 MB.
     assert.ok(held < 300, `this process grew by ${held.toFixed(0)} MB`);
     await db.query('create table t (id int)');
