@@ -1,5 +1,5 @@
 /**
- * Runs the tests with Node's built-in runner: unit tests beside the code, then integration
+ * Runs the tests with Node's built-in runner: unit tests beside the code and integration
  * tests in test/. `unit` or `integration` runs one group; file paths after it run only those.
  * Exits non-zero on any failure, and ends with the files' times, slowest first: wall clock and,
  * where GNU time is installed, the CPU of the file with every process it started.
