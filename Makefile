@@ -4,7 +4,7 @@ SHELL := /bin/bash
 NODE := node
 TSX := node --import tsx
 
-.PHONY: help deps build proto proto-check clients-generate clients-check typecheck up start down test test-unit test-integration bench clean
+.PHONY: help deps build proto proto-check clients-generate clients-check typecheck up start down test test-unit test-integration bench clean build-client build-services build-dashboard
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -12,10 +12,16 @@ help: ## List the targets
 deps: ## Install npm packages and Debian chromium, nats-server, ffmpeg when missing
 	@scripts/install.sh
 
-build: deps ## Compile TypeScript to dist/ (the client package first: the gateway's /mcp imports it), bundle each service's entry (its modules load on a third of the CPU), then the dashboard (it bundles the client)
+build: build-services build-dashboard ## Compile TypeScript to dist/ (the client package first: the gateway's /mcp imports it), bundle each service's entry (its modules load on a third of the CPU), and the dashboard (it bundles the client)
+
+build-client: deps
 	@npm run build -w clients/typescript --silent
+
+build-services: build-client
 	@npx tsc -p tsconfig.json
 	@$(TSX) scripts/bundle.ts
+
+build-dashboard: build-client
 	@npm run build --silent -w dashboard
 
 typecheck: deps
@@ -49,7 +55,9 @@ start: build ## Like up, in the background (logs in data/up.log); stop with make
 down: ## Stop a background make start
 	@$(NODE) dist/scripts/up.js down 2>/dev/null || $(TSX) scripts/up.ts down
 
-test: deps proto-check clients-check build ## Unit tests, integration tests, proto and client type checks, and the build
+# The checks and the build side by side: tsc is most of it and uses one core (27–28 s one after another, 24 side by side here).
+test: deps ## Unit tests, integration tests, proto and client type checks, and the build
+	@$(MAKE) --no-print-directory -j3 proto-check clients-check build
 	@ATS_STACK_MODE=dist $(TSX) scripts/test.ts
 
 test-unit: deps
