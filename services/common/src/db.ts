@@ -142,7 +142,6 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     fs.mkdirSync(dir, { recursive: true });
     lock = acquireLock(path.join(dir, '.lock'));
     try {
-      await import('./wasm-baseline.js'); // before PGlite's WebAssembly is compiled
       const { openPglite } = await import('./pglite.js');
       const pglite = await openPglite(path.join(dir, 'pgdata'), pgliteTemplatesDir(opts.dataDir), migratedLayer(opts.service, opts.migrations));
       knex = await pgliteKnex(pglite);

@@ -87,7 +87,6 @@ export async function serveEmbeddedDatabase(dataDir: string, o: { logger?: Logge
   const url = embeddedDatabaseUrl(dataDir, password);
   const lock = acquireLock(path.join(embeddedDatabaseDir(dataDir), '.lock'));
   try {
-    await import('./wasm-baseline.js'); // before PGlite's WebAssembly is compiled
     const [{ openPglite }, { PgliteServer }] = await Promise.all([import('./pglite.js'), import('./pglite-server.js')]);
     const pglite = await openPglite(path.join(embeddedDatabaseDir(dataDir), 'pgdata'), pgliteTemplatesDir(dataDir));
     const server = new PgliteServer({ db: pglite, password, ...o });

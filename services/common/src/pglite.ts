@@ -12,6 +12,7 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+// Before PGlite: importing this module is what puts PGlite's WebAssembly on the baseline compiler.
 import { WASM_BASELINE_ONLY } from './wasm-baseline.js';
 import { PGlite } from '@electric-sql/pglite';
 import { seedPgdata, type TemplateLayer } from './pglite-template.js';

@@ -3,7 +3,6 @@
  * stack on a Unix socket (services/common/src/embedded-database.ts). The launcher starts it when
  * no DATABASE_URL is set, before the services, and stops it after them.
  */
-import '../../common/src/wasm-baseline.js'; // first: before PGlite's WebAssembly is compiled
 import { embeddedSocketPath, serveEmbeddedDatabase } from '../../common/src/embedded-database.js';
 import { createLogger } from '../../common/src/logger.js';
 import { onShutdownSignals, runMain } from '../../common/src/shutdown.js';
