@@ -1,12 +1,11 @@
 /**
- * Runs the tests with Node's built-in runner: unit tests beside the code and integration
+ * Runs the tests with Node's built-in runner: unit tests beside the code, then integration
  * tests in test/. `unit` or `integration` runs one group; file paths after it run only those.
  * Exits non-zero on any failure, and ends with the files' times, slowest first: wall clock and,
  * where GNU time is installed, the CPU of the file with every process it started.
  *
  * Each file runs in its own runner. ATS_TEST_CONCURRENCY (default 2) is how many files run at once; the integration files in
- * ALONE run first, one after another, with no other stack beside them: only unit files, one at a
- * time (see runAll). Most of a file's time is waiting (on processes, pages,
+ * ALONE run with nothing beside them. Most of a file's time is waiting (on processes, pages,
  * timers): one at a time kept two cores about 60 % busy. On this two-core machine two at once took
  * the integration files from 927 s to 735 s, every one passing (before issue 25's live-view work,
  * two at once timed live-view out).
@@ -30,8 +29,7 @@ function find(dir: string, out: string[] = []): string[] {
 /**
  * Integration files that measure the machine (how many browsers fit, how long a lease or a
  * failover takes): beside another stack their figures would be the other stack's load; and the
- * files whose bursts of browsers must each start within a create's deadline. A unit file may run
- * beside them.
+ * files whose bursts of browsers must each start within a create's deadline.
  */
 const ALONE = new Set([
   'test/capacity.test.ts',
@@ -156,27 +154,15 @@ function runFile(file: string): Promise<FileResult> {
   });
 }
 
-/**
- * Runs every file: first the `alone` files one after another, with the `unit` files beside them
- * one at a time when `concurrency` allows two (a unit file starts no stack of services, a few of
- * them a Chromium or two; alone, those files left one of two cores idle for 220 s); then whatever
- * unit files are left and the `integration` files, `concurrency` at a time. Measured in two clean
- * runs: 638 and 649 s for the tests, against 670–687 s in three clean runs the old way.
- */
-async function runAll(unit: string[], alone: string[], integration: string[]): Promise<FileResult[]> {
-  const queue = [...unit];
+/** Runs `files` up to `concurrency` at a time, then `alone` one at a time. */
+async function runFiles(files: string[], alone: string[] = []): Promise<FileResult[]> {
+  const queue = [...files];
   const results: FileResult[] = [];
-  let running = 0;
   const worker = async () => {
-    running++;
     for (let f = queue.shift(); f; f = queue.shift()) results.push(await runFile(f));
-    running--;
   };
-  const beside = concurrency > 1 ? worker() : Promise.resolve();
+  await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, worker));
   for (const f of alone) results.push(await runFile(f));
-  queue.push(...integration);
-  // A worker still on the unit files is one of the `concurrency`.
-  await Promise.all([beside, ...Array.from({ length: Math.max(0, Math.min(concurrency - running, queue.length)) }, worker)]);
   return results;
 }
 
@@ -198,18 +184,21 @@ function report(phase: string, results: FileResult[], top = results.length): boo
 async function main(): Promise<void> {
   const started = Date.now();
   if (runTmp) process.stdout.write(`== temporary files in ${runTmp}\n`);
-  const runUnit = which !== 'integration' ? unit : [];
-  const runIntegration = which !== 'unit' ? integration : [];
-  const alone = runIntegration.filter((f) => ALONE.has(f));
-  const first = alone.length ? `the ${alone.length} that run alone first, one after another, with unit files beside them one at a time; then ` : '';
-  process.stdout.write(`\n== ${runUnit.length} unit and ${runIntegration.length} integration files: ${first}${concurrency} at a time\n`);
-  const results = await runAll(
-    runUnit,
-    alone,
-    runIntegration.filter((f) => !ALONE.has(f)),
-  );
-  const unitResults = results.filter((r) => runUnit.includes(r.file));
-  const integrationResults = results.filter((r) => runIntegration.includes(r.file));
+  let unitResults: FileResult[] = [];
+  if (which !== 'integration' && unit.length) {
+    process.stdout.write(`\n== unit tests (${unit.length} files, ${concurrency} at a time)\n`);
+    unitResults = await runFiles(unit);
+  }
+  let integrationResults: FileResult[] = [];
+  if (which !== 'unit' && integration.length) {
+    // Each integration file is a whole stack of processes; most of a file's time is waiting on processes, pages and timers.
+    const alone = integration.filter((f) => ALONE.has(f));
+    process.stdout.write(`\n== integration tests (${integration.length} files, ${concurrency} at a time; ${alone.length} alone)\n`);
+    integrationResults = await runFiles(
+      integration.filter((f) => !ALONE.has(f)),
+      alone,
+    );
+  }
   // The unit files' report after the integration files' too: a log's tail shows both.
   let ok = unitResults.length ? report('unit', unitResults, 15) : true;
   if (integrationResults.length) ok = report('integration', integrationResults) && ok;
