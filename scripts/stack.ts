@@ -10,10 +10,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { embeddedDatabaseRunning, embeddedDatabaseUrl, hasPerServiceDatabases } from '../services/common/src/embedded-database.js';
+import { acquireLock, LockHeldError, type LockFile } from '../services/common/src/lock-file.js';
 import { INTERNAL_TOKEN_FILE_NAME, loadInternalToken, type InternalToken } from '../services/common/src/internal-token.js';
 import type { S3Server } from '../services/file-storage/src/testing/s3-server.js';
 
@@ -102,6 +104,28 @@ export const EDGES: Record<Edge, { service: ServiceName; host: string; port: str
 /** Ports handed out by `freePort` in this process (never handed out twice). */
 const handedOut = new Set<number>();
 
+/**
+ * Ports handed out by `freePort` in every process on this machine that shares the temporary
+ * folder: a lock file per port in `<tmp>/ats-ports`, held for as long as the process that took the
+ * port runs. Two test files side by side each start a stack: one picked a port the other had picked
+ * and not yet bound, and its gateway's every call to live-view reached the other stack's service
+ * (UNIMPLEMENTED, once in five runs of make test).
+ */
+const PORT_LOCKS = path.join(os.tmpdir(), 'ats-ports');
+const portLocks: LockFile[] = [];
+process.once('exit', () => portLocks.forEach((l) => l.release()));
+
+/** False when another live process holds `port`; a folder that cannot be written leaves the port to the bind check alone. */
+function reservePort(port: number): boolean {
+  try {
+    fs.mkdirSync(PORT_LOCKS, { recursive: true });
+    portLocks.push(acquireLock(path.join(PORT_LOCKS, String(port))));
+    return true;
+  } catch (err) {
+    return !(err instanceof LockHeldError);
+  }
+}
+
 function bindable(port: number): Promise<number | undefined> {
   return new Promise((resolve) => {
     const srv = net.createServer();
@@ -123,7 +147,7 @@ function bindable(port: number): Promise<number | undefined> {
 export async function freePort(): Promise<number> {
   for (let i = 0; i < 50; i++) {
     const port = 20000 + Math.floor(Math.random() * 12000);
-    if (handedOut.has(port)) continue;
+    if (handedOut.has(port) || !reservePort(port)) continue;
     if ((await bindable(port)) !== undefined) return handedOut.add(port), port;
   }
   const port = (await bindable(0))!;
