@@ -4,7 +4,7 @@ SHELL := /bin/bash
 NODE := node
 TSX := node --import tsx
 
-.PHONY: help deps build proto proto-check clients-generate clients-check typecheck up start down test test-unit test-integration bench clean build-client build-services build-dashboard
+.PHONY: help deps build compile-services compile-dashboard proto proto-check clients-generate clients-check typecheck up start down test test-unit test-integration bench clean build-client build-services build-dashboard
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -18,10 +18,17 @@ build-client: deps
 	@npm run build -w clients/typescript --silent
 
 build-services: build-client
+	@$(MAKE) --no-print-directory compile-services
+
+build-dashboard: build-client
+	@$(MAKE) --no-print-directory compile-dashboard
+
+# The two halves of the build without their prerequisites (the client package built): make test runs them beside unit files.
+compile-services:
 	@npx tsc -p tsconfig.json
 	@$(TSX) scripts/bundle.ts
 
-build-dashboard: build-client
+compile-dashboard:
 	@npm run build --silent -w dashboard
 
 typecheck: deps
@@ -55,10 +62,10 @@ start: build ## Like up, in the background (logs in data/up.log); stop with make
 down: ## Stop a background make start
 	@$(NODE) dist/scripts/up.js down 2>/dev/null || $(TSX) scripts/up.ts down
 
-# The checks and the build side by side: tsc is most of it and uses one core (27–28 s one after another, 24 side by side here).
-test: deps ## Unit tests, integration tests, proto and client type checks, and the build
-	@$(MAKE) --no-print-directory -j3 proto-check clients-check build
-	@ATS_STACK_MODE=dist $(TSX) scripts/test.ts
+# The checks and the build side by side (tsc is most of it and uses one core), and beside them the first unit files, which run
+# from the sources: scripts/test.ts runs ATS_TEST_BUILD first in one of its lanes, and the integration files once it passed.
+test: build-client ## Unit tests, integration tests, proto and client type checks, and the build
+	@ATS_STACK_MODE=dist ATS_TEST_BUILD='$(MAKE) --no-print-directory -j3 proto-check clients-check compile-services compile-dashboard' $(TSX) scripts/test.ts
 
 test-unit: deps
 	@$(TSX) scripts/test.ts unit

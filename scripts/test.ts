@@ -1,14 +1,15 @@
 /**
- * Runs the tests with Node's built-in runner: unit tests beside the code, then integration
+ * Runs the tests with Node's built-in runner: unit tests beside the code and integration
  * tests in test/. `unit` or `integration` runs one group; file paths after it run only those.
  * Exits non-zero on any failure, and ends with the files' times, slowest first: wall clock and,
  * where GNU time is installed, the CPU of the file with every process it started.
  *
- * Each file runs in its own runner. ATS_TEST_CONCURRENCY (default 2) is how many files run at once; the integration files in
- * ALONE run with nothing beside them. Most of a file's time is waiting (on processes, pages,
- * timers): one at a time kept two cores about 60 % busy. On this two-core machine two at once took
- * the integration files from 927 s to 735 s, every one passing (before issue 25's live-view work,
- * two at once timed live-view out).
+ * Each file runs in its own runner. ATS_TEST_CONCURRENCY (default 2) is how many files run at once
+ * (see runAll for the order); the integration files in ALONE have no other stack beside them. Most of
+ * a file's time is waiting (on processes, pages, timers): one at a time kept two cores about 60 %
+ * busy. On this two-core machine two at once took the integration files from 927 s to 735 s, every
+ * one passing. ATS_TEST_BUILD is a shell command that makes what the integration files need
+ * (`make test` sets it): it runs first, beside unit files, and a failed build fails the run.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -27,16 +28,15 @@ function find(dir: string, out: string[] = []): string[] {
 }
 
 /**
- * Integration files that measure the machine (how many browsers fit, how long a lease or a
- * failover takes): beside another stack their figures would be the other stack's load; and the
- * files whose bursts of browsers must each start within a create's deadline.
+ * Integration files with no other stack beside them: the ones that measure the machine (how many
+ * browsers fit; how soon a dead pool replica's browsers read stopped, with two replicas of every
+ * service), and the files whose bursts of browsers must each start within a create's deadline.
+ * (The run and recording takeover files run beside another stack: recordings were taken over
+ * 2.8–3.2 s after a kill there, against the 5 s they are held to.)
  */
 const ALONE = new Set([
   'test/capacity.test.ts',
-  'test/recording-replicas.test.ts',
   'test/browsers-replicas.test.ts',
-  'test/replicas.test.ts',
-  'test/run-takeover.test.ts',
   // Bursts of browsers each created within its deadline (seven at once; fifteen coming and going, four at a time): beside another
   // stack on two saturated cores, creates took over 40 s (the launch queue's bound) and 55 s (the gateway's).
   'test/live-view-burst.test.ts',
@@ -154,22 +154,108 @@ function runFile(file: string): Promise<FileResult> {
   });
 }
 
-/** Runs `files` up to `concurrency` at a time, then `alone` one at a time. */
-async function runFiles(files: string[], alone: string[] = []): Promise<FileResult[]> {
-  const queue = [...files];
+/**
+ * Files that take longest, slowest first, started before the others of their queue (measured in
+ * clean runs here: 20–90 s each, against 1–15 s for most), so the run does not end on one long file
+ * with a core idle (a 48 s file last left one idle for 20 s).
+ */
+const SLOW_FIRST = [
+  'test/clients-typescript.test.ts',
+  'test/run-takeover.test.ts',
+  'test/runs.test.ts',
+  'test/dashboard.test.ts',
+  'test/recording.test.ts',
+  'test/browsercode.test.ts',
+  'test/clients-cli.test.ts',
+  'test/readme-examples.test.ts',
+  'test/browser-pool.test.ts',
+  'test/fuzz.test.ts',
+  'test/recording-recorder.test.ts',
+  'test/nats-outage.test.ts',
+];
+const slowFirst = (files: string[]) => [...files].sort((a, b) => rank(a) - rank(b));
+
+/**
+ * Unit files that run last of the unit files: the pool's own tests launch about 200 Chromiums in
+ * 90 s; beside the build they slowed it from 28 s to 46 s, and the integration files wait for it.
+ */
+const UNIT_LAST = new Set(['services/browser-pool/src/browser-pool.test.ts']);
+const rank = (f: string) => (SLOW_FIRST.includes(f) ? SLOW_FIRST.indexOf(f) : SLOW_FIRST.length);
+
+/** The build the integration files need (ATS_TEST_BUILD, a shell command; `make test` sets it), run as a file is: its output printed when it ends. */
+function runBuild(command: string): Promise<FileResult> {
+  const started = Date.now();
+  process.stdout.write(`▶ build: ${command}\n`);
+  return new Promise((resolve) => {
+    const child = spawn('bash', ['-c', command], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => out.push(b));
+    child.on('close', (code) => {
+      const output = Buffer.concat(out).toString();
+      const r: FileResult = { file: 'build', ok: code === 0, ms: Date.now() - started };
+      if (!r.ok) r.failures = output.trimEnd().split('\n').slice(-60).join('\n');
+      process.stdout.write(`\n== build ${r.ok ? 'done' : 'FAILED'} in ${(r.ms / 1000).toFixed(1)} s\n${output}`);
+      resolve(r);
+    });
+  });
+}
+
+/**
+ * Runs every file on two rules: at most `concurrency` integration files at once (the build counts
+ * as one), and an ALONE file with no other stack beside it. A unit file starts no stack (most are
+ * pure code, a few start a Chromium or a PGlite), and unit files run beside the rest:
+ * - one lane runs the build (when `build` is given; the integration files run the compiled
+ *   services), then the ALONE files one after another, then the other integration files;
+ * - the other lanes run unit files (UNIT_LAST last) until the ALONE files are done (or wait for
+ *   that once the unit files are done), then take integration files too;
+ * - once the ALONE files are done, one more lane runs the unit files left; the integration lanes
+ *   take any left when no integration file is.
+ * Measured here: the machine was 57 % busy during the ALONE files with nothing beside them, and
+ * about 78 % with two integration files at once.
+ */
+async function runAll(unit: string[], alone: string[], integration: string[], build: string | undefined): Promise<FileResult[]> {
   const results: FileResult[] = [];
-  const worker = async () => {
-    for (let f = queue.shift(); f; f = queue.shift()) results.push(await runFile(f));
+  const light = [...unit.filter((f) => !UNIT_LAST.has(f)), ...unit.filter((f) => UNIT_LAST.has(f))];
+  let rest = slowFirst(integration);
+  let aloneDone = false;
+  let markAloneDone!: () => void;
+  const aloneFinished = new Promise<void>((resolve) => (markAloneDone = resolve));
+  const run = async (f: string) => void results.push(await runFile(f));
+  const takeRest = async () => {
+    for (let f = rest.shift() ?? light.shift(); f; f = rest.shift() ?? light.shift()) await run(f);
   };
-  await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, worker));
-  for (const f of alone) results.push(await runFile(f));
+  const first = async () => {
+    if (build) {
+      const built = await runBuild(build);
+      results.push(built);
+      // Without the build the integration files cannot run: they are left out and the build's failure is reported.
+      if (!built.ok) [alone, rest] = [[], []];
+    }
+    for (const f of alone) await run(f);
+    aloneDone = true;
+    markAloneDone();
+    await takeRest();
+  };
+  const other = async () => {
+    for (let f = light.shift(); f; f = aloneDone ? undefined : light.shift()) await run(f);
+    // Out of unit files while an ALONE file runs: wait for it rather than start a stack beside it.
+    await aloneFinished;
+    await takeRest();
+  };
+  const extra = async () => {
+    await aloneFinished;
+    for (let f = light.shift(); f; f = light.shift()) await run(f);
+  };
+  await Promise.all([first(), ...Array.from({ length: concurrency - 1 }, other), ...(concurrency > 1 ? [extra()] : [])]);
   return results;
 }
 
 /** The files slowest first (at most `top`), their wall time and CPU, and why each failed one failed. */
 function report(phase: string, results: FileResult[], top = results.length): boolean {
   const sorted = [...results].sort((a, b) => b.ms - a.ms);
-  const cpu = results.every((r) => r.cpuS !== undefined) ? results.reduce((a, r) => a + r.cpuS!, 0) : undefined;
+  const timed = results.filter((r) => r.cpuS !== undefined);
+  const cpu = timed.length ? timed.reduce((a, r) => a + r.cpuS!, 0) : undefined;
   const row = (r: FileResult) => `${r.ok ? '  ' : '✖ '}${(r.ms / 1000).toFixed(1).padStart(7)} s${r.cpuS !== undefined ? `${r.cpuS.toFixed(0).padStart(6)} CPU-s` : ''}  ${r.file}`;
   const shown = sorted.filter((r, i) => i < top || !r.ok);
   process.stdout.write(
@@ -184,24 +270,28 @@ function report(phase: string, results: FileResult[], top = results.length): boo
 async function main(): Promise<void> {
   const started = Date.now();
   if (runTmp) process.stdout.write(`== temporary files in ${runTmp}\n`);
-  let unitResults: FileResult[] = [];
-  if (which !== 'integration' && unit.length) {
-    process.stdout.write(`\n== unit tests (${unit.length} files, ${concurrency} at a time)\n`);
-    unitResults = await runFiles(unit);
-  }
-  let integrationResults: FileResult[] = [];
-  if (which !== 'unit' && integration.length) {
-    // Each integration file is a whole stack of processes; most of a file's time is waiting on processes, pages and timers.
-    const alone = integration.filter((f) => ALONE.has(f));
-    process.stdout.write(`\n== integration tests (${integration.length} files, ${concurrency} at a time; ${alone.length} alone)\n`);
-    integrationResults = await runFiles(
-      integration.filter((f) => !ALONE.has(f)),
-      alone,
-    );
-  }
+  const runUnit = which !== 'integration' ? unit : [];
+  const runIntegration = which !== 'unit' ? integration : [];
+  const alone = runIntegration.filter((f) => ALONE.has(f));
+  // The build only where integration files run (their stacks run the compiled services); unit files run from the sources meanwhile.
+  const build = runIntegration.length ? process.env.ATS_TEST_BUILD || undefined : undefined;
+  process.stdout.write(
+    `\n== ${runUnit.length} unit and ${runIntegration.length} integration files, ${concurrency} at a time` +
+      `${build ? '; the build first, beside unit files' : ''}${alone.length ? `; ${alone.length} integration files alone (unit files beside them)` : ''}\n`,
+  );
+  const results = await runAll(
+    runUnit,
+    alone,
+    runIntegration.filter((f) => !ALONE.has(f)),
+    build,
+  );
+  const built = results.find((r) => r.file === 'build');
+  const unitResults = results.filter((r) => runUnit.includes(r.file));
+  const integrationResults = [...(built ? [built] : []), ...results.filter((r) => runIntegration.includes(r.file))];
   // The unit files' report after the integration files' too: a log's tail shows both.
   let ok = unitResults.length ? report('unit', unitResults, 15) : true;
   if (integrationResults.length) ok = report('integration', integrationResults) && ok;
+  if (built && !built.ok) process.stdout.write(`\n✖ the build failed: the ${runIntegration.length} integration files did not run\n`);
   process.stdout.write(`\n== ${ok ? 'all tests passed' : 'tests FAILED'} in ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
   process.exit(ok ? 0 : 1);
 }
