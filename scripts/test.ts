@@ -173,6 +173,7 @@ const SLOW_FIRST = [
   'test/recording-recorder.test.ts',
   'test/nats-outage.test.ts',
 ];
+const rank = (f: string) => (SLOW_FIRST.includes(f) ? SLOW_FIRST.indexOf(f) : SLOW_FIRST.length);
 const slowFirst = (files: string[]) => [...files].sort((a, b) => rank(a) - rank(b));
 
 /**
@@ -180,7 +181,6 @@ const slowFirst = (files: string[]) => [...files].sort((a, b) => rank(a) - rank(
  * 90 s; beside the build they slowed it from 28 s to 46 s, and the integration files wait for it.
  */
 const UNIT_LAST = new Set(['services/browser-pool/src/browser-pool.test.ts']);
-const rank = (f: string) => (SLOW_FIRST.includes(f) ? SLOW_FIRST.indexOf(f) : SLOW_FIRST.length);
 
 /** The build the integration files need (ATS_TEST_BUILD, a shell command; `make test` sets it), run as a file is: its output printed when it ends. */
 function runBuild(command: string): Promise<FileResult> {
