@@ -5,10 +5,8 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { test } from 'node:test';
-import { freePort, ROOT } from './stack.js';
+import { freePort, PORT_LOCKS, ROOT } from './stack.js';
 
 const PICKS = 400;
 
@@ -29,7 +27,7 @@ test('when two processes pick free ports at the same time, then no port goes to 
   assert.equal(new Set(other).size, PICKS);
   // Without a reservation shared by the processes, 400 random picks each from 12,000 ports share about 13.
   assert.deepEqual(mine.filter((p) => other.includes(p)), [], 'no port picked by both');
-  const held = new Set(fs.readdirSync(path.join(os.tmpdir(), 'ats-ports')).map(Number));
+  const held = new Set(fs.readdirSync(PORT_LOCKS).map(Number));
   assert.ok(mine.every((p) => held.has(p)), 'this process still holds its ports');
   assert.deepEqual(other.filter((p) => held.has(p)), [], "the ended process's ports are free again");
 });

@@ -111,18 +111,23 @@ const handedOut = new Set<number>();
  * and not yet bound, and its gateway's every call to live-view reached the other stack's service
  * (UNIMPLEMENTED, once in five runs of make test).
  */
-const PORT_LOCKS = path.join(os.tmpdir(), 'ats-ports');
+export const PORT_LOCKS = path.join(os.tmpdir(), 'ats-ports');
 const portLocks: LockFile[] = [];
 process.once('exit', () => portLocks.forEach((l) => l.release()));
+let portLocksDir: boolean | undefined;
 
-/** False when another live process holds `port`; a folder that cannot be written leaves the port to the bind check alone. */
-function reservePort(port: number): boolean {
+/**
+ * The lock on `port` for this process; false when another live process holds it; undefined when
+ * the folder cannot be written (the bind check alone then decides).
+ */
+function reservePort(port: number): LockFile | false | undefined {
   try {
-    fs.mkdirSync(PORT_LOCKS, { recursive: true });
-    portLocks.push(acquireLock(path.join(PORT_LOCKS, String(port))));
-    return true;
+    portLocksDir ??= (fs.mkdirSync(PORT_LOCKS, { recursive: true }), true);
+    const lock = acquireLock(path.join(PORT_LOCKS, String(port)));
+    portLocks.push(lock);
+    return lock;
   } catch (err) {
-    return !(err instanceof LockHeldError);
+    return err instanceof LockHeldError ? false : undefined;
   }
 }
 
@@ -147,8 +152,11 @@ function bindable(port: number): Promise<number | undefined> {
 export async function freePort(): Promise<number> {
   for (let i = 0; i < 50; i++) {
     const port = 20000 + Math.floor(Math.random() * 12000);
-    if (handedOut.has(port) || !reservePort(port)) continue;
+    if (handedOut.has(port)) continue;
+    const lock = reservePort(port);
+    if (lock === false) continue;
     if ((await bindable(port)) !== undefined) return handedOut.add(port), port;
+    lock?.release(); // another program has it
   }
   const port = (await bindable(0))!;
   handedOut.add(port);

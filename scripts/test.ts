@@ -127,20 +127,23 @@ const cpuDir = GNU_TIME ? fs.mkdtempSync(path.join(os.tmpdir(), 'ats-test-cpu-')
 if (cpuDir) process.on('exit', () => fs.rmSync(cpuDir, { recursive: true, force: true }));
 let cpuFiles = 0;
 
-/** One test file in its own runner; its output is printed whole when it ends, so files running side by side don't interleave. */
-function runFile(file: string): Promise<FileResult> {
+/**
+ * One job, a test file in its own runner or the build, under GNU time where installed; its output
+ * is printed whole when it ends, so jobs running side by side don't interleave.
+ */
+function runJob(name: string, argv: string[], shown = name): Promise<FileResult> {
   const started = Date.now();
-  process.stdout.write(`▶ ${file}\n`);
+  process.stdout.write(`▶ ${shown}\n`);
   const cpuFile = cpuDir && path.join(cpuDir, `${cpuFiles++}`);
-  const [cmd, args] = cpuFile ? [GNU_TIME!, ['-o', cpuFile, '-f', '%U %S', process.execPath, ...nodeTest([file])]] : [process.execPath, nodeTest([file])];
+  const [cmd, ...args] = cpuFile ? [GNU_TIME!, '-o', cpuFile, '-f', '%U %S', ...argv] : argv;
   return new Promise((resolve) => {
-    const child = spawn(cmd, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(cmd!, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     child.stdout.on('data', (b: Buffer) => out.push(b));
     child.stderr.on('data', (b: Buffer) => out.push(b));
     child.on('close', (code) => {
       const output = Buffer.concat(out).toString();
-      const r: FileResult = { file, ok: code === 0, ms: Date.now() - started };
+      const r: FileResult = { file: name, ok: code === 0, ms: Date.now() - started };
       if (cpuFile) {
         // The last line: an exit code other than 0 adds "Command exited with non-zero status N" before it.
         const [user, sys] = (fs.readFileSync(cpuFile, 'utf8').trim().split('\n').pop() ?? '').split(' ').map(Number);
@@ -148,11 +151,16 @@ function runFile(file: string): Promise<FileResult> {
         fs.rmSync(cpuFile, { force: true });
       }
       if (!r.ok) r.failures = failureSummary(output);
-      process.stdout.write(`\n== ${file} ${r.ok ? 'passed' : 'FAILED'} in ${(r.ms / 1000).toFixed(1)} s${r.cpuS !== undefined ? `, ${r.cpuS.toFixed(0)} CPU-s` : ''}\n${output}`);
+      process.stdout.write(`\n== ${name} ${r.ok ? 'passed' : 'FAILED'} in ${(r.ms / 1000).toFixed(1)} s${r.cpuS !== undefined ? `, ${r.cpuS.toFixed(0)} CPU-s` : ''}\n${output}`);
       resolve(r);
     });
   });
 }
+
+const runFile = (file: string) => runJob(file, [process.execPath, ...nodeTest([file])]);
+
+/** The build the integration files need (ATS_TEST_BUILD, a shell command; `make test` sets it). */
+const runBuild = (command: string) => runJob('build', ['bash', '-c', command], `build: ${command}`);
 
 /**
  * Files that take longest, slowest first, started before the others of their queue (measured in
@@ -181,25 +189,6 @@ const slowFirst = (files: string[]) => [...files].sort((a, b) => rank(a) - rank(
  * 90 s; beside the build they slowed it from 28 s to 46 s, and the integration files wait for it.
  */
 const UNIT_LAST = new Set(['services/browser-pool/src/browser-pool.test.ts']);
-
-/** The build the integration files need (ATS_TEST_BUILD, a shell command; `make test` sets it), run as a file is: its output printed when it ends. */
-function runBuild(command: string): Promise<FileResult> {
-  const started = Date.now();
-  process.stdout.write(`▶ build: ${command}\n`);
-  return new Promise((resolve) => {
-    const child = spawn('bash', ['-c', command], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.on('data', (b: Buffer) => out.push(b));
-    child.on('close', (code) => {
-      const output = Buffer.concat(out).toString();
-      const r: FileResult = { file: 'build', ok: code === 0, ms: Date.now() - started };
-      if (!r.ok) r.failures = output.trimEnd().split('\n').slice(-60).join('\n');
-      process.stdout.write(`\n== build ${r.ok ? 'done' : 'FAILED'} in ${(r.ms / 1000).toFixed(1)} s\n${output}`);
-      resolve(r);
-    });
-  });
-}
 
 /**
  * Runs every file on two rules: at most `concurrency` integration files at once (the build counts
@@ -254,8 +243,7 @@ async function runAll(unit: string[], alone: string[], integration: string[], bu
 /** The files slowest first (at most `top`), their wall time and CPU, and why each failed one failed. */
 function report(phase: string, results: FileResult[], top = results.length): boolean {
   const sorted = [...results].sort((a, b) => b.ms - a.ms);
-  const timed = results.filter((r) => r.cpuS !== undefined);
-  const cpu = timed.length ? timed.reduce((a, r) => a + r.cpuS!, 0) : undefined;
+  const cpu = results.every((r) => r.cpuS !== undefined) ? results.reduce((a, r) => a + r.cpuS!, 0) : undefined;
   const row = (r: FileResult) => `${r.ok ? '  ' : '✖ '}${(r.ms / 1000).toFixed(1).padStart(7)} s${r.cpuS !== undefined ? `${r.cpuS.toFixed(0).padStart(6)} CPU-s` : ''}  ${r.file}`;
   const shown = sorted.filter((r, i) => i < top || !r.ok);
   process.stdout.write(
