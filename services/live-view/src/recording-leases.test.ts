@@ -123,11 +123,12 @@ for (const driver of await drivers()) {
 
     test('when a second process starts with the instance id of a live one, then it refuses to start, naming the variable', async () => {
       const repo = new RecordingRepository(db.knex);
-      const live = new RecordingLeases({ repo, instanceId: 'lv-twin', leaseMs: 400, renewMs: 50, logger });
+      // The twin watches three renewals for a beat: 300 ms, so that a busy host's late beat is not read as a death.
+      const live = new RecordingLeases({ repo, instanceId: 'lv-twin', leaseMs: 1000, renewMs: 100, logger });
       await live.start();
       live.listen(idle);
       try {
-        const twin = new RecordingLeases({ repo, instanceId: 'lv-twin', leaseMs: 400, renewMs: 50, logger });
+        const twin = new RecordingLeases({ repo, instanceId: 'lv-twin', leaseMs: 1000, renewMs: 100, logger });
         await assert.rejects(twin.start(), (err: Error) => err instanceof DuplicateInstanceError && /LIVE_VIEW_INSTANCE_ID=lv-twin is in use/.test(err.message));
       } finally {
         await live.stop();

@@ -73,11 +73,16 @@ export class RecordingLeases {
     const { repo, instanceId, leaseMs, renewMs, logger } = this.#o;
     const seen = await repo.instance(instanceId);
     if (seen && seen.nonce !== this.holder.nonce && !seen.stopped && seen.heartbeatAtMs > repo.now() - leaseMs) {
-      // Alive, or died a moment ago: a live process beats again within one renewal.
+      // Alive, or died a moment ago: a live process beats again within a renewal, or a few when
+      // its host is busy, so watch for three renewals (never past its lease) before succeeding it.
       logger.info({ instanceId }, 'another process of this instance id was alive a moment ago; making sure it is gone');
-      await new Promise((r) => setTimeout(r, renewMs * 1.5));
-      const now = await repo.instance(instanceId);
-      if (now && !now.stopped && (now.nonce !== seen.nonce || now.heartbeatAtMs !== seen.heartbeatAtMs)) throw new DuplicateInstanceError(instanceId);
+      const until = performance.now() + Math.min(renewMs * 3, seen.heartbeatAtMs + leaseMs - repo.now());
+      for (;;) {
+        await new Promise((r) => setTimeout(r, Math.min(renewMs / 2, Math.max(0, until - performance.now()))));
+        const now = await repo.instance(instanceId);
+        if (now && !now.stopped && (now.nonce !== seen.nonce || now.heartbeatAtMs !== seen.heartbeatAtMs)) throw new DuplicateInstanceError(instanceId);
+        if (performance.now() >= until) break;
+      }
     }
     await repo.registerInstance(this.holder);
     this.#renewedAt = performance.now();
