@@ -7,12 +7,15 @@
  * When the run ends, its slot is released: every process of the uid and of the cgroups is killed,
  * the cgroups and the work folder removed. At start, the service reaps what a dead owner left: a
  * slot whose process is gone (or whose pid now belongs to another process) is released the same
- * way; a slot of a live process (another run service on this host) is left alone.
+ * way; a slot of a live process (another run service on this host) is left alone. Reaping and
+ * taking a slot exclude each other (a lock in the registry), so a reaper never takes a slot that
+ * another service took while it looked for an orphan, and never kills that run's commands.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { acquireLock, LockHeldError, type LockFile } from '../../../common/src/lock-file.js';
 import type { Logger } from '../../../common/src/logger.js';
 import { processStartTime } from '../../../common/src/process-start.js';
 import type { ShellCaps } from './shell.js';
@@ -95,6 +98,37 @@ async function killAll(find: () => number[] | Promise<number[]>): Promise<number
     await new Promise((r) => setTimeout(r, 20));
   }
   return killed;
+}
+
+/** This process's turns on each registry (the lock file is per process: its own pid counts as stale). */
+const turns = new Map<string, Promise<unknown>>();
+
+/**
+ * Runs `fn` holding the registry's lock: one reap or slot taking at a time on the host. Waits for
+ * the holder (a reap takes well under a second), up to a minute.
+ */
+function exclusively<T>(slots: string, fn: () => Promise<T>): Promise<T> {
+  const turn = (turns.get(slots) ?? Promise.resolve()).then(async () => {
+    const file = path.join(slots, '.lock');
+    const deadline = performance.now() + 60_000;
+    let lock: LockFile;
+    for (;;) {
+      try {
+        lock = acquireLock(file);
+        break;
+      } catch (err) {
+        if (!(err instanceof LockHeldError) || performance.now() > deadline) throw err;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    }
+    try {
+      return await fn();
+    } finally {
+      lock.release();
+    }
+  });
+  turns.set(slots, turn.catch(() => undefined));
+  return turn;
 }
 
 const cgroupProcs = async (dir: string) =>
@@ -209,20 +243,21 @@ export class ShellTenancy {
     const draft = path.join(this.#slots, `.new-${process.pid}-${Math.random().toString(36).slice(2)}`);
     await fs.mkdir(draft, { mode: 0o700 });
     await fs.writeFile(path.join(draft, 'owner.json'), JSON.stringify({ pid: process.pid, start: MY_START, runId, dir } satisfies Owner));
-    let n = -1;
-    for (let i = 0; i < uidCount; i++) {
-      try {
-        await fs.rename(draft, path.join(this.#slots, String(i)));
-        n = i;
-        break;
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code !== 'ENOTEMPTY' && code !== 'EEXIST') {
-          await fs.rm(draft, { recursive: true, force: true });
-          throw err;
+    const n = await exclusively(this.#slots, async () => {
+      for (let i = 0; i < uidCount; i++) {
+        try {
+          await fs.rename(draft, path.join(this.#slots, String(i)));
+          return i;
+        } catch (err) {
+          const code = (err as NodeJS.ErrnoException).code;
+          if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
         }
       }
-    }
+      return -1;
+    }).catch(async (err: unknown) => {
+      await fs.rm(draft, { recursive: true, force: true });
+      throw err;
+    });
     if (n < 0) {
       await fs.rm(draft, { recursive: true, force: true });
       throw new Error(`no terminal slot is free (SHELL_UID_COUNT=${uidCount} runs hold one on this host)`);
@@ -235,7 +270,10 @@ export class ShellTenancy {
       released = true;
       await this.#clear(n);
       await fs.rm(dir, { recursive: true, force: true });
-      await fs.rm(slotDir, { recursive: true, force: true });
+      // Moved aside first: a reaper sees the slot whole or not at all (never without its owner).
+      const gone = path.join(this.#slots, `.gone-${process.pid}-${Math.random().toString(36).slice(2)}`);
+      await fs.rename(slotDir, gone).catch(() => undefined);
+      await fs.rm(gone, { recursive: true, force: true });
     };
     try {
       await this.#clear(n); // nothing of an earlier holder may be left
@@ -259,40 +297,43 @@ export class ShellTenancy {
     let slots = 0;
     let processes = 0;
     let folders = 0;
-    for (const name of await fs.readdir(this.#slots)) {
-      const full = path.join(this.#slots, name);
-      if (name.startsWith('.new-')) {
-        const pid = Number(name.split('-')[1]);
-        if (processStartTime(pid) === undefined) await fs.rm(full, { recursive: true, force: true });
-        continue;
+    await exclusively(this.#slots, async () => {
+      for (const name of await fs.readdir(this.#slots)) {
+        const full = path.join(this.#slots, name);
+        if (name.startsWith('.new-') || name.startsWith('.gone-')) {
+          const pid = Number(name.split('-')[1]);
+          if (processStartTime(pid) === undefined) await fs.rm(full, { recursive: true, force: true });
+          continue;
+        }
+        const n = Number(name);
+        if (!Number.isInteger(n) || n < 0 || n >= uidCount) continue;
+        const owner = await this.#owner(name);
+        if (!owner && !(await fs.stat(full).catch(() => undefined))) continue; // released while we looked
+        if (owner && alive(owner)) {
+          live.add(n);
+          liveRuns.add(owner.runId);
+          continue;
+        }
+        processes += await this.#clear(n);
+        if (owner?.dir && path.basename(owner.dir) === owner.runId) await fs.rm(owner.dir, { recursive: true, force: true });
+        await fs.rm(full, { recursive: true, force: true });
+        slots++;
+        logger.info({ runId: owner?.runId, slot: n, ownerPid: owner?.pid }, 'reaped the terminal of a run whose service is gone');
       }
-      const n = Number(name);
-      if (!Number.isInteger(n) || n < 0 || n >= uidCount) continue;
-      const owner = await this.#owner(name);
-      if (owner && alive(owner)) {
-        live.add(n);
-        liveRuns.add(owner.runId);
-        continue;
+      // Processes and cgroups of the range that no live slot explains (e.g. a slot directory lost with its disk).
+      const orphanUids = new Set<number>();
+      for (let n = 0; n < uidCount; n++) if (!live.has(n)) orphanUids.add(uidBase + n);
+      if (this.#root) processes += await killAll(() => processesOf(orphanUids));
+      for (const c of this.controllers) {
+        for (const name of await fs.readdir(path.join(CGROUP_ROOT, c, CGROUP_PARENT)).catch(() => [])) {
+          const uid = Number(name.slice(1));
+          if (!name.startsWith('u') || !orphanUids.has(uid)) continue;
+          const dir = path.join(CGROUP_ROOT, c, CGROUP_PARENT, name);
+          processes += await killAll(() => cgroupProcs(dir));
+          await fs.rmdir(dir).catch(() => undefined);
+        }
       }
-      processes += await this.#clear(n);
-      if (owner?.dir && path.basename(owner.dir) === owner.runId) await fs.rm(owner.dir, { recursive: true, force: true });
-      await fs.rm(full, { recursive: true, force: true });
-      slots++;
-      logger.info({ runId: owner?.runId, slot: n, ownerPid: owner?.pid }, 'reaped the terminal of a run whose service is gone');
-    }
-    // Processes and cgroups of the range that no live slot explains (e.g. a slot directory lost with its disk).
-    const orphanUids = new Set<number>();
-    for (let n = 0; n < uidCount; n++) if (!live.has(n)) orphanUids.add(uidBase + n);
-    if (this.#root) processes += await killAll(() => processesOf(orphanUids));
-    for (const c of this.controllers) {
-      for (const name of await fs.readdir(path.join(CGROUP_ROOT, c, CGROUP_PARENT)).catch(() => [])) {
-        const uid = Number(name.slice(1));
-        if (!name.startsWith('u') || !orphanUids.has(uid)) continue;
-        const dir = path.join(CGROUP_ROOT, c, CGROUP_PARENT, name);
-        processes += await killAll(() => cgroupProcs(dir));
-        await fs.rmdir(dir).catch(() => undefined);
-      }
-    }
+    });
     // Work folders without a slot (left by an older version): removed once their run has ended.
     for (const e of await fs.readdir(workDir, { withFileTypes: true })) {
       if (!e.isDirectory() || e.name.startsWith('.') || liveRuns.has(e.name)) continue;

@@ -314,6 +314,41 @@ describe('the confinement of a run', () => {
     await live.release();
   });
 
+  test('when another run service on this host starts and reaps while runs take slots and run commands, then no command of a live run is killed', async () => {
+    // The other service shares the slot registry (the same uid range), as stacks side by side do.
+    const otherWork = fs.mkdtempSync(path.join(os.tmpdir(), 'shell-work-other-'));
+    const other = await ShellTenancy.open({ workDir: otherWork, uidBase: 170000, uidCount: 8, caps, cgroups: 'auto', logger: createLogger('other', 'silent'), slotsDir: path.join(work, '.slots') });
+    let running = true;
+    const reaps = (async () => {
+      let n = 0;
+      for (; running || n < 3; n++) await other.reap(async () => 'unknown');
+      return n;
+    })();
+    try {
+      const results = await Promise.all(
+        Array.from({ length: 4 }, async (_, i) => {
+          const out: string[] = [];
+          for (let round = 0; round < 4; round++) {
+            const t = await tenancy.acquire(`run_side${i}x${round}`);
+            try {
+              const r = await run(t, 'sleep 0.1; echo done');
+              out.push(`${r.exitCode} ${r.signal ?? ''} ${r.output.trim()}`);
+            } finally {
+              await t.release();
+            }
+          }
+          return out;
+        }),
+      ).finally(() => (running = false));
+      assert.deepEqual(results.flat(), Array(16).fill('0  done'));
+      assert.ok((await reaps) >= 3);
+    } finally {
+      running = false;
+      await reaps;
+      fs.rmSync(otherWork, { recursive: true, force: true });
+    }
+  });
+
   test('when a command tries what a sandbox escape needs, then no_new_privs and the seccomp filter are on and each attempt is refused', async () => {
     const t = await tenancy.acquire('run_harden1');
     try {
