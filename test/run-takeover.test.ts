@@ -35,7 +35,8 @@ describe('a run whose worker dies', { skip: !pg && 'needs Postgres on 127.0.0.1:
       databaseUrl: db.url,
       replicas: { run: 2 },
       projects: ['alpha'],
-      env: { ...NOT_RECORDED, RUN_LEASE_MS: String(LEASE_MS), DEFAULT_MODEL: 'builtin', POOL_WARM_SIZE: '0', OPENAI_BASE_URL: fake.baseUrl, OPENAI_MODELS: 'fake-gpt', MODEL_MAX_RETRIES: '0' },
+      // Actions may wait a minute: the runs stopped below wait 40 s in a step, whatever a loaded machine makes of the rest.
+      env: { ...NOT_RECORDED, RUN_LEASE_MS: String(LEASE_MS), ACTION_TIMEOUT_MS: '60000', DEFAULT_MODEL: 'builtin', POOL_WARM_SIZE: '0', OPENAI_BASE_URL: fake.baseUrl, OPENAI_MODELS: 'fake-gpt', MODEL_MAX_RETRIES: '0' },
     });
   });
   after(async () => {
@@ -138,9 +139,10 @@ describe('a run whose worker dies', { skip: !pg && 'needs Postgres on 127.0.0.1:
     let stopped: { id: string };
     let orphan: { id: string };
     try {
-      // They wait 10 s in their second step: long enough to start a replica, kill theirs and act.
-      stopped = await start({ task: task(10000), model: 'builtin' });
-      orphan = await start({ task: task(10000), model: 'builtin' });
+      // They wait 40 s in their second step: long enough to start a replica, kill theirs and act (10 s was not, once, on a
+      // machine running twice as slow as usual; nothing waits for the 40 s: both runs end at the kill).
+      stopped = await start({ task: task(40000), model: 'builtin' });
+      orphan = await start({ task: task(40000), model: 'builtin' });
       await Promise.all([events(stopped.id, (e) => e.event === 'step'), events(orphan.id, (e) => e.event === 'step')]);
     } finally {
       await f.stack.revive('run', 2);
