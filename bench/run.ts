@@ -1,6 +1,6 @@
 /**
  * `make bench`: runs each benchmark and prints its figures; JSON goes to bench/results/.
- * BENCH_ONLY=name[,name] runs some: gateway, guards, files, s3, runs, queue (part of runs), browsercode, pool, lifecycle, confined-path, stealth, adblock, pool-replicas, pool-restart, takeover, live-view, live-view-idle (the idle recording part alone), live-view-burst, observe, requests, webhooks, footprint
+ * BENCH_ONLY=name[,name] runs some: gateway, guards, files, s3, runs, queue (part of runs), browsercode, pool, lifecycle, confined-path, stealth, adblock, pool-replicas, pool-restart, takeover, live-view, live-view-idle (the idle recording part alone), live-view-burst, observe, requests, webhooks, footprint, test-loader
  * (BENCH_BASELINE=rev: the commit `requests` compares with).
  */
 import fs from 'node:fs';
@@ -25,6 +25,7 @@ import { webhooksBench } from './webhooks.bench.js';
 import { takeoverBench } from './takeover.bench.js';
 import { footprintBench, footprintTable } from './footprint.bench.js';
 import { poolRestartBench } from './pool-restart.bench.js';
+import { testLoaderBench } from './test-loader.bench.js';
 
 const f = (n: number, d = 2) => n.toFixed(d);
 const roundMs = Number(process.env.BENCH_ROUND_MS ?? 3000);
@@ -256,6 +257,12 @@ if (want('footprint')) {
   const fp = await footprintBench();
   results.footprint = fp;
   process.stdout.write(`${footprintTable(fp)}\n`);
+}
+if (want('test-loader')) {
+  process.stdout.write(`\ntest runners: CPU of one unit test file's runner loading TypeScript with tsx (before) vs from dist/ with scripts/dist-loader.mjs (after), alternating\n`);
+  const tl = testLoaderBench({ rounds });
+  results.testLoader = tl;
+  process.stdout.write(`${tl.files} files × ${tl.rounds} rounds: tsx ${f(tl.tsxCpuS)} CPU-s, dist ${f(tl.distCpuS)} CPU-s per file (after/before ${f(tl.ratio)})\n`);
 }
 const dir = path.join(ROOT, 'bench/results');
 fs.mkdirSync(dir, { recursive: true });
