@@ -192,10 +192,8 @@ const rank = (f: string) => (SLOW_FIRST.includes(f) ? SLOW_FIRST.indexOf(f) : SL
 const slowFirst = (files: string[]) => [...files].sort((a, b) => rank(a) - rank(b));
 
 /**
- * Unit files that run once the ALONE files are done: the pool's own tests launch about 200
- * Chromiums in 90 s. Beside the build they slowed it from 28 s to 46 s, and the integration files
- * wait for it; beside the ALONE files' bursts of browsers, on a machine running twice as slow, the
- * recordings of browsers created in a burst started late and a create ran past its deadline.
+ * Unit files that run last of the unit files: the pool's own tests launch about 200 Chromiums in
+ * 90 s; beside the build they slowed it from 28 s to 46 s, and the integration files wait for it.
  */
 const UNIT_LAST = new Set(['services/browser-pool/src/browser-pool.test.ts']);
 
@@ -205,24 +203,23 @@ const UNIT_LAST = new Set(['services/browser-pool/src/browser-pool.test.ts']);
  * pure code, a few start a Chromium or a PGlite), and unit files run beside the rest:
  * - one lane runs the build (when `build` is given; the integration files run the compiled
  *   services), then the ALONE files one after another, then the other integration files;
- * - the other lanes run unit files (not UNIT_LAST's) until the ALONE files are done (or wait for
- *   that once those are done), then take integration files too;
- * - once the ALONE files are done, one more lane runs UNIT_LAST's files, then the unit files left;
- *   the integration lanes take any left when no integration file is.
+ * - the other lanes run unit files (UNIT_LAST last) until the ALONE files are done (or wait for
+ *   that once the unit files are done), then take integration files too;
+ * - once the ALONE files are done, one more lane runs the unit files left; the integration lanes
+ *   take any left when no integration file is.
  * Measured here: the machine was 57 % busy during the ALONE files with nothing beside them, and
  * about 78 % with two integration files at once.
  */
 async function runAll(unit: string[], alone: string[], integration: string[], build: string | undefined): Promise<FileResult[]> {
   const results: FileResult[] = [];
-  const light = unit.filter((f) => !UNIT_LAST.has(f));
-  const heavy = unit.filter((f) => UNIT_LAST.has(f));
+  const light = [...unit.filter((f) => !UNIT_LAST.has(f)), ...unit.filter((f) => UNIT_LAST.has(f))];
   let rest = slowFirst(integration);
   let aloneDone = false;
   let markAloneDone!: () => void;
   const aloneFinished = new Promise<void>((resolve) => (markAloneDone = resolve));
   const run = async (f: string) => void results.push(await runFile(f));
   const takeRest = async () => {
-    for (let f = rest.shift() ?? heavy.shift() ?? light.shift(); f; f = rest.shift() ?? heavy.shift() ?? light.shift()) await run(f);
+    for (let f = rest.shift() ?? light.shift(); f; f = rest.shift() ?? light.shift()) await run(f);
   };
   const first = async () => {
     if (build) {
@@ -245,7 +242,7 @@ async function runAll(unit: string[], alone: string[], integration: string[], bu
   };
   const extra = async () => {
     await aloneFinished;
-    for (let f = heavy.shift() ?? light.shift(); f; f = heavy.shift() ?? light.shift()) await run(f);
+    for (let f = light.shift(); f; f = light.shift()) await run(f);
   };
   await Promise.all([first(), ...Array.from({ length: concurrency - 1 }, other), ...(concurrency > 1 ? [extra()] : [])]);
   return results;
