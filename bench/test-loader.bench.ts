@@ -31,11 +31,14 @@ export interface TestLoaderFigures {
 /** CPU seconds (user + system, children included) of one `node --import <hooks> --test file`. */
 function cpuOf(hooks: string, file: string): number {
   const out = path.join(os.tmpdir(), `bench-loader-${process.pid}.txt`);
-  const r = spawnSync('/usr/bin/time', ['-o', out, '-f', '%U %S', process.execPath, '--import', hooks, '--test', file], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 });
-  if (r.status !== 0) throw new Error(`${file} failed with ${hooks}:\n${r.stdout}\n${r.stderr}`);
-  const [u, s] = fs.readFileSync(out, 'utf8').trim().split('\n').at(-1)!.split(' ').map(Number);
-  fs.rmSync(out, { force: true });
-  return u! + s!;
+  try {
+    const r = spawnSync('/usr/bin/time', ['-o', out, '-f', '%U %S', process.execPath, '--import', hooks, '--test', file], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 });
+    if (r.status !== 0) throw new Error(`${file} failed with ${hooks}:\n${r.stdout}\n${r.stderr}`);
+    const [u, s] = fs.readFileSync(out, 'utf8').trim().split('\n').at(-1)!.split(' ').map(Number);
+    return u! + s!;
+  } finally {
+    fs.rmSync(out, { force: true });
+  }
 }
 
 export function testLoaderBench(o: { rounds: number }): TestLoaderFigures {

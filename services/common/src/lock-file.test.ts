@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { LockHeldError, acquireLock } from './lock-file.js';
+import { LockHeldError, acquireLock, waitForLock } from './lock-file.js';
 
 const tmp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'ats-lock-'));
 
@@ -12,6 +12,20 @@ test('when a live process holds the lock, then a second acquire fails naming its
   const file = path.join(tmp(), '.lock');
   fs.writeFileSync(file, String(process.ppid)); // the test runner: alive, and not us
   assert.throws(() => acquireLock(file), (err: unknown) => err instanceof LockHeldError && err.pid === process.ppid);
+});
+
+test('when another process holds the lock, then waitForLock takes it once that process is gone, and gives up with LockHeldError after its time', async () => {
+  const file = path.join(tmp(), '.lock');
+  fs.writeFileSync(file, String(process.ppid)); // the test runner: alive for the whole test
+  await assert.rejects(waitForLock(file, 100, 10), (err: unknown) => err instanceof LockHeldError && err.pid === process.ppid);
+
+  const holder = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+  fs.writeFileSync(file, String(holder.pid));
+  const waiting = waitForLock(file, 30_000, 10);
+  holder.kill('SIGKILL');
+  const lock = await waiting;
+  assert.equal(fs.readFileSync(file, 'utf8'), String(process.pid));
+  lock.release();
 });
 
 test('when the holder died, then the stale lock is taken over and released cleanly', () => {

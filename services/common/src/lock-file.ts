@@ -77,3 +77,19 @@ export function acquireLock(file: string): LockFile {
   }
   throw new Error(`could not acquire ${file}`);
 }
+
+/**
+ * Takes the lock at `file`, waiting while another live process holds it (checking every
+ * `intervalMs`); throws LockHeldError once `timeoutMs` passed.
+ */
+export async function waitForLock(file: string, timeoutMs: number, intervalMs: number): Promise<LockFile> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    try {
+      return acquireLock(file);
+    } catch (err) {
+      if (!(err instanceof LockHeldError) || performance.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, intervalMs));
+    }
+  }
+}

@@ -14,7 +14,7 @@
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { acquireLock, LockHeldError } from './lock-file.js';
+import { waitForLock } from './lock-file.js';
 import { initdb } from './pglite.js';
 
 /** How long a process waits for another to build the template before building its own copy. */
@@ -105,19 +105,15 @@ function removeStaleLayers(templatesDir: string, name: string): void {
 /** The template at `target`, built with `make` by this process when no other is building it. */
 async function findOrBuild(target: string, make: (dir: string) => Promise<void>): Promise<string> {
   const templatesDir = path.dirname(target);
-  const deadline = Date.now() + TEMPLATE_WAIT_MS;
+  const deadline = performance.now() + TEMPLATE_WAIT_MS;
   fs.mkdirSync(templatesDir, { recursive: true, mode: 0o700 });
   while (!fs.existsSync(target)) {
+    // Held by the process building it: once it lets go, the template is there.
+    const lock = await waitForLock(`${target}.lock`, deadline - performance.now(), 100);
     try {
-      const lock = acquireLock(`${target}.lock`);
-      try {
-        if (!fs.existsSync(target)) await buildInto(target, make);
-      } finally {
-        lock.release();
-      }
-    } catch (err) {
-      if (!(err instanceof LockHeldError) || Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, 100));
+      if (!fs.existsSync(target)) await buildInto(target, make);
+    } finally {
+      lock.release();
     }
   }
   return target;

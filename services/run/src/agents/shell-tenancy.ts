@@ -15,7 +15,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { acquireLock, LockHeldError, type LockFile } from '../../../common/src/lock-file.js';
+import { waitForLock } from '../../../common/src/lock-file.js';
 import type { Logger } from '../../../common/src/logger.js';
 import { processStartTime } from '../../../common/src/process-start.js';
 import type { ShellCaps } from './shell.js';
@@ -109,18 +109,7 @@ const turns = new Map<string, Promise<unknown>>();
  */
 function exclusively<T>(slots: string, fn: () => Promise<T>): Promise<T> {
   const turn = (turns.get(slots) ?? Promise.resolve()).then(async () => {
-    const file = path.join(slots, '.lock');
-    const deadline = performance.now() + 60_000;
-    let lock: LockFile;
-    for (;;) {
-      try {
-        lock = acquireLock(file);
-        break;
-      } catch (err) {
-        if (!(err instanceof LockHeldError) || performance.now() > deadline) throw err;
-        await new Promise((r) => setTimeout(r, 10));
-      }
-    }
+    const lock = await waitForLock(path.join(slots, '.lock'), 60_000, 10);
     try {
       return await fn();
     } finally {
