@@ -128,6 +128,9 @@ if (ownTmp) process.on('exit', () => fs.rmSync(runTmp!, { recursive: true, force
 process.once('SIGINT', () => process.exit(130));
 process.once('SIGTERM', () => process.exit(143));
 
+/** When the run began: each file's line says when in the run it ran, to see what ran beside what. */
+const runStarted = Date.now();
+
 /** GNU time, which gives a process's CPU with that of every descendant it waited for (Node's spawn does not). */
 const GNU_TIME = fs.existsSync('/usr/bin/time') ? '/usr/bin/time' : undefined;
 const cpuDir = GNU_TIME ? fs.mkdtempSync(path.join(os.tmpdir(), 'ats-test-cpu-')) : undefined;
@@ -140,6 +143,7 @@ let cpuFiles = 0;
  */
 function runJob(name: string, argv: string[], shown = name): Promise<FileResult> {
   const started = Date.now();
+  const at = (t: number) => ((t - runStarted) / 1000).toFixed(0);
   process.stdout.write(`▶ ${shown}\n`);
   const cpuFile = cpuDir && path.join(cpuDir, `${cpuFiles++}`);
   const [cmd, ...args] = cpuFile ? [GNU_TIME!, '-o', cpuFile, '-f', '%U %S', ...argv] : argv;
@@ -158,7 +162,7 @@ function runJob(name: string, argv: string[], shown = name): Promise<FileResult>
         fs.rmSync(cpuFile, { force: true });
       }
       if (!r.ok) r.failures = failureSummary(output);
-      process.stdout.write(`\n== ${name} ${r.ok ? 'passed' : 'FAILED'} in ${(r.ms / 1000).toFixed(1)} s${r.cpuS !== undefined ? `, ${r.cpuS.toFixed(0)} CPU-s` : ''}\n${output}`);
+      process.stdout.write(`\n== ${name} ${r.ok ? 'passed' : 'FAILED'} in ${(r.ms / 1000).toFixed(1)} s${r.cpuS !== undefined ? `, ${r.cpuS.toFixed(0)} CPU-s` : ''} (${at(started)}–${at(Date.now())} s of the run)\n${output}`);
       resolve(r);
     });
   });
@@ -272,7 +276,6 @@ function report(phase: string, results: FileResult[], top = results.length): boo
 }
 
 async function main(): Promise<void> {
-  const started = Date.now();
   if (runTmp) process.stdout.write(`== temporary files in ${runTmp}\n`);
   const runUnit = which !== 'integration' ? unit : [];
   const runIntegration = which !== 'unit' ? integration : [];
@@ -296,7 +299,7 @@ async function main(): Promise<void> {
   let ok = unitResults.length ? report('unit', unitResults, 15) : true;
   if (integrationResults.length) ok = report('integration', integrationResults) && ok;
   if (built && !built.ok) process.stdout.write(`\n✖ the build failed: the ${runIntegration.length} integration files did not run\n`);
-  process.stdout.write(`\n== ${ok ? 'all tests passed' : 'tests FAILED'} in ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
+  process.stdout.write(`\n== ${ok ? 'all tests passed' : 'tests FAILED'} in ${((Date.now() - runStarted) / 1000).toFixed(0)} s\n`);
   process.exit(ok ? 0 : 1);
 }
 
