@@ -2,14 +2,17 @@
  * Leases on recordings, on both database drivers: a holder keeps its recordings while it renews;
  * past the lease exactly one taker gets each; a holder that was taken over can change nothing;
  * a clean stop lets go at once; a second live process of one instance id is refused, a dead one
- * is succeeded; a starting replica leaves other instances' scratch and encoders alone.
+ * is succeeded (at once when it ran on this host); a starting replica leaves other instances' scratch and encoders alone.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { drivers, tempDir, testSchema } from '../../../test/support/infra.js';
+import { within } from '../../../test/support/until.js';
+import { processIdentity } from '../../common/src/process-start.js';
 import { openDatabase, type Database } from '../../common/src/db.js';
 import { createLogger } from '../../common/src/logger.js';
 import { Ffmpeg } from './ffmpeg.js';
@@ -121,17 +124,41 @@ for (const driver of await drivers()) {
       assert.equal(await repo.letGo(holder('lv-other'), 'brw_l3'), false, 'only its holder lets it go');
     });
 
-    test('when a second process starts with the instance id of a live one, then it refuses to start, naming the variable', async () => {
+    test('when a second process starts with the instance id of a live one, then it refuses to start, naming the variable: by its pid on this host, by its beats when its process is unsaid', async () => {
       const repo = new RecordingRepository(db.knex);
-      // The twin watches three renewals for a beat: 300 ms, so that a busy host's late beat is not read as a death.
-      const live = new RecordingLeases({ repo, instanceId: 'lv-twin', leaseMs: 1000, renewMs: 100, logger });
-      await live.start();
-      live.listen(idle);
+      for (const [instanceId, process] of [['lv-twin-here', undefined], ['lv-twin-unsaid', null]] as const) {
+        // Unsaid (as from another host), the twin watches three renewals for a beat: 300 ms, so that a busy host's late beat is not read as a death.
+        const live = new RecordingLeases({ repo, instanceId, leaseMs: 1000, renewMs: 100, logger, process });
+        await live.start();
+        live.listen(idle);
+        try {
+          const twin = new RecordingLeases({ repo, instanceId, leaseMs: 1000, renewMs: 100, logger });
+          await assert.rejects(twin.start(), (err: Error) => err instanceof DuplicateInstanceError && err.message.includes(`LIVE_VIEW_INSTANCE_ID=${instanceId} is in use`));
+        } finally {
+          await live.stop();
+        }
+      }
+    });
+
+    test('when the process of an instance ran on this host, then a next one of that id is refused while it runs and succeeds it at once when it is gone, watching for no beat', async () => {
+      const repo = new RecordingRepository(db.knex);
+      const child = spawn('sleep', ['60'], { stdio: 'ignore' });
       try {
-        const twin = new RecordingLeases({ repo, instanceId: 'lv-twin', leaseMs: 1000, renewMs: 100, logger });
-        await assert.rejects(twin.start(), (err: Error) => err instanceof DuplicateInstanceError && /LIVE_VIEW_INSTANCE_ID=lv-twin is in use/.test(err.message));
+        await once(child, 'spawn');
+        const running = holder('lv-here', 'running');
+        await repo.registerInstance(running, processIdentity(child.pid));
+        await repo.claim(recording('brw_lv-here'), running, 600_000);
+        // Renewals of five minutes: a successor that watched for beats would wait a quarter of an hour.
+        const next = () => new RecordingLeases({ repo, instanceId: 'lv-here', leaseMs: 600_000, renewMs: 300_000, logger });
+        await assert.rejects(within(next().start(), 'the refusal'), DuplicateInstanceError);
+        child.kill('SIGKILL');
+        await once(child, 'exit');
+        const successor = next();
+        assert.equal(await within(successor.start(), 'the successor’s start'), 1, 'it took over the recording at once');
+        assert.deepEqual((await repo.held(successor.holder)).map((r) => r.browserId), ['brw_lv-here']);
+        await successor.stop();
       } finally {
-        await live.stop();
+        child.kill('SIGKILL');
       }
     });
 

@@ -6,11 +6,13 @@
  * whose lease ran out: their holder died, or let go when it stopped.
  *
  * The instance id must be unique among the live processes (a pod name). At start a process
- * refuses an id that another live process uses: one whose heartbeat moves on while we watch. A
- * process of the same id that is gone (a restart) is succeeded at once: its leases are ours.
+ * refuses an id that another live process uses: one that still runs on this host (the instance
+ * row names its process), or, on another host, one whose heartbeat moves on while we watch. A
+ * process of the same id that is gone (a restart) is succeeded: its leases are ours.
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../../common/src/logger.js';
+import { processIdentity, processLiveness } from '../../common/src/process-start.js';
 import type { Holder, RecordingRepository, RecordingRow } from './recording.repository.js';
 
 /** Another live process uses this instance id. */
@@ -41,6 +43,8 @@ export interface RecordingLeasesOptions {
   logger: Logger;
   /** The process's nonce; random unless a test fixes it. */
   nonce?: string;
+  /** The OS process this is (processIdentity(), the default), for a restart on the same host to see at once that it is gone; null: unsaid (a test playing several processes in one). */
+  process?: string | null;
   /** Recordings taken over per round (the rest are left for the next, or for other replicas). */
   takeOverBatch?: number;
 }
@@ -49,6 +53,7 @@ export class RecordingLeases {
   readonly holder: Holder;
   readonly leaseMs: number;
   readonly #o: RecordingLeasesOptions;
+  readonly #process: string | undefined;
   #listener: LeaseListener | undefined;
   #timer: NodeJS.Timeout | undefined;
   #round: Promise<void> = Promise.resolve();
@@ -63,6 +68,7 @@ export class RecordingLeases {
     this.#o = o;
     this.leaseMs = o.leaseMs;
     this.holder = { instanceId: o.instanceId, nonce: o.nonce ?? randomBytes(8).toString('hex') };
+    this.#process = o.process === null ? undefined : (o.process ?? processIdentity());
   }
 
   /**
@@ -72,8 +78,13 @@ export class RecordingLeases {
   async start(): Promise<number> {
     const { repo, instanceId, leaseMs, renewMs, logger } = this.#o;
     const seen = await repo.instance(instanceId);
-    if (seen && seen.nonce !== this.holder.nonce && !seen.stopped && seen.heartbeatAtMs > repo.now() - leaseMs) {
-      // Alive, or died a moment ago: a live process beats again within a renewal, or a few when
+    const recent = seen && seen.nonce !== this.holder.nonce && !seen.stopped && seen.heartbeatAtMs > repo.now() - leaseMs;
+    const liveness = recent ? processLiveness(seen.process) : 'gone';
+    // It ran on this host (a crash and restart, or a second process started by mistake): its pid says at once.
+    if (liveness === 'alive') throw new DuplicateInstanceError(instanceId);
+    if (recent && liveness === 'gone') logger.info({ instanceId }, 'the process of this instance id that was alive a moment ago ran on this host and is gone; succeeding it at once');
+    if (recent && liveness === 'unknown') {
+      // Alive, or died a moment ago, on another host: a live process beats again within a renewal, or a few when
       // its host is busy, so watch for three renewals (never past its lease) before succeeding it.
       logger.info({ instanceId }, 'another process of this instance id was alive a moment ago; making sure it is gone');
       const until = performance.now() + Math.min(renewMs * 3, seen.heartbeatAtMs + leaseMs - repo.now());
@@ -84,7 +95,7 @@ export class RecordingLeases {
         if (performance.now() >= until) break;
       }
     }
-    await repo.registerInstance(this.holder);
+    await repo.registerInstance(this.holder, this.#process);
     this.#renewedAt = performance.now();
     const taken = await repo.takeOverPredecessors(this.holder, leaseMs);
     if (taken) logger.info({ instanceId, recordings: taken }, 'recordings of an earlier process of this instance taken over');

@@ -81,6 +81,15 @@ export const migrations: Migration[] = [
   },
   // recording.ready is written there in the transaction that marks a recording ready.
   outboxMigration('20261202000000_webhook_outbox'),
+  {
+    // Which process holds an instance id (processIdentity()): a restart on the same host sees at once whether it is gone.
+    name: '20261215000000_instance_process',
+    async up(knex) {
+      await knex.schema.alterTable('instances', (t) => {
+        t.string('process', 200);
+      });
+    },
+  },
 ];
 
 /** What marking a recording ready also writes in its transaction (its webhook event). */
@@ -136,6 +145,8 @@ export interface InstanceRow {
   heartbeatAtMs: number;
   /** It stopped cleanly. */
   stopped: boolean;
+  /** The process that registered it (processIdentity()), when it could say. */
+  process: string | null;
 }
 
 const UNFINISHED: RecordingStateName[] = ['recording', 'finalizing'];
@@ -391,14 +402,14 @@ export class RecordingRepository {
 
   async instance(instanceId: string): Promise<InstanceRow | undefined> {
     const r = await this.#knex('instances').where({ instance_id: instanceId }).first();
-    return r ? { instanceId: r.instance_id, nonce: r.nonce, heartbeatAtMs: new Date(r.heartbeat_at).getTime(), stopped: r.stopped_at !== null } : undefined;
+    return r ? { instanceId: r.instance_id, nonce: r.nonce, heartbeatAtMs: new Date(r.heartbeat_at).getTime(), stopped: r.stopped_at !== null, process: r.process ?? null } : undefined;
   }
 
-  /** Makes `holder` the live process of its instance id (replacing a dead one). */
-  async registerInstance(holder: Holder): Promise<void> {
+  /** Makes `holder` the live process of its instance id (replacing a dead one); `process` names the OS process (processIdentity()). */
+  async registerInstance(holder: Holder, process?: string): Promise<void> {
     const now = this.#iso();
     await this.#knex('instances')
-      .insert({ instance_id: holder.instanceId, nonce: holder.nonce, started_at: now, heartbeat_at: now, stopped_at: null })
+      .insert({ instance_id: holder.instanceId, nonce: holder.nonce, started_at: now, heartbeat_at: now, stopped_at: null, process: process ?? null })
       .onConflict('instance_id')
       .merge();
   }
