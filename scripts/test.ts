@@ -174,23 +174,40 @@ const runFile = (file: string) => runJob(file, [process.execPath, ...nodeTest([f
 const runBuild = (command: string) => runJob('build', ['bash', '-c', command], `build: ${command}`);
 
 /**
- * Files that take longest, slowest first, started before the others of their queue (measured in
- * clean runs here: 20–90 s each, against 1–15 s for most), so the run does not end on one long file
- * with a core idle (a 48 s file last left one idle for 20 s).
+ * The integration files that run two at a time, slowest first, as measured in a clean run here
+ * (53 s down to 3 s), so that the run does not end on one long file with a core idle: a 48 s file
+ * last left one idle for 20 s, and the 20 s files that sorted last by name (run-hygiene,
+ * recording-replicas) ended the run beside short ones. A file not listed runs after these.
  */
 const SLOW_FIRST = [
   'test/clients-typescript.test.ts',
-  'test/run-takeover.test.ts',
   'test/runs.test.ts',
   'test/dashboard.test.ts',
-  'test/recording.test.ts',
-  'test/browsercode.test.ts',
-  'test/clients-cli.test.ts',
+  'test/run-takeover.test.ts',
   'test/readme-examples.test.ts',
+  'test/recording.test.ts',
+  'test/clients-cli.test.ts',
+  'test/browsercode.test.ts',
   'test/browser-pool.test.ts',
-  'test/fuzz.test.ts',
+  'test/run-hygiene.test.ts',
   'test/recording-recorder.test.ts',
+  'test/recording-replicas.test.ts',
+  'test/live-view.test.ts',
+  'test/file-storage.test.ts',
+  'test/fuzz.test.ts',
   'test/nats-outage.test.ts',
+  'test/keys-cli.test.ts',
+  'test/webhooks.test.ts',
+  'test/clients-mcp.test.ts',
+  'test/stacks-side-by-side.test.ts',
+  'test/pool-restart.test.ts',
+  'test/gateway.test.ts',
+  'test/pool-owner-lost.test.ts',
+  'test/gateway-replicas.test.ts',
+  'test/up.test.ts',
+  'test/replicas.test.ts',
+  'test/deploy-manifests.test.ts',
+  'test/internal-trust.test.ts',
 ];
 const rank = (f: string) => (SLOW_FIRST.includes(f) ? SLOW_FIRST.indexOf(f) : SLOW_FIRST.length);
 const slowFirst = (files: string[]) => [...files].sort((a, b) => rank(a) - rank(b));
@@ -207,14 +224,29 @@ const slowFirst = (files: string[]) => [...files].sort((a, b) => rank(a) - rank(
 const HEAVY_UNIT = new Set(['services/browser-pool/src/browser-pool.test.ts']);
 
 /**
+ * Integration files that start no stack (no service process, no pool's Chromium) and run from the
+ * sources: they run as unit files do, after them, beside the ALONE files. There the unit files ran
+ * out with the ALONE files a minute from done (218 of 287 s, in a clean run here), and one core
+ * sat idle while the last of them mostly waited.
+ */
+const STACKLESS = new Set([
+  'test/boundaries.test.ts',
+  'test/deploy-manifests.test.ts',
+  'test/keys-cli.test.ts',
+  'test/live-view-hub.test.ts',
+  'test/recording-link.test.ts',
+  'test/recording-recorder.test.ts',
+]);
+
+/**
  * Runs every file on two rules: at most `concurrency` integration files at once (the build counts
  * as one), and an ALONE file with no other stack beside it. A unit file starts no stack (most are
  * pure code, a few start a Chromium or a PGlite), and unit files run beside the rest:
  * - one lane runs the build (when `build` is given; the integration files run the compiled
  *   services), then the HEAVY_UNIT files, then the ALONE files one after another, then the other
  *   integration files;
- * - the other lanes run the light unit files until the ALONE files are done (or wait for that once
- *   the unit files are done), then take integration files too;
+ * - the other lanes run the light unit files, then the STACKLESS integration files, until the
+ *   ALONE files are done (or wait for that once those are done), then take integration files too;
  * - once the ALONE files are done, one more lane runs the unit files left; the integration lanes
  *   take any left when no integration file is.
  * Measured here: the machine was 57 % busy during the ALONE files with nothing beside them, and
@@ -222,9 +254,9 @@ const HEAVY_UNIT = new Set(['services/browser-pool/src/browser-pool.test.ts']);
  */
 async function runAll(unit: string[], alone: string[], integration: string[], build: string | undefined): Promise<FileResult[]> {
   const results: FileResult[] = [];
-  const light = unit.filter((f) => !HEAVY_UNIT.has(f));
+  const light = [...unit.filter((f) => !HEAVY_UNIT.has(f)), ...slowFirst(integration.filter((f) => STACKLESS.has(f)))];
   const heavy = unit.filter((f) => HEAVY_UNIT.has(f));
-  let rest = slowFirst(integration);
+  let rest = slowFirst(integration.filter((f) => !STACKLESS.has(f)));
   let aloneDone = false;
   let markAloneDone!: () => void;
   const aloneFinished = new Promise<void>((resolve) => (markAloneDone = resolve));
