@@ -80,11 +80,11 @@ async function withHelperTab<T>(conn: CdpConnection, contextId: string | undefin
     await Promise.all([conn.send('Fetch.enable', { patterns: [{ urlPattern: '*' }] }, sessionId), conn.send('Page.enable', {}, sessionId)]);
     const visit = async (origin: string) => {
       const loaded = conn.waitFor('Page.loadEventFired', (_p, sid) => sid === sessionId, timeoutMs);
+      // Awaited below, unless the navigation fails first (the browser died mid-save: both reject, "connection
+      // closed"); its rejection must not go unhandled then, which would end the pool process.
+      loaded.catch(() => {});
       const nav = await conn.send<{ errorText?: string }>('Page.navigate', { url: `${origin}/` }, sessionId, timeoutMs);
-      if (nav.errorText) {
-        loaded.catch(() => {});
-        throw new Error(`cannot open ${origin}: ${nav.errorText}`);
-      }
+      if (nav.errorText) throw new Error(`cannot open ${origin}: ${nav.errorText}`);
       await loaded;
       return sessionId;
     };
