@@ -128,6 +128,12 @@ describe('the builtin model on real-site widgets', () => {
     const board = await run(`Open ${site.url('act-sortable.html')}. Drag 'Fix the login bug' onto 'Update the docs'. Drag 'Alert volume' 60 px right. Get the text of '#order'. Get the text of '#level'`, 'builtin');
     assert.equal(board.result, 'Order: Fix the login bug, Update the docs, Write the tests\nAlert volume: 40');
   });
+
+  test('when a panel becomes scrollable only once its first messages arrive, a second after the page loaded, then the builtin scrolls it then', async () => {
+    // The page already says "messages" before it has any to scroll: waiting for that text alone looked again too soon.
+    const feed = await run(`Open ${site.url('act-feed.html?delay=1000')}. Scroll down the panel 'Messages'. Scroll down the panel 'Messages'. Is 'security review' on the page?`, 'builtin');
+    assert.match(feed.result, /security review/);
+  });
 });
 
 describe('acting on widgets: bad input', () => {

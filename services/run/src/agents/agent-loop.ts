@@ -105,6 +105,26 @@ export async function waitForText(page: Page, text: string, timeoutMs: number): 
     .catch(() => undefined);
 }
 
+/** Resolves at the page's next change (a node, an attribute or a text of its document), or after `timeoutMs`. */
+export async function waitForChange(page: Page, timeoutMs: number): Promise<void> {
+  await page
+    .evaluate(
+      (ms: number) =>
+        new Promise<void>((resolve) => {
+          const done = () => {
+            observer.disconnect();
+            clearTimeout(timer);
+            resolve();
+          };
+          const observer = new MutationObserver(done);
+          observer.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+          const timer = setTimeout(done, ms);
+        }),
+      Math.max(0, timeoutMs),
+    )
+    .catch(() => undefined);
+}
+
 /** Errors of a page that navigated under a script; looking again once it has loaded works. */
 const NAVIGATION_RACE = /Execution context was destroyed|Cannot find context with specified id|Execution context is not available|Frame was detached|detached Frame|Navigating frame was detached/i;
 
@@ -333,13 +353,22 @@ export async function runAgentLoop(input: LoopInput, tools: LoopTools): Promise<
           decision = await model.decide(decideInput(loop), input.signal);
         } catch (err) {
           if (!(err instanceof ElementNotFound || err instanceof NeedsBrowser)) throw err;
-          // The model must see a page first, or the page may still be rendering: open it or give the element a moment, then look again.
+          // The model must see a page first, or the page may still be rendering: open it or give the element a moment, then look again,
+          // at each change of the page until the moment is up (a feed becomes a scrollable panel once its first messages arrive).
           const p = await ensurePage();
-          if (err instanceof ElementNotFound) await waitForText(p, err.target, Math.min(3000, input.actionTimeoutMs));
-          observation = await look();
-          decision = await model.decide(decideInput(loop), input.signal).catch((again: unknown) => {
-            throw again instanceof ElementNotFound || again instanceof NeedsBrowser ? new ModelError(again.message) : again;
-          });
+          const deadline = Date.now() + Math.min(3000, input.actionTimeoutMs);
+          if (err instanceof ElementNotFound) await waitForText(p, err.target, deadline - Date.now());
+          for (;;) {
+            observation = await look();
+            try {
+              decision = await model.decide(decideInput(loop), input.signal);
+              break;
+            } catch (again) {
+              if (!(again instanceof ElementNotFound || again instanceof NeedsBrowser)) throw again;
+              if (again instanceof NeedsBrowser || Date.now() >= deadline) throw new ModelError(again.message);
+              await waitForChange(p, deadline - Date.now());
+            }
+          }
         }
         if (decision.usage) await input.recordUsage(decision.usage);
         if (llm && decision.prose && decision.action.name === 'done') {
