@@ -174,10 +174,11 @@ const runFile = (file: string) => runJob(file, [process.execPath, ...nodeTest([f
 const runBuild = (command: string) => runJob('build', ['bash', '-c', command], `build: ${command}`);
 
 /**
- * The integration files that run two at a time, slowest first, as measured in a clean run here
- * (53 s down to 3 s), so that the run does not end on one long file with a core idle: a 48 s file
- * last left one idle for 20 s, and the 20 s files that sorted last by name (run-hygiene,
- * recording-replicas) ended the run beside short ones. A file not listed runs after these.
+ * The integration files slowest first, as measured in a clean run here (53 s down to 3 s), in the
+ * order each queue takes them (the STACKLESS ones among them in the unit files' lanes), so that the
+ * run does not end on one long file with a core idle: a 48 s file last left one idle for 20 s, and
+ * the 20 s files that sorted last by name (run-hygiene, recording-replicas) ended the run beside
+ * short ones. A file not listed runs after these.
  */
 const SLOW_FIRST = [
   'test/clients-typescript.test.ts',
