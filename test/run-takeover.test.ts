@@ -5,7 +5,8 @@
  * `run.resumed` event and step numbers 1..n. A run stopped while its worker was dead stays
  * stopped; a run whose browser is gone by then fails saying so. A browsercode run killed
  * mid-command goes on with its disk and conversation, the command reported interrupted to the model.
- * A run handed over at a SIGTERM is taken over at once, even with leases of ten minutes.
+ * A run handed over at a SIGTERM is taken over at once, even with leases of ten minutes, and so
+ * is one whose replica was killed on this host (its process is seen gone).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -207,7 +208,7 @@ describe('a run whose worker dies', { skip: !pg && 'needs Postgres on 127.0.0.1:
   });
 });
 
-describe('a run handed over at a shutdown, with leases of ten minutes', { skip: !pg && 'needs Postgres on 127.0.0.1:5432' }, () => {
+describe('a run handed over at a shutdown or taken from a dead replica, with leases of ten minutes', { skip: !pg && 'needs Postgres on 127.0.0.1:5432' }, () => {
   let f: StackFixture;
   let db: FreshDatabase;
   let site: TestSite;
@@ -238,6 +239,27 @@ describe('a run handed over at a shutdown, with leases of ten minutes', { skip: 
       assert.equal(run.status, 'completed', run.error);
       assert.equal(run.result, ANSWER);
       assert.equal(all.filter((e) => e.event === 'run.resumed').length, 1, 'resumed once, by the other replica');
+    } finally {
+      await f.stack.revive('run', n);
+    }
+  });
+
+  test('when the replica running it is killed (SIGKILL) on the same host, then the other sees its process gone and takes it over, not when its ten-minute lease runs out', async () => {
+    const key = f.projects.alpha!.key;
+    const res = await f.api(`${BASE}/runs`, { method: 'POST', key, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ task: `Open ${site.url('run-slow.html?ms=1500')}. Wait for 'Shop ready'. Click 'Continue to the order form'. Type 'Ada Lovelace' into 'Full name'. Type 'ada@example.com' into 'you@example.com'. Select 'Blue' from 'Colour'. Click 'Place order'. Wait for 'Thank you'. Extract the text of '#confirmation'.`, model: 'builtin' }) });
+    assert.equal(res.status, 202, await res.clone().text());
+    const { id } = (await res.json()) as { id: string };
+    await readSse(await f.api(`${BASE}/runs/${id}/events/stream`, { key }), (e) => e.event === 'step');
+    const { rows } = await db.knex.raw('select lease_owner from "run".runs where id = ?', [id]);
+    const n = Number(/^run-(\d+)\./.exec(rows[0].lease_owner)![1]);
+    await f.stack.kill('run', n, 'SIGKILL');
+    try {
+      const all = await within(readSse(await f.api(`${BASE}/runs/${id}/events/stream`, { key })), 'the run finished by the other replica', 60_000);
+      const run = (await (await f.api(`${BASE}/runs/${id}`, { key })).json()) as { status: string; result: string; error?: string };
+      assert.equal(run.status, 'completed', run.error);
+      assert.equal(run.result, ANSWER);
+      assert.equal(all.filter((e) => e.event === 'run.resumed').length, 1, 'resumed once, by the other replica');
+      assert.ok(f.logs('run').includes('ran on this host and is gone'), 'the other replica says why it did not wait for the lease');
     } finally {
       await f.stack.revive('run', n);
     }

@@ -97,6 +97,23 @@ for (const driver of await drivers()) {
       await repo.finish(lost, ['running'], 'completed');
     });
 
+    test('when a worker says which process it is, then others see it among the holders of live leases, and ending its leases lets one take its runs over at once', async () => {
+      const id = await queue('prj_gone');
+      await repo.claim('crashed', 600_000, 5, 'linux:boot:1:42:7');
+      assert.deepEqual(
+        (await repo.otherLeaseOwners('heir')).filter((o) => o.owner === 'crashed'),
+        [{ owner: 'crashed', process: 'linux:boot:1:42:7' }],
+      );
+      assert.deepEqual((await repo.otherLeaseOwners('crashed')).filter((o) => o.owner === 'crashed'), [], 'not its own');
+      assert.deepEqual((await repo.takeOverExpired('heir', 600_000, 3, 'x')).taken, [], 'its ten-minute lease holds');
+      assert.equal(await repo.expireLeasesOf('crashed'), 1);
+      const { taken } = await repo.takeOverExpired('heir', 600_000, 3, 'x', 'linux:boot:1:43:8');
+      assert.deepEqual(taken.map((r) => [r.id, r.leaseOwner, r.takeovers, r.handedOver]), [[id, 'heir', 1, false]]);
+      assert.deepEqual((await repo.otherLeaseOwners('someone')).filter((o) => o.owner === 'heir'), [{ owner: 'heir', process: 'linux:boot:1:43:8' }], 'the heir’s process with its lease');
+      await repo.finish(id, ['running'], 'completed');
+      assert.deepEqual((await repo.otherLeaseOwners('someone')).filter((o) => o.owner === 'heir'), [], 'a finished run holds no lease');
+    });
+
     test('when a worker hands a run over, then another takes it at once, told it was handed over, and a later takeover is not', async () => {
       const id = await queue('prj_hand');
       await repo.claim('leaving', 60000, 5);

@@ -131,6 +131,15 @@ export const migrations: Migration[] = [
       });
     },
   },
+  {
+    // Which OS process holds the lease (processIdentity()): a worker on the same host sees at once that it is gone.
+    name: '20261216000000_run_lease_process',
+    async up(knex) {
+      await knex.schema.alterTable('runs', (t) => {
+        t.string('lease_process', 200);
+      });
+    },
+  },
 ];
 
 /**
@@ -396,7 +405,7 @@ export class RunRepository {
    * its session has no running run. A global advisory lock serialises claimers across replicas
    * (claims are short), and SKIP LOCKED keeps them off rows another transaction holds.
    */
-  async claim(owner: string, leaseMs: number, limit: number): Promise<RunRow | undefined> {
+  async claim(owner: string, leaseMs: number, limit: number, process?: string): Promise<RunRow | undefined> {
     return this.knex.transaction(async (trx) => {
       await trx.raw('select pg_advisory_xact_lock(727201)');
       const row = await trx('runs as r')
@@ -419,6 +428,7 @@ export class RunRepository {
       await trx('runs').where({ id: row.id }).update({
         status: 'running',
         lease_owner: owner,
+        lease_process: process ?? null,
         lease_expires_at: new Date(now.getTime() + leaseMs).toISOString(),
         started_at: now.toISOString(),
         updated_at: now.toISOString(),
@@ -459,7 +469,7 @@ export class RunRepository {
    * `running` rows: a run stopped meanwhile stays stopped. A run taken over `maxTakeovers` times
    * already fails with `overError` instead. Returns both.
    */
-  async takeOverExpired(owner: string, leaseMs: number, maxTakeovers: number, overError: string): Promise<{ taken: (RunRow & { handedOver: boolean })[]; failed: RunRow[] }> {
+  async takeOverExpired(owner: string, leaseMs: number, maxTakeovers: number, overError: string, process?: string): Promise<{ taken: (RunRow & { handedOver: boolean })[]; failed: RunRow[] }> {
     const now = this.#iso();
     return this.knex.transaction(async (trx) => {
       // Locked first (a second replica waits, then finds their leases renewed): whether each was handed over is read before it is reset.
@@ -471,7 +481,7 @@ export class RunRepository {
               'id',
               due.map((r) => r.id),
             )
-            .update({ lease_owner: owner, lease_expires_at: this.#iso(leaseMs), takeovers: trx.raw('takeovers + 1'), handed_over: false, updated_at: now }, ['*'])
+            .update({ lease_owner: owner, lease_process: process ?? null, lease_expires_at: this.#iso(leaseMs), takeovers: trx.raw('takeovers + 1'), handed_over: false, updated_at: now }, ['*'])
         : [];
       const failed = await trx('runs')
         .where('status', 'running')
@@ -481,6 +491,17 @@ export class RunRepository {
       for (const r of failed) await this.#changed(trx, r.id, 'run.failed');
       return { taken: taken.map((r) => ({ ...run(r), handedOver: handedOver.has(r.id) })), failed: failed.map(run) };
     });
+  }
+
+  /** The other owners of leases on running runs that have not run out, each with the process it said it is (claim's `process`). */
+  async otherLeaseOwners(owner: string): Promise<{ owner: string; process: string | null }[]> {
+    const rows = await this.knex('runs').where('status', 'running').andWhere('lease_expires_at', '>=', this.#iso()).andWhereNot('lease_owner', owner).distinct('lease_owner', 'lease_process');
+    return rows.map((r: { lease_owner: string; lease_process: string | null }) => ({ owner: r.lease_owner, process: r.lease_process }));
+  }
+
+  /** `owner` is gone (its process ended): the leases of its running runs end now, for takeOverExpired. Returns how many. */
+  async expireLeasesOf(owner: string): Promise<number> {
+    return this.knex('runs').where({ lease_owner: owner, status: 'running' }).update({ lease_expires_at: new Date(0).toISOString(), updated_at: this.#iso() });
   }
 
   /**

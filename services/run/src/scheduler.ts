@@ -8,11 +8,15 @@
 import { randomBytes } from 'node:crypto';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { withRequestId, type Logger } from '../../common/src/logger.js';
+import { processIdentity, processLiveness } from '../../common/src/process-start.js';
 import { publish, runStops, runWakeups, subscribe } from '../../common/src/subjects.js';
 import type { RunClients } from './clients.js';
 import type { RunEvents } from './run-events.js';
 import type { RunRepository, RunRow } from './run.repository.js';
 import { settleWithin } from './run-bounds.js';
+
+/** How often a worker looks for workers on its host that died holding runs (one query; their leases are ended at once). */
+const GONE_CHECK_MS = 2000;
 
 export const LEASE_EXPIRED_REASON = 'the worker running it stopped responding (its lease expired)';
 export const takeoverLimitError = (max: number) =>
@@ -59,6 +63,8 @@ export interface SchedulerOptions {
 export class RunScheduler {
   /** The lease owner: the process's instance id and a random part (a restart of the same pod is another owner). */
   readonly owner: string;
+  /** This OS process (processIdentity()), written with each lease it takes. */
+  readonly #process = processIdentity();
   readonly #o: SchedulerOptions;
   readonly #active = new Map<string, AbortController>();
   readonly #timers: NodeJS.Timeout[] = [];
@@ -95,8 +101,31 @@ export class RunScheduler {
     this.#timers.push(setInterval(() => this.poke(), pollMs));
     this.#timers.push(setInterval(() => void this.#renew(), Math.max(200, Math.floor(leaseMs / 3))));
     this.#timers.push(setInterval(() => void this.reapExpired(), Math.max(200, Math.floor(leaseMs / 2))));
+    // A worker that died on this host is seen by its pid long before its leases run out.
+    this.#timers.push(setInterval(() => void this.#reapGone(), Math.max(200, Math.min(GONE_CHECK_MS, Math.floor(leaseMs / 2)))));
     void this.reapExpired();
     this.poke();
+  }
+
+  /** Ends the leases of workers that ran on this host and whose process is gone (a crash), for reapExpired to take their runs over. */
+  async #expireGone(): Promise<number> {
+    let expired = 0;
+    for (const o of await this.#o.repo.otherLeaseOwners(this.owner)) {
+      if (processLiveness(o.process) !== 'gone') continue;
+      const n = await this.#o.repo.expireLeasesOf(o.owner);
+      if (n) this.#o.logger.info({ owner: o.owner, runs: n }, 'the worker holding these runs ran on this host and is gone; their leases end now');
+      expired += n;
+    }
+    return expired;
+  }
+
+  async #reapGone(): Promise<void> {
+    if (this.#stopped) return;
+    try {
+      if (await this.#expireGone()) await this.reapExpired();
+    } catch (err) {
+      this.#o.logger.warn({ err: (err as Error).message }, 'looking for gone workers failed');
+    }
   }
 
   /** Claims runs until the slots are full or nothing can start. */
@@ -113,7 +142,7 @@ export class RunScheduler {
         do {
           this.#again = false;
           while (!this.#stopped && this.#active.size < this.#o.concurrency) {
-            const run = await this.#o.repo.claim(this.owner, this.#o.leaseMs, this.#o.maxRunningPerProject);
+            const run = await this.#o.repo.claim(this.owner, this.#o.leaseMs, this.#o.maxRunningPerProject, this.#process);
             if (!run) break;
             this.#launch(run);
           }
@@ -179,8 +208,9 @@ export class RunScheduler {
   async reapExpired(): Promise<number> {
     if (this.#stopped) return 0;
     try {
+      await this.#expireGone();
       const error = takeoverLimitError(this.#o.maxTakeovers);
-      const { taken, failed } = await this.#o.repo.takeOverExpired(this.owner, this.#o.leaseMs, this.#o.maxTakeovers, error);
+      const { taken, failed } = await this.#o.repo.takeOverExpired(this.owner, this.#o.leaseMs, this.#o.maxTakeovers, error, this.#process);
       for (const run of failed) await this.#afterInterrupted(run, error);
       for (const run of taken) {
         if (this.#stopped) break; // its lease runs out again and another replica takes it
