@@ -1,5 +1,6 @@
 /**
- * What a worker's death costs a run. Two run replicas on Postgres, a short lease; each round runs
+ * What a worker's death costs a run. Two run replicas on Postgres on one host (a replica sees the other's
+ * process gone, whatever the lease: RUN_LEASE_MS as given, 2 s unless told); each round runs
  * the same nine-step builtin task twice, alternating: once undisturbed (the baseline) and once with
  * the replica holding it killed (SIGKILL) right after its first step. Figures: the takeover gap
  * (kill → the next step, recorded by the other replica) beside the lease and an ordinary gap between
