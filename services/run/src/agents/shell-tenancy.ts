@@ -1,7 +1,7 @@
 /**
  * Who a run's commands are, and what is left when it ends. Each run holds a slot of this host's
- * registry for the uid range (<tmp>/ats-shell-slots-<service uid>-<SHELL_UID_BASE>: every run
- * service on the host that uses the range shares it, whatever its RUN_WORK_DIR) while it executes: slot n gives its commands the uid/gid SHELL_UID_BASE+n
+ * registry for the uid range (/tmp/ats-shell-slots-<service uid>-<SHELL_UID_BASE>: every run
+ * service on the host that uses the range shares it, whatever its RUN_WORK_DIR or TMPDIR) while it executes: slot n gives its commands the uid/gid SHELL_UID_BASE+n
  * (when the service is root), cgroup v1 directories capping processes, memory and CPU (where
  * /sys/fs/cgroup allows), and records the owner (pid and start time of this process) and the run.
  * When the run ends, its slot is released: every process of the uid and of the cgroups is killed,
@@ -11,7 +11,7 @@
  * taking a slot exclude each other (a lock in the registry), so a reaper never takes a slot that
  * another service took while it looked for an orphan, and never kills that run's commands.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { accessSync, constants, readdirSync, readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -60,8 +60,21 @@ interface Owner {
   dir: string;
 }
 
-/** Start time of a process, or undefined when there is none. */
-const defaultSlots = (uidBase: number) => path.join(os.tmpdir(), `ats-shell-slots-${process.getuid?.() ?? 0}-${uidBase}`);
+/**
+ * The registry of a uid range: one per host, whatever TMPDIR says. The uids and their cgroups are
+ * the host's: a run service started with another TMPDIR (`make test`'s stacks beside `make up`)
+ * kept a registry of its own and reaped the other's commands as orphans. In /tmp, or in the temp
+ * folder where /tmp cannot be written.
+ */
+export function defaultSlots(uidBase: number): string {
+  const name = `ats-shell-slots-${process.getuid?.() ?? 0}-${uidBase}`;
+  try {
+    accessSync('/tmp', constants.W_OK);
+    return path.join('/tmp', name);
+  } catch {
+    return path.join(os.tmpdir(), name);
+  }
+}
 
 const MY_START = processStartTime(process.pid) ?? 0;
 const alive = (o: Owner) => processStartTime(o.pid) === o.start;

@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import net from 'node:net';
 import { createLogger } from '../../../common/src/logger.js';
 import { canSandbox, giveTo, insideDisk, listDisk, runShell, shellUser, type ShellOptions } from './shell.js';
-import { ShellTenancy, type Tenant } from './shell-tenancy.js';
+import { defaultSlots, ShellTenancy, type Tenant } from './shell-tenancy.js';
 import { seccompFilter } from './seccomp.js';
 
 let dir: string;
@@ -139,6 +139,21 @@ describe('the sandbox of a command', () => {
     assert.equal(r.signal, 'SIGKILL');
     assert.equal(fs.existsSync(path.join(dir, 'ran.txt')), false);
   });
+});
+
+test('when run services on one host start with different TMPDIRs (make test beside make up), then they share one registry of the uid range, so neither reaps the other’s commands', () => {
+  const was = process.env.TMPDIR;
+  try {
+    const seen = ['/dev/shm', os.tmpdir(), path.join(os.tmpdir(), 'elsewhere')].map((dir) => {
+      process.env.TMPDIR = dir;
+      return defaultSlots(170000);
+    });
+    assert.deepEqual(new Set(seen).size, 1, seen.join(' '));
+    assert.equal(seen[0], `/tmp/ats-shell-slots-${process.getuid?.() ?? 0}-170000`);
+  } finally {
+    if (was === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = was;
+  }
 });
 
 describe('paths on the disk', () => {
