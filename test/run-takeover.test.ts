@@ -150,6 +150,9 @@ describe('a run whose worker dies', { skip: !pg && 'needs Postgres on 127.0.0.1:
     }
     assert.deepEqual([await holder(stopped.id), await holder(orphan.id)], [1, 1]);
     const browserId = (await read(orphan.id)).browserId as string;
+    // As if their worker ran on another host (the leases name no process): the other replica waits out the 2 s lease rather than
+    // seeing at once that the process is gone, and the stops below come while nobody runs them.
+    await db.knex.raw('update "run".runs set lease_process = null where id in (?, ?)', [stopped.id, orphan.id]);
     await f.stack.kill('run', 1);
     try {
       // Both at once, within the 2 s lease: a takeover that came first would resume them instead.

@@ -19,15 +19,18 @@ function procStat(pid: number): { state: string; start: number } | undefined {
   }
 }
 
-/** This host's boot and PID namespace ("<boot id>:<namespace inode>"): pids are comparable only within one. */
+/** This host's boot and PID namespace ("<boot id>:<namespace inode>"): pids are comparable only within one. Read once: neither changes while a process runs. */
+let space: string | undefined | null = null;
 function pidSpace(): string | undefined {
+  if (space !== null) return space;
   try {
     const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
     const ns = /\[(\d+)\]/.exec(readlinkSync('/proc/self/ns/pid'))?.[1];
-    return boot && ns ? `${boot}:${ns}` : undefined;
+    space = boot && ns ? `${boot}:${ns}` : undefined;
   } catch {
-    return undefined;
+    space = undefined;
   }
+  return space;
 }
 
 /**
@@ -35,9 +38,9 @@ function pidSpace(): string | undefined {
  * `linux:<boot id>:<pid namespace>:<pid>:<start time>`; undefined without /proc.
  */
 export function processIdentity(pid = process.pid): string | undefined {
-  const space = pidSpace();
+  const here = pidSpace();
   const start = processStartTime(pid);
-  return space && start !== undefined ? `linux:${space}:${pid}:${start}` : undefined;
+  return here && start !== undefined ? `linux:${here}:${pid}:${start}` : undefined;
 }
 
 /**
@@ -48,8 +51,8 @@ export function processIdentity(pid = process.pid): string | undefined {
  */
 export function processLiveness(identity: string | null | undefined): 'alive' | 'gone' | 'unknown' {
   const m = /^linux:([^:]+:\d+):(\d+):(\d+)$/.exec(identity ?? '');
-  const space = pidSpace();
-  if (!m || !space || m[1] !== space) return 'unknown';
+  const here = pidSpace();
+  if (!m || !here || m[1] !== here) return 'unknown';
   const stat = procStat(Number(m[2]));
   // A zombie (dead, not yet reaped by its parent) runs nothing.
   return stat && stat.state !== 'Z' && stat.start === Number(m[3]) ? 'alive' : 'gone';

@@ -122,7 +122,7 @@ export class RunScheduler {
   async #reapGone(): Promise<void> {
     if (this.#stopped) return;
     try {
-      if (await this.#expireGone()) await this.reapExpired();
+      if (await this.#expireGone()) await this.reapExpired(false);
     } catch (err) {
       this.#o.logger.warn({ err: (err as Error).message }, 'looking for gone workers failed');
     }
@@ -203,12 +203,13 @@ export class RunScheduler {
   /**
    * Takes over the runs whose worker died (they continue here, beyond the slots if need be: they
    * were running already) and fails those taken over too often, releasing their browsers;
-   * returns how many runs it handled.
+   * returns how many runs it handled. First ends the leases of workers on this host that are gone,
+   * unless the caller just did (`lookForGone` false).
    */
-  async reapExpired(): Promise<number> {
+  async reapExpired(lookForGone = true): Promise<number> {
     if (this.#stopped) return 0;
     try {
-      await this.#expireGone();
+      if (lookForGone) await this.#expireGone();
       const error = takeoverLimitError(this.#o.maxTakeovers);
       const { taken, failed } = await this.#o.repo.takeOverExpired(this.owner, this.#o.leaseMs, this.#o.maxTakeovers, error, this.#process);
       for (const run of failed) await this.#afterInterrupted(run, error);
